@@ -1,0 +1,5 @@
+import sys
+
+from ozgemm.cli import main
+
+sys.exit(main())
