@@ -1,6 +1,11 @@
 """ozgemm: matrix products with a proven precision contract, from exact INT8 products.
 
 Public API: :func:`matmul`, :func:`plan`, :class:`Contract`, :func:`load_contract`,
-:class:`ContractError`.
+:class:`ContractError`, :data:`__version__`.
 """
 __version__ = "0.1.0"
+
+from .api import matmul, plan
+from .precision.contract import Contract, ContractError, load_contract, named_contracts
+
+__all__ = ["matmul", "plan", "Contract", "ContractError", "load_contract", "named_contracts", "__version__"]

@@ -1,0 +1,174 @@
+"""``ozgemm.matmul`` and ``ozgemm.plan``: numpy.matmul semantics with a precision contract."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ._xp import array_namespace, is_cupy_array
+from .crt.scheme import execute
+from .kernels import get_engine
+from .precision.contract import Contract, as_contract
+from .precision.planner import Plan, make_plan
+from .precision.specials import patch_nonfinite, split_nonfinite
+
+__all__ = ["matmul", "plan"]
+
+
+def _check_operand(x, name):
+    if not (isinstance(x, np.ndarray) or is_cupy_array(x)):
+        raise TypeError(f"{name} must be a numpy or cupy array, got {type(x).__name__}; "
+                        "convert with numpy.asarray(...) first")
+    if x.ndim == 0:
+        raise ValueError(f"matmul: {name} is 0-dimensional; it needs at least 1 dimension")
+
+
+def _check_dtype(x, name, contract: Contract):
+    fmt = contract.fmt
+    dt = x.dtype
+    if dt.kind != "f":
+        kind = {"c": "complex", "i": "integer", "u": "unsigned integer", "b": "boolean", "O": "object"}.get(dt.kind, str(dt))
+        raise TypeError(f"{name} has dtype {dt} ({kind}); contract {contract.name!r} takes "
+                        f"{'float32 or float64' if fmt.name == 'binary64' else 'float32'} operands")
+    if fmt.name == "binary64" and dt not in (np.float32, np.float64):
+        raise TypeError(f"{name} has dtype {dt}; contract {contract.name!r} takes float32 or float64")
+    if fmt.name == "binary32" and dt != np.float32:
+        raise TypeError(f"{name} has dtype {dt}; contract {contract.name!r} (binary32) takes float32 "
+                        "operands only: cast with .astype(numpy.float32) or use contract='fp64'")
+
+
+def _prepare(a, b, contract):
+    _check_operand(a, "a")
+    _check_operand(b, "b")
+    xp = array_namespace(a, b)
+    contract = as_contract(contract)
+    _check_dtype(a, "a", contract)
+    _check_dtype(b, "b", contract)
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise ValueError(f"matmul: inner dimensions differ: a has shape {a.shape} (k={a2.shape[-1]}), "
+                         f"b has shape {b.shape} (k={b2.shape[-2]})")
+    try:
+        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: batch dimensions {a.shape[:-2]} and {b.shape[:-2]} do not broadcast") from None
+    m, n = a2.shape[-2], b2.shape[-1]
+    full = batch + (m, n)
+    final = full
+    if a.ndim == 1:
+        final = final[:-2] + final[-1:]
+    if b.ndim == 1:
+        final = final[:-1]
+    return xp, contract, a2, b2, batch, full, final
+
+
+def _product_2d(a, b, contract, engine, xp):
+    """One 2-D product; returns (C, Plan)."""
+    m, k = a.shape
+    n = b.shape[1]
+    fmt = contract.fmt
+    a = a.astype(xp.float64, copy=False) if fmt.name == "binary64" else a
+    b = b.astype(xp.float64, copy=False) if fmt.name == "binary64" else b
+    a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, xp)
+    p = make_plan(contract, a0, b0, engine)
+    if k == 0 or m == 0 or n == 0:
+        c = xp.zeros((m, n), dtype=fmt.dtype)
+    else:
+        c = execute(p, engine)
+    c = patch_nonfinite(c, a, b, bad_r, bad_c, xp)
+    return c, p
+
+
+def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
+    """Matrix product with a precision contract, computed from exact INT8 products.
+
+    Semantics follow ``numpy.matmul``: 2-D products, stacked batches with broadcasting
+    over leading dimensions, 1-D operands promoted and the added axis removed afterwards.
+
+    Parameters
+    ----------
+    a : numpy or cupy array, shape (..., m, k) or (k,)
+    b : numpy or cupy array, shape (..., k, n) or (k,); same array library as ``a``
+    contract : str, path or Contract
+        ``"fp64"`` (default), ``"fp64-fast"``, ``"fp32"``, a TOML file or a
+        :class:`~ozgemm.Contract`. dtypes: binary64 contracts take float32/float64 and return
+        float64; binary32 contracts take and return float32.
+    out : array, optional
+        Written in place and returned; must have exactly the result's shape and dtype and
+        must not share memory with ``a`` or ``b``.
+    engine : str or Engine, optional
+        ``"cpu"`` (default for numpy), ``"cpu-int64"``, ``"cuda"`` (default for cupy).
+    return_plan : bool
+        Also return the list of :class:`~ozgemm.precision.planner.Plan` (one per 2-D product).
+
+    Returns
+    -------
+    C : array of the contract's dtype (and the plans if ``return_plan``).
+
+    Error bound
+    -----------
+    For finite inputs, entrywise (u_f = 2**-p of the output format):
+    componentwise contracts (fp64, fp32): ``|C - AB| <= u_f |AB| + 2**-(bits-1) (|A||B|)``;
+    normwise (fp64-fast): ``|C - AB|_ij <= 2**-(bits-1) k max|A_i,:| max|B_:,j|``;
+    results in the subnormal range may in addition be off by half the smallest subnormal,
+    and exact results beyond the format's range become +-inf. Inputs holding NaN/Inf give
+    numpy's NaN/Inf classes in the affected rows/columns (or raise, ``specials="raise"``).
+    Method: Ozaki scheme II (Ozaki, Uchino, Imamura 2025, Sec. 3) with exact Garner
+    reconstruction and one correctly rounded conversion; bound derivation in
+    :mod:`ozgemm.precision.planner`.
+
+    Raises
+    ------
+    TypeError
+        Non-array operands, unsupported dtypes (complex, integer, object, ...), mixed
+        numpy/cupy operands.
+    ValueError
+        0-d operands, mismatched inner dimensions, non-broadcastable batches, bad ``out``.
+    ContractError
+        The contract cannot be proven for these inputs, or is malformed.
+    """
+    xp, contract, a2, b2, batch, full, final = _prepare(a, b, contract)
+    eng = get_engine(engine, xp)
+    dtype = contract.fmt.dtype
+    if out is not None:
+        if array_namespace(out) is not xp:
+            raise TypeError("out must come from the same array library as the operands")
+        if tuple(out.shape) != tuple(final) or out.dtype != dtype:
+            raise ValueError(f"out has shape {tuple(out.shape)} and dtype {out.dtype}; the result needs "
+                             f"shape {tuple(final)} and dtype {np.dtype(dtype)}")
+        if xp.shares_memory(out, a) or xp.shares_memory(out, b):
+            raise ValueError("out overlaps an input operand; pass a separate array")
+    res = xp.empty(full, dtype=dtype)
+    plans = []
+    for idx in itertools.product(*[range(d) for d in batch]):
+        ia = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (a2.ndim - 2):], a2.shape[:-2]))
+        ib = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (b2.ndim - 2):], b2.shape[:-2]))
+        c, p = _product_2d(a2[ia], b2[ib], contract, eng, xp)
+        res[idx] = c
+        plans.append(p)
+    res = res.reshape(final)
+    if out is not None:
+        out[...] = res
+        res = out
+    return (res, plans) if return_plan else res
+
+
+def plan(a, b, contract="fp64", *, engine=None) -> Plan:
+    """Plan a 2-D product without computing it (runs only the bound GEMM).
+
+    Returns the :class:`~ozgemm.precision.planner.Plan`: moduli count, integer width, shifts,
+    the proven scaling-error bound (``plan.scaling_error_bound()``) and ``plan.info()``.
+    Operands with non-finite values are planned on their finite rows/columns.
+
+    Raises the same errors as :func:`matmul`; ValueError for batched (> 2-D) operands.
+    """
+    xp, contract, a2, b2, batch, full, final = _prepare(a, b, contract)
+    if batch:
+        raise ValueError("plan() takes 1-D or 2-D operands; use matmul(..., return_plan=True) for batches")
+    eng = get_engine(engine, xp)
+    fmt = contract.fmt
+    a2 = a2.astype(xp.float64, copy=False) if fmt.name == "binary64" else a2
+    b2 = b2.astype(xp.float64, copy=False) if fmt.name == "binary64" else b2
+    a0, b0, _, _ = split_nonfinite(a2, b2, contract, xp)
+    return make_plan(contract, a0, b0, eng)

@@ -1,0 +1,1 @@
+"""Named precision contracts shipped as TOML files (package data)."""

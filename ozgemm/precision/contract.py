@@ -1,0 +1,180 @@
+"""Precision contracts: what a product promises, loaded from TOML.
+
+A :class:`Contract` names an output format, a number of bits, an exponent range, a method
+and a moduli policy; the planner (:mod:`ozgemm.precision.planner`) derives from it and the
+actual inputs the scaling, the moduli and an a-priori entrywise error bound. Named
+contracts ship as TOML files in ``ozgemm/contracts/``.
+
+The promises (u_f = 2**-p is the unit roundoff of the output format, p its precision):
+
+``bound_kind = "componentwise"`` (contracts ``fp64``, ``fp32``)
+    for all finite inputs, every entry satisfies
+    ``|C - AB|_ij <= u_f * |AB|_ij + 2**-(bits-1) * (|A||B|)_ij``
+    (plus half the smallest subnormal where the result underflows; ``+-inf`` where the
+    exact result overflows the format). With bits = p this is never worse than the classic
+    DGEMM/SGEMM bound ``gamma_k (|A||B|)_ij`` for any k >= 2.
+``bound_kind = "normwise"`` (contract ``fp64-fast``)
+    ``|C - AB|_ij <= 2**-(bits-1) * k * max_l |A_il| * max_l |B_lj|`` (same underflow note).
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from pathlib import Path
+
+from .formats import Format, get_format
+
+__all__ = ["Contract", "ContractError", "load_contract", "named_contracts", "as_contract"]
+
+_METHODS = ("crt", "ozaki", "auto")
+_BOUND_KINDS = ("componentwise", "normwise")
+_SPECIALS = ("ieee", "raise")
+
+
+class ContractError(ValueError):
+    """A contract is malformed, or cannot be met for the given inputs.
+
+    The message names the contract, the shortfall and the fix.
+    """
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A precision contract.
+
+    Parameters
+    ----------
+    name : str
+        Name used in reports.
+    format : str
+        Output (and input) format: ``"binary64"`` or ``"binary32"`` in this release.
+    bits : int
+        Promised bits, ``2 <= bits <= p`` of the format. The bound constant is
+        ``2**-(bits-1)``.
+    exponent_range : int
+        Componentwise contracts: how many bits beyond ``bits`` the integer width of the
+        scaled rows/columns may grow to cover the exponent spread of the data
+        (``beta <= bits + exponent_range``). Data needing more raise :class:`ContractError`.
+    method : str
+        ``"crt"`` (Ozaki scheme II, Chinese remaindering). ``"ozaki"`` and ``"auto"`` are
+        reserved for Ozaki scheme I (not in this release).
+    moduli : int or "auto"
+        Number of moduli. ``"auto"``: the planner picks the fewest moduli that prove the
+        bound for these inputs (widening up to the table or the exponent range). An int
+        fixes the count; a componentwise contract whose bound cannot be proven with it
+        raises :class:`ContractError`.
+    bound_kind : str
+        ``"componentwise"`` or ``"normwise"`` (see the module docstring for the promise).
+    specials : str
+        ``"ieee"``: NaN/Inf follow numpy float64 matmul semantics; ``"raise"``: non-finite
+        input raises :class:`ContractError`.
+    description : str
+        Free text.
+    """
+
+    name: str
+    format: str = "binary64"
+    bits: int = 53
+    exponent_range: int = 64
+    method: str = "crt"
+    moduli: int | str = "auto"
+    bound_kind: str = "componentwise"
+    specials: str = "ieee"
+    description: str = ""
+    source: str = field(default="<object>", compare=False)
+
+    def __post_init__(self):
+        where = f"contract {self.name!r} ({self.source})"
+        try:
+            fmt = get_format(self.format)
+        except ValueError as exc:
+            raise ContractError(f"{where}: key 'format': {exc}") from None
+        object.__setattr__(self, "format", fmt.name)
+        if not isinstance(self.bits, int) or isinstance(self.bits, bool) or not 2 <= self.bits <= fmt.p:
+            raise ContractError(f"{where}: key 'bits' must be an integer in [2, {fmt.p}] for {fmt.name}, got {self.bits!r}")
+        if not isinstance(self.exponent_range, int) or isinstance(self.exponent_range, bool) or not 0 <= self.exponent_range <= 4096:
+            raise ContractError(f"{where}: key 'exponent_range' must be an integer in [0, 4096], got {self.exponent_range!r}")
+        if self.method not in _METHODS:
+            raise ContractError(f"{where}: key 'method' must be one of {_METHODS}, got {self.method!r}")
+        if self.moduli != "auto" and (not isinstance(self.moduli, int) or isinstance(self.moduli, bool) or self.moduli < 1):
+            raise ContractError(f"{where}: key 'moduli' must be a positive integer or \"auto\", got {self.moduli!r}")
+        if self.bound_kind not in _BOUND_KINDS:
+            raise ContractError(f"{where}: key 'bound_kind' must be one of {_BOUND_KINDS}, got {self.bound_kind!r}")
+        if self.specials not in _SPECIALS:
+            raise ContractError(f"{where}: key 'specials' must be one of {_SPECIALS}, got {self.specials!r}")
+        if self.bound_kind == "normwise" and self.moduli == "auto":
+            raise ContractError(f"{where}: a normwise contract needs a fixed integer 'moduli' count")
+
+    @property
+    def fmt(self) -> Format:
+        """The output :class:`~ozgemm.precision.formats.Format`."""
+        return get_format(self.format)
+
+    def promise(self) -> str:
+        """The promised bound as a one-line formula."""
+        c = f"2^-{self.bits - 1}"
+        if self.bound_kind == "componentwise":
+            return f"|C-AB| <= 2^-{self.fmt.p}*|AB| + {c}*(|A||B|)"
+        return f"|C-AB|_ij <= {c}*k*max|A_i,:|*max|B_:,j|"
+
+    def with_(self, **changes) -> "Contract":
+        """A copy with some keys changed (validated again)."""
+        return replace(self, **changes)
+
+
+_KEYS = {f.name for f in fields(Contract)} - {"source"}
+
+
+def named_contracts() -> list[str]:
+    """Names of the contracts shipped in ``ozgemm/contracts/``."""
+    root = resources.files("ozgemm.contracts")
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def _from_mapping(data: dict, source: str, default_name: str) -> Contract:
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise ContractError(f"contract file {source}: unknown key(s) {unknown}; known keys: {sorted(_KEYS)}")
+    data = dict(data)
+    data.setdefault("name", default_name)
+    return Contract(**data, source=source)
+
+
+def load_contract(name_or_path) -> Contract:
+    """Load a contract by shipped name (``"fp64"``, ``"fp64-fast"``, ``"fp32"``) or TOML path.
+
+    Raises
+    ------
+    ContractError
+        Unknown name, unreadable file, TOML syntax error, unknown key or invalid value;
+        the message names the file and the key.
+    """
+    s = str(name_or_path)
+    p = Path(s)
+    if s.endswith(".toml") or p.is_file():
+        try:
+            text = p.read_text()
+        except OSError as exc:
+            raise ContractError(f"cannot read contract file {s}: {exc}") from None
+        source, default = str(p), p.stem
+    else:
+        root = resources.files("ozgemm.contracts")
+        f = root / f"{s}.toml"
+        if not f.is_file():
+            raise ContractError(f"unknown contract {s!r}; shipped contracts: {named_contracts()} (or pass a .toml path)")
+        text, source, default = f.read_text(), f"ozgemm/contracts/{s}.toml", s
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ContractError(f"contract file {source}: malformed TOML: {exc}") from None
+    return _from_mapping(data, source, default)
+
+
+def as_contract(c) -> Contract:
+    """Accept a :class:`Contract`, a shipped name or a TOML path."""
+    if isinstance(c, Contract):
+        return c
+    if isinstance(c, (str, Path)):
+        return load_contract(c)
+    raise TypeError(f"contract must be a Contract, a name or a .toml path, got {type(c).__name__}")

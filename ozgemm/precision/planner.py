@@ -1,0 +1,252 @@
+"""The planner: (contract, A, B) -> :class:`Plan` with shifts, width, moduli and bound.
+
+Method (Ozaki scheme II, Ozaki-Uchino-Imamura 2025, Sec. 3, with an a-priori bound of our own):
+
+Scaling. Row i of A is scaled by 2**s_i, s_i = beta - E_i (|a_il| < 2**E_i), and rounded
+to the nearest integer A'_il, so |A'_il| <= 2**beta and |a_il - A'_il 2**-s_i| <= 2**(-s_i-1),
+with equality to zero where a_il * 2**s_i is already an integer (always, once
+beta >= width_i). Columns of B likewise with t_j = beta - F_j.
+
+Exactness. C' = A'B' is an integer matrix with
+|C'_ij| <= 2**(2 beta) * min(max_i na_i, max_j nb_j) + 2**(beta-1) k =: Cmax,
+na_i = sum_l |a_il| 2**-E_i, nb_j = sum_l |b_lj| 2**-F_j. It is recovered exactly from its
+residues modulo m_1..m_N when M = prod m_q > 2 Cmax.
+
+Scaling error. With x_i = [row i inexact at width beta], y_j likewise,
+|A'B' 2**-(s_i+t_j) - AB|_ij <= 2**(E_i+F_j-beta-1) (x_i nb_j + y_j (na_i + k 2**(-beta-1)))
+=: delta_ij (the k 2**(-beta-1) term only where row i is inexact). The final rounding adds u_f |A'B'2**..| <= u_f (|AB| + delta), so
+|C - AB| <= u_f |AB| + (1 + u_f) delta.
+
+Componentwise contracts. A lower bound LB_ij <= (|A||B|)_ij comes from one exact INT8 GEMM
+of 7-bit round-down quantisations of |A| and |B| (q of :mod:`ozgemm.precision.stats`). The
+planner takes the smallest beta with (1+u_f)(1+2**-40) delta_ij <= 2**-(bits-1) LB_ij for
+every entry (a sufficient, exactly checked condition; the 2**-40 covers the float64
+evaluation of the check), then the fewest moduli with M > 2 Cmax(beta), then the largest
+beta those moduli still allow (more accuracy at no cost).
+
+Normwise contracts. With a fixed moduli count, beta is the largest with M > 2 Cmax(beta);
+since na_i, nb_j <= k and 2**E_i <= 2 max|a_i,:|,
+|C - AB|_ij <= (u_f + (1+u_f) 2**(2-beta) (1 + 2**(-beta-2))) k max|A_i,:| max|B_:,j|,
+which is <= 2**-(bits-1) k max|A_i,:| max|B_:,j| whenever beta >= bits + 3.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from ..crt.moduli import MODULI, moduli_product
+from .contract import Contract, ContractError
+from .stats import LB_BITS, RowStats, row_stats
+
+__all__ = ["Plan", "make_plan", "KBLOCK_INT32"]
+
+#: k-block for exact int32 accumulation of int8 products: residues lie in [-128, 127], so
+#: |sum| <= k * 2**14 and k <= (2**31 - 1) // 2**14 = 131071 keeps every partial sum in int32.
+KBLOCK_INT32 = (2**31 - 1) // (128 * 128)
+_BETA_CAP = 1000  # keeps 2**-beta a normal float64 in the bound check
+
+
+@dataclass
+class Plan:
+    """What the planner derived for one 2-D product ``A (m x k) @ B (k x n)``.
+
+    Attributes
+    ----------
+    contract : Contract
+    shape : (m, k, n)
+    beta : int                  integer width of the scaled rows of A / columns of B
+    moduli : tuple[int, ...]    the moduli used (Ozaki scheme II)
+    s, t : int64 arrays (m,), (n,)   row shifts of A, column shifts of B
+    E, F : int64 arrays         row max exponents of A, column max exponents of B
+    kblock : int                k-block keeping int32 accumulation exact
+    delta_norm : float64 (m, n) or None   proven bound on the scaling error, in units of 2**(E_i+F_j)
+    exact_inputs : bool         True when every input entry was scaled exactly
+    widened : str               report of how the moduli count was chosen
+    """
+
+    contract: Contract
+    shape: tuple
+    beta: int
+    moduli: tuple
+    s: object
+    t: object
+    E: object
+    F: object
+    kblock: int = KBLOCK_INT32
+    delta_norm: object = None
+    exact_inputs: bool = False
+    widened: str = ""
+    _stats: tuple = field(default=None, repr=False)
+
+    @property
+    def n_moduli(self) -> int:
+        return len(self.moduli)
+
+    @property
+    def log2_M(self) -> float:
+        return float(np.log2(np.array(self.moduli, dtype=np.float64)).sum())
+
+    @property
+    def int8_gemms(self) -> int:
+        """INT8 GEMMs per product (one per modulus, one more for the componentwise bound)."""
+        return self.n_moduli + (1 if self.contract.bound_kind == "componentwise" else 0)
+
+    def scaling_error_bound(self):
+        """Proven entrywise bound on ``|A'B' 2**-(s_i+t_j) - AB|`` as float64 (rounded up)."""
+        xp = _xp_of(self.delta_norm)
+        e = (self.E[:, None] + self.F[None, :]).astype(xp.int32)
+        b = xp.ldexp(self.delta_norm, e)
+        return xp.nextafter(b, xp.inf)
+
+    def info(self) -> dict:
+        """A JSON-friendly summary: method, moduli count, bits, width, bound."""
+        m, k, n = self.shape
+        return {
+            "contract": self.contract.name,
+            "method": "crt",
+            "format": self.contract.format,
+            "bits": self.contract.bits,
+            "bound_kind": self.contract.bound_kind,
+            "promise": self.contract.promise(),
+            "shape": [m, k, n],
+            "beta": self.beta,
+            "n_moduli": self.n_moduli,
+            "log2_M": round(self.log2_M, 3),
+            "int8_gemms": self.int8_gemms,
+            "kblock": self.kblock,
+            "exact_inputs": bool(self.exact_inputs),
+            "widened": self.widened,
+        }
+
+
+def _xp_of(x):
+    from .._xp import array_namespace
+
+    return array_namespace(x)
+
+
+def _cmax(beta: int, S: float, k: int) -> Fraction:
+    return Fraction(S) * 2 ** (2 * beta) + Fraction(k) * Fraction(2) ** (beta - 1)
+
+
+def _max_beta_for(M: int, S: float, k: int, lo: int = 1) -> int:
+    """Largest beta with M > 2 Cmax(beta) (0 if none >= lo)."""
+    b = max(lo, 1)
+    if not M > 2 * _cmax(b, S, k):
+        return 0
+    while M > 2 * _cmax(b + 1, S, k):
+        b += 1
+    return b
+
+
+def _min_moduli_for(beta: int, S: float, k: int) -> int | None:
+    need = 2 * _cmax(beta, S, k)
+    acc = 1
+    for q, m in enumerate(MODULI):
+        acc *= m
+        if acc > need:
+            return q + 1
+    return None
+
+
+def _delta_norm(beta, sa: RowStats, sb: RowStats, k, xp):
+    x = (sa.width > beta).astype(xp.float64)
+    y = (sb.width > beta).astype(xp.float64)
+    h = 2.0 ** (-beta - 1)
+    return h * (x[:, None] * sb.norm1[None, :] + y[None, :] * (sa.norm1 + x * (k * h))[:, None])
+
+
+def make_plan(contract: Contract, a, b, engine) -> Plan:
+    """Plan the product of finite 2-D arrays ``a`` (m x k) and ``b`` (k x n).
+
+    Raises
+    ------
+    ContractError
+        When the contract cannot be proven for these inputs (exponent spread beyond
+        ``exponent_range``, moduli beyond the table or beyond a fixed count); the message
+        names the contract, the shortfall and the fix.
+    """
+    xp = engine.xp
+    fmt = contract.fmt
+    if not fmt.supported:
+        raise ContractError(f"contract {contract.name!r}: format {fmt.name} has no engine path in this release")
+    if contract.method != "crt":
+        raise ContractError(f"contract {contract.name!r}: method {contract.method!r} is not available in this "
+                            "release; use method = \"crt\" (Ozaki scheme II)")
+    m, k = a.shape
+    n = b.shape[1]
+    sa = row_stats(a, xp)
+    sb = row_stats(b.T, xp)
+    S = float(min(float(sa.norm1.max()) if m else 0.0, float(sb.norm1.max()) if n else 0.0))
+    u = fmt.u
+    where = f"contract {contract.name!r} ({contract.source})"
+
+    if contract.bound_kind == "componentwise":
+        lb = engine.gemm_exact(sa.q, sb.q).astype(xp.float64)  # exact: 127^2 k < 2^53
+        rhs = lb * 2.0 ** (-(contract.bits - 1) - 2 * LB_BITS)
+        factor = (1.0 + u) * (1.0 + 2.0 ** -40)
+
+        def ok(beta):
+            return bool(xp.all(_delta_norm(beta, sa, sb, k, xp) * factor <= rhs))
+
+        beta_max = min(contract.bits + contract.exponent_range, _BETA_CAP)
+        if not ok(beta_max):
+            bad = int(xp.count_nonzero(_delta_norm(beta_max, sa, sb, k, xp) * factor > rhs))
+            need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
+            raise ContractError(
+                f"{where}: the componentwise bound 2^-{contract.bits - 1}|A||B| cannot be proven for "
+                f"{bad} of {m * n} entries within exponent_range={contract.exponent_range} "
+                f"(integer width <= {beta_max} bits); the rows/columns span up to {need} bits "
+                f"(exponent spread + precision). Fix: use a contract with exponent_range >= "
+                f"{max(need - contract.bits, 0)}, a normwise contract (e.g. 'fp64-fast'), or "
+                "rescale rows/columns with widely spread magnitudes.")
+        lo, hi = 1, beta_max
+        while lo < hi:  # smallest beta that proves the bound (monotone in beta)
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        beta_min = lo
+        nmod = _min_moduli_for(beta_min, S, k)
+        if nmod is None:
+            raise ContractError(
+                f"{where}: width {beta_min} bits needs a moduli product above "
+                f"2^{float(np.log2(float(2 * _cmax(beta_min, S, k)))):.1f}, beyond the table's "
+                f"{len(MODULI)} moduli (2^{np.log2(np.array(MODULI, float)).sum():.1f}). "
+                "Fix: reduce k (split the product) or the exponent spread.")
+        if contract.moduli == "auto":
+            widened = f"auto: {nmod} moduli prove the bound (minimal width {beta_min})"
+        else:
+            if nmod > contract.moduli:
+                raise ContractError(
+                    f"{where}: these inputs need {nmod} moduli to prove the componentwise bound; the "
+                    f"contract fixes {contract.moduli}. Fix: moduli = {nmod} or \"auto\".")
+            nmod = contract.moduli
+            widened = f"fixed: {nmod} moduli"
+        M = moduli_product(nmod)
+        beta = min(_max_beta_for(M, S, k, beta_min), _BETA_CAP)
+    else:
+        nmod = contract.moduli
+        if nmod > len(MODULI):
+            raise ContractError(f"{where}: moduli = {nmod} exceeds the table ({len(MODULI)} moduli)")
+        M = moduli_product(nmod)
+        beta = min(_max_beta_for(M, S, k), _BETA_CAP)
+        if beta < contract.bits + 3:
+            need = _min_moduli_for(contract.bits + 3, S, k)
+            raise ContractError(
+                f"{where}: with {nmod} moduli and k = {k} the integer width is {beta} bits, below the "
+                f"{contract.bits + 3} the normwise bound needs. Fix: moduli = {need} (or split k).")
+        widened = f"fixed: {nmod} moduli"
+
+    s = (beta - sa.E).astype(xp.int64)
+    t = (beta - sb.E).astype(xp.int64)
+    s = xp.where(sa.zero_row, 0, s)
+    t = xp.where(sb.zero_row, 0, t)
+    delta = _delta_norm(beta, sa, sb, k, xp)
+    exact = bool(xp.all(sa.width <= beta)) and bool(xp.all(sb.width <= beta))
+    return Plan(contract=contract, shape=(m, k, n), beta=int(beta), moduli=MODULI[:nmod], s=s, t=t,
+                E=sa.E, F=sb.E, delta_norm=delta, exact_inputs=exact, widened=widened,
+                _stats=(sa, sb))

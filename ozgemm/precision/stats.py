@@ -1,0 +1,81 @@
+"""Exact input statistics the planner needs, written once against an array namespace.
+
+Every quantity here is exact or a proven upper/lower bound; nothing is estimated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["split_float", "RowStats", "row_stats"]
+
+LB_BITS = 7  # |x| quantised to 7 bits (0..127) for the lower-bound INT8 GEMM of |A||B|
+
+
+def split_float(x, xp):
+    """Exact decomposition ``x = mant * 2**exp`` with integer ``|mant| < 2**53``.
+
+    Parameters
+    ----------
+    x : float32 or float64 array (finite)
+
+    Returns
+    -------
+    mant : int64 array, ``|mant| < 2**53`` (zero for x == 0)
+    exp : int64 array, the exponent of mant's last bit
+    top : int64 array, frexp exponent: ``|x| < 2**top`` and ``|x| >= 2**(top-1)`` (0 for x == 0)
+    """
+    frac, top = xp.frexp(x.astype(xp.float64, copy=False))
+    mant = xp.ldexp(frac, 53).astype(xp.int64)
+    top = top.astype(xp.int64)
+    return mant, top - 53, top
+
+
+@dataclass
+class RowStats:
+    """Per-row statistics of a matrix X (r x k) for the scaling x_il * 2**s_i.
+
+    Attributes
+    ----------
+    mant, exp : (r, k) int64   exact decomposition (see :func:`split_float`)
+    E : (r,) int64             |x_il| < 2**E_i for all l (0 for an all-zero row)
+    width : (r,) int64         bits to hold row i exactly as integers: at integer width
+                               beta (shift s_i = beta - E_i) the row is exact iff beta >= width_i
+    norm1 : (r,) float64       upper bound on sum_l |x_il| * 2**-E_i (>= 0.5 for nonzero rows)
+    q : (r, k) int8            floor(|x_il| * 2**(7 - E_i)) in [0, 127]: a lower bound of
+                               |x_il| * 2**-E_i in units of 2**-7
+    zero_row : (r,) bool
+    """
+
+    mant: object
+    exp: object
+    E: object
+    width: object
+    norm1: object
+    q: object
+    zero_row: object
+
+
+def row_stats(x, xp) -> RowStats:
+    """Compute :class:`RowStats` of a finite 2-D float array along its rows (axis 1)."""
+    r, k = x.shape
+    mant, exp, top = split_float(x, xp)
+    nz = mant != 0
+    zero_row = ~nz.any(axis=1) if k else xp.ones((r,), dtype=bool)
+    if k:
+        E = xp.where(nz, top, xp.iinfo(xp.int64).min).max(axis=1)
+        E = xp.where(zero_row, 0, E)
+        low = mant & (-mant)  # lowest set bit of the significand
+        ctz = xp.frexp(low.astype(xp.float64))[1].astype(xp.int64) - 1
+        lsb = xp.where(nz, exp + ctz, xp.iinfo(xp.int64).max).min(axis=1)
+        width = xp.where(zero_row, 0, E - lsb)
+    else:
+        E = xp.zeros((r,), dtype=xp.int64)
+        width = xp.zeros((r,), dtype=xp.int64)
+    ax = xp.abs(x.astype(xp.float64, copy=False))
+    scaled = xp.ldexp(ax, (-E)[:, None].astype(xp.int32)) if k else ax
+    # sum of k terms each < 1: float64 summation error <= (k-1) u sum; the factor below also
+    # covers subnormal rounding of the scaled terms (<= k 2^-1075 << k 2^-53 * 0.5).
+    s = scaled.sum(axis=1) if k else xp.zeros((r,), dtype=xp.float64)
+    norm1 = s * (1.0 + (k + 4) * 2.0 ** -52)
+    q = xp.floor(xp.ldexp(ax, (LB_BITS - E)[:, None].astype(xp.int32))).astype(xp.int8) if k else xp.zeros((r, 0), dtype=xp.int8)
+    return RowStats(mant=mant, exp=exp, E=E, width=width, norm1=norm1, q=q, zero_row=zero_row)
