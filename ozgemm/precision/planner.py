@@ -158,8 +158,11 @@ def _delta_norm(beta, sa: RowStats, sb: RowStats, k, xp):
     return h * (x[:, None] * sb.norm1[None, :] + y[None, :] * (sa.norm1 + x * (k * h))[:, None])
 
 
-def make_plan(contract: Contract, a, b, engine) -> Plan:
+def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None) -> Plan:
     """Plan the product of finite 2-D arrays ``a`` (m x k) and ``b`` (k x n).
+
+    ``force_moduli`` (diagnostics only, e.g. the error-vs-moduli plot of ``ozgemm audit``)
+    uses that many moduli and the widest beta they allow, proving nothing.
 
     Raises
     ------
@@ -183,7 +186,14 @@ def make_plan(contract: Contract, a, b, engine) -> Plan:
     u = fmt.u
     where = f"contract {contract.name!r} ({contract.source})"
 
-    if contract.bound_kind == "componentwise":
+    if force_moduli is not None:
+        nmod = int(force_moduli)
+        M = moduli_product(nmod)
+        beta = min(_max_beta_for(M, S, k), _BETA_CAP)
+        if beta < 1:
+            raise ContractError(f"{nmod} moduli cannot hold even a 1-bit scaling for k = {k}")
+        widened = f"forced: {nmod} moduli, no bound proven"
+    elif contract.bound_kind == "componentwise":
         lb = engine.gemm_exact(sa.q, sb.q).astype(xp.float64)  # exact: 127^2 k < 2^53
         rhs = lb * 2.0 ** (-(contract.bits - 1) - 2 * LB_BITS)
         factor = (1.0 + u) * (1.0 + 2.0 ** -40)

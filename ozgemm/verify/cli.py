@@ -1,0 +1,165 @@
+"""``ozgemm audit``: audit a contract (or any matmul's result) against the exact product."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+__all__ = ["register", "run_audit"]
+
+
+def register(sub):
+    p = sub.add_parser(
+        "audit",
+        help="audit a precision contract against the exact product",
+        description=(
+            "Audit ozgemm's contract on standard inputs (phi-distributed matrices and Hilbert x "
+            "inverse Hilbert) side by side with numpy.matmul, or audit a user's data: "
+            "'ozgemm audit A.npy B.npy [--result C.npy]'. Exits 1 if the contract is broken."),
+    )
+    p.add_argument("arrays", nargs="*", metavar="A.npy B.npy", help="operands to audit (2-D .npy files)")
+    p.add_argument("--result", metavar="C.npy", help="audit this result of A @ B (from any matmul) instead of ozgemm's")
+    p.add_argument("--contract", default="fp64", help="contract name (fp64, fp64-fast, fp32) or TOML file [fp64]")
+    p.add_argument("--size", type=int, default=256, help="square size n of the standard inputs [256]")
+    p.add_argument("--shape", type=int, nargs=3, metavar=("M", "K", "N"), help="shape of the standard inputs")
+    p.add_argument("--phi", type=float, nargs="+", default=[0.5, 1, 2, 3], help="phi values [0.5 1 2 3]")
+    p.add_argument("--seed", type=int, default=0, help="random seed [0]")
+    p.add_argument("--no-hilbert", action="store_true", help="skip the Hilbert x inverse Hilbert case")
+    p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
+    p.add_argument("--plot", metavar="PATH", help="write the error-vs-moduli-count figure (PNG/PDF)")
+    p.add_argument("--engine", default=None, help="engine: cpu (default), cpu-int64, cuda")
+    p.set_defaults(func=run_audit)
+
+
+def _fmt(x, nd=3):
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if x == 0:
+            return "0"
+        return f"{x:.{nd}g}" if abs(x) < 1e4 else f"{x:.2e}"
+    return str(x)
+
+
+def _print_table(rows, contract):
+    hdr = ["case", "who", "moduli", "beta", "max err", "med err", "max ulps", "CR %", "max/bound", "breaches"]
+    lines = []
+    for r in rows:
+        s = r.summary
+        if r.error:
+            lines.append([r.case, r.who, "-", "-", "REFUSED (ContractError)", "", "", "", "", ""])
+            continue
+        lines.append([r.case, r.who,
+                      _fmt(r.plan["n_moduli"]) if r.plan else "",
+                      _fmt(r.plan["beta"]) if r.plan else "",
+                      _fmt(s["max_err_u"]), _fmt(s["median_err_u"]), _fmt(s["max_ulps"]),
+                      f"{100 * s['correctly_rounded']:.2f}", _fmt(s.get("max_bound_ratio")),
+                      _fmt(s.get("breaches"))])
+    w = [max(len(str(x)) for x in col) for col in zip(hdr, *lines)]
+    print(f"contract {contract.name}: {contract.promise()}   (errors in units of u*(|A||B|)_ij, u = 2^-{contract.fmt.p}; "
+          "max/bound = observed / promised bound; breaches counted exactly)")
+    print("  ".join(h.ljust(x) for h, x in zip(hdr, w)))
+    for ln in lines:
+        print("  ".join(str(v).ljust(x) for v, x in zip(ln, w)))
+    for r in rows:
+        if r.error:
+            print(f"\n{r.case}: {r.error}")
+
+
+def _load(path, name):
+    try:
+        x = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"ozgemm audit: cannot read {name} from {path}: {exc}")
+    if x.ndim != 2:
+        raise SystemExit(f"ozgemm audit: {name} ({path}) must be a 2-D array, got shape {x.shape}")
+    if x.dtype.kind != "f":
+        raise SystemExit(f"ozgemm audit: {name} ({path}) has dtype {x.dtype}; float32/float64 needed")
+    return x
+
+
+def run_audit(args) -> int:
+    from tqdm import tqdm
+
+    from ..precision.contract import ContractError, as_contract
+    from .audit import audit_case, audit_result, moduli_sweep, standard_cases, to_json
+
+    try:
+        contract = as_contract(args.contract)
+    except ContractError as exc:
+        print(f"ozgemm audit: {exc}", file=sys.stderr)
+        return 2
+    dtype = contract.fmt.dtype
+    rows = []
+    if args.arrays:
+        if len(args.arrays) != 2:
+            print("ozgemm audit: give two operand files, A.npy B.npy", file=sys.stderr)
+            return 2
+        a = _load(args.arrays[0], "A")
+        b = _load(args.arrays[1], "B")
+        if a.shape[1] != b.shape[0]:
+            print(f"ozgemm audit: inner dimensions differ: A {a.shape}, B {b.shape}", file=sys.stderr)
+            return 2
+        if args.result:
+            c = _load(args.result, "C")
+            if c.shape != (a.shape[0], b.shape[1]):
+                print(f"ozgemm audit: result shape {c.shape} is not {(a.shape[0], b.shape[1])}", file=sys.stderr)
+                return 2
+            rows.append(audit_result(a, b, c, contract, name=args.result))
+        else:
+            if a.dtype != dtype or b.dtype != dtype:
+                print(f"note: operands cast to {np.dtype(dtype)} for contract {contract.name}", file=sys.stderr)
+            rows += audit_case("user", a.astype(dtype), b.astype(dtype), contract, engine=args.engine)
+        cases = [("user", a, b)]
+    else:
+        shape = tuple(args.shape) if args.shape else (args.size,) * 3
+        cases = standard_cases(shape, tuple(args.phi), args.seed, dtype, 0 if args.no_hilbert else 10)
+        for name, a, b in tqdm(cases, desc="audit", unit="case", file=sys.stderr):
+            rows += audit_case(name, a, b, contract, engine=args.engine)
+    extra = {}
+    if args.plot:
+        sweeps = {}
+        for name, a, b in tqdm(cases, desc="moduli sweep", unit="case", file=sys.stderr):
+            if name.startswith("hilbert"):
+                continue
+            sweeps[name] = moduli_sweep(a, b, contract, range(6, 27))
+        _plot(sweeps, rows, contract, args.plot)
+        extra["moduli_sweep"] = sweeps
+        print(f"figure written to {args.plot}", file=sys.stderr)
+    _print_table(rows, contract)
+    if args.json:
+        to_json(rows, args.json, extra | {"contract": contract.name})
+    broken = [r for r in rows if r.broken or (r.who == "given result" and (r.summary.get("breaches") or 0) > 0)]
+    if broken:
+        print(f"\nCONTRACT BROKEN on {len(broken)} case(s): " + ", ".join(r.case for r in broken))
+        return 1
+    print(f"\ncontract {contract.name} kept on all {len({r.case for r in rows})} case(s)")
+    return 0
+
+
+def _plot(sweeps, rows, contract, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, (name, pts) in enumerate(sweeps.items()):
+        if not pts:
+            continue
+        xs, mx, _ = zip(*pts)
+        line, = ax.semilogy(xs, np.maximum(mx, 1e-3), "o-", ms=3, label=f"ozgemm {name}")
+        np_row = next((r for r in rows if r.case == name and r.who.startswith("numpy")), None)
+        if np_row:
+            ax.axhline(max(np_row.summary["max_err_u"], 1e-3), color=line.get_color(), ls="--", lw=0.8)
+        oz = next((r for r in rows if r.case == name and r.who == "ozgemm" and r.plan), None)
+        if oz:
+            ax.axvline(oz.plan["n_moduli"], color=line.get_color(), ls=":", lw=0.8)
+    ax.axhline(2.0, color="k", lw=1, label="contract: 2 u|A||B| (+u|AB|)")
+    ax.set_xlabel("number of moduli N (Ozaki scheme II)")
+    ax.set_ylabel("max |C-AB| / (u |A||B|)")
+    ax.set_title(f"contract {contract.name}: error vs moduli count\n(dashed: numpy.matmul; dotted: planner choice)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
