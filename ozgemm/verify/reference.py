@@ -113,7 +113,7 @@ def exact_product(a, b) -> ExactProduct:
     return ExactProduct(X=X, ABS=ABS, ea=ea, eb=eb, shape=(m, k, n), amax=amax, bmax=bmax)
 
 
-_CTX = {"binary64": gmpy2.ieee(64), "binary32": gmpy2.ieee(32)}
+_CTX = {"binary64": 64, "binary32": 32}
 
 
 def correctly_rounded(ex: ExactProduct, fmt_name: str = "binary64") -> np.ndarray:
@@ -121,7 +121,7 @@ def correctly_rounded(ex: ExactProduct, fmt_name: str = "binary64") -> np.ndarra
     m, _, n = ex.shape
     dtype = np.float64 if fmt_name == "binary64" else np.float32
     out = np.empty((m, n), dtype=dtype)
-    with gmpy2.local_context(_CTX[fmt_name]):
+    with gmpy2.ieee(_CTX[fmt_name]):
         for i in range(m):
             for j in range(n):
                 e = ex.ea[i] + ex.eb[j]

@@ -1,0 +1,258 @@
+// ozgemm.fwt CUDA kernels: fast Walsh–Hadamard transform (natural order, unscaled sums
+// times a final factor `scale`). Compiled at run time by cupy.RawModule (NVRTC); no headers.
+//
+// Storage types T: unsigned short (IEEE binary16 bits), float, double, long long.
+// Compute types A: float for binary16 and float, double, long long (exact).
+//
+// fwht_rows<T, A, LOGV, TB, CB>: one pass through memory. A block owns a tile of
+//   2^(LOGV+TB+CB) contiguous elements (whole rows of 2^L elements, L <= tile bits).
+//   Element index inside the tile: idx = v + (tid << LOGV) + (c << (LOGV+TB)),
+//   v < V = 16/sizeof(T) (one 16-byte vector), tid < 2^TB threads, c < 2^CB chunks.
+//   Phase A (from global, 16-byte coalesced loads): butterflies on the v bits and the
+//   chunk bits in registers, on the 5 lane bits with warp shuffles.
+//   Phase B (only when a warp bit is a transform bit): exchange through shared memory so
+//   that the warp bits become register bits, butterflies, exchange back.
+//   Store from the phase-A layout with 16-byte coalesced stores.
+//   Bits >= L inside the tile are row (batch) bits: no butterfly.
+//
+// fwht_cols<T, A, LOGV, MB, TPLB>: one strided pass for long rows. Transforms the MB index
+//   bits [s, s+MB) of the flat index (rows are contiguous and 2^L-aligned, s+MB <= L).
+//   A block owns a tile of 2^MB "lines" (stride 2^s) x Wc = 2^TPLB * V contiguous columns;
+//   each thread holds 8 lines x one 16-byte vector; MB/3 register phases separated by
+//   shared-memory exchanges; 16-byte coalesced loads and stores (>= 128 B per line).
+
+typedef unsigned short half_bits;
+
+__device__ __forceinline__ float h2f(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ unsigned short f2h(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+
+// ---- 16-byte global vector load/store, converting T <-> A, with the final scale --------
+__device__ __forceinline__ void gload(const half_bits* p, float* a) {
+  uint4 u = __ldcs(reinterpret_cast<const uint4*>(p));
+  unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    a[2 * k] = h2f((unsigned short)(w[k] & 0xffffu));
+    a[2 * k + 1] = h2f((unsigned short)(w[k] >> 16));
+  }
+}
+__device__ __forceinline__ void gstore(half_bits* p, const float* a, float s) {
+  unsigned w[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    w[k] = (unsigned)f2h(a[2 * k] * s) | ((unsigned)f2h(a[2 * k + 1] * s) << 16);
+  __stcs(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
+}
+__device__ __forceinline__ void gload(const float* p, float* a) {
+  float4 u = __ldcs(reinterpret_cast<const float4*>(p));
+  a[0] = u.x; a[1] = u.y; a[2] = u.z; a[3] = u.w;
+}
+__device__ __forceinline__ void gstore(float* p, const float* a, float s) {
+  __stcs(reinterpret_cast<float4*>(p), make_float4(a[0] * s, a[1] * s, a[2] * s, a[3] * s));
+}
+__device__ __forceinline__ void gload(const double* p, double* a) {
+  double2 u = __ldcs(reinterpret_cast<const double2*>(p));
+  a[0] = u.x; a[1] = u.y;
+}
+__device__ __forceinline__ void gstore(double* p, const double* a, double s) {
+  __stcs(reinterpret_cast<double2*>(p), make_double2(a[0] * s, a[1] * s));
+}
+__device__ __forceinline__ void gload(const long long* p, long long* a) {
+  longlong2 u = __ldcs(reinterpret_cast<const longlong2*>(p));
+  a[0] = u.x; a[1] = u.y;
+}
+__device__ __forceinline__ void gstore(long long* p, const long long* a, long long) {
+  __stcs(reinterpret_cast<longlong2*>(p), make_longlong2(a[0], a[1]));
+}
+
+// ---- shared-memory vector store/load of V compute values (16-byte pieces) --------------
+template <int V> __device__ __forceinline__ void sstore(float* p, const float* a) {
+#pragma unroll
+  for (int k = 0; k < V; k += 4)
+    *reinterpret_cast<float4*>(p + k) = make_float4(a[k], a[k + 1], a[k + 2], a[k + 3]);
+}
+template <int V> __device__ __forceinline__ void sload(const float* p, float* a) {
+#pragma unroll
+  for (int k = 0; k < V; k += 4) {
+    float4 u = *reinterpret_cast<const float4*>(p + k);
+    a[k] = u.x; a[k + 1] = u.y; a[k + 2] = u.z; a[k + 3] = u.w;
+  }
+}
+template <int V> __device__ __forceinline__ void sstore(double* p, const double* a) {
+#pragma unroll
+  for (int k = 0; k < V; k += 2) *reinterpret_cast<double2*>(p + k) = make_double2(a[k], a[k + 1]);
+}
+template <int V> __device__ __forceinline__ void sload(const double* p, double* a) {
+#pragma unroll
+  for (int k = 0; k < V; k += 2) {
+    double2 u = *reinterpret_cast<const double2*>(p + k);
+    a[k] = u.x; a[k + 1] = u.y;
+  }
+}
+template <int V> __device__ __forceinline__ void sstore(long long* p, const long long* a) {
+#pragma unroll
+  for (int k = 0; k < V; k += 2)
+    *reinterpret_cast<longlong2*>(p + k) = make_longlong2(a[k], a[k + 1]);
+}
+template <int V> __device__ __forceinline__ void sload(const long long* p, long long* a) {
+#pragma unroll
+  for (int k = 0; k < V; k += 2) {
+    longlong2 u = *reinterpret_cast<const longlong2*>(p + k);
+    a[k] = u.x; a[k + 1] = u.y;
+  }
+}
+
+// butterfly on register pairs (i, i + h) for all i with bit h clear, i < N
+template <typename A, int N>
+__device__ __forceinline__ void reg_stage(A* r, int h) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if ((i & h) == 0) {
+      A u = r[i], w = r[i + h];
+      r[i] = u + w;
+      r[i + h] = u - w;
+    }
+  }
+}
+
+// ============================================================================ row kernel
+template <typename T, typename A, int LOGV, int TB, int CB>
+__global__ void __launch_bounds__(1 << TB)
+fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
+  constexpr int V = 1 << LOGV;
+  constexpr int C = 1 << CB;
+  constexpr int E = V * C;
+  constexpr int LOGE = LOGV + CB;
+  constexpr int NTH = 1 << TB;
+  constexpr int LT = LOGV + TB + CB;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  A* sm = reinterpret_cast<A*>(smem_raw);
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const long long base = (long long)blockIdx.x << LT;
+  A r[E];
+
+  // ---- phase A: load (16-byte vectors, consecutive threads -> consecutive vectors)
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const long long off = base + ((long long)(c * NTH + tid) << LOGV);
+    if (off < total) {
+      gload(x + off, r + c * V);
+    } else {
+#pragma unroll
+      for (int v = 0; v < V; ++v) r[c * V + v] = A(0);
+    }
+  }
+  // v bits: index bits [0, LOGV) = register bits [0, LOGV)
+#pragma unroll
+  for (int b = 0; b < LOGV; ++b)
+    if (b < L) reg_stage<A, E>(r, 1 << b);
+  // chunk bits: index bits [LOGV+TB, LT) = register bits [LOGV, LOGE)
+#pragma unroll
+  for (int j = 0; j < CB; ++j)
+    if (LOGV + TB + j < L) reg_stage<A, E>(r, V << j);
+  // lane bits: index bits [LOGV, LOGV + min(5,TB))
+  constexpr int LANEB = TB < 5 ? TB : 5;
+#pragma unroll
+  for (int j = 0; j < LANEB; ++j) {
+    if (LOGV + j < L) {
+      const bool upper = (lane >> j) & 1;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        A o = __shfl_xor_sync(0xffffffffu, r[e], 1 << j);
+        r[e] = upper ? (o - r[e]) : (r[e] + o);
+      }
+    }
+  }
+
+  // ---- phase B: warp bits [LOGV+5, LOGV+TB) through shared memory
+  if (TB > 5 && LOGV + 5 < L) {
+    constexpr int WB = TB > 5 ? TB - 5 : 0;   // warp bits (host guarantees WB <= LOGE)
+    constexpr int W = 1 << WB;
+    constexpr int XB = LOGE - WB;             // extra register bits
+    const int wid = tid >> 5;
+#pragma unroll
+    for (int c = 0; c < C; ++c) sstore<V>(sm + ((c * NTH + tid) << LOGV), r + c * V);
+    __syncthreads();
+    // register e <-> index: lane bits [0,5); e's low WB bits -> warp bits [LOGV+5, LOGV+TB);
+    // q = (e >> WB) | (wid << XB): low LOGV bits -> [5, 5+LOGV), high CB bits -> [LOGV+TB, LT)
+    auto pos = [&](int e) -> int {
+      const int q = (e >> WB) | (wid << XB);
+      return lane + ((q & (V - 1)) << 5) + ((e & (W - 1)) << (LOGV + 5)) + ((q >> LOGV) << (LOGV + TB));
+    };
+#pragma unroll
+    for (int e = 0; e < E; ++e) r[e] = sm[pos(e)];
+#pragma unroll
+    for (int j = 0; j < WB; ++j)
+      if (LOGV + 5 + j < L) reg_stage<A, E>(r, 1 << j);
+#pragma unroll
+    for (int e = 0; e < E; ++e) sm[pos(e)] = r[e];
+    __syncthreads();
+#pragma unroll
+    for (int c = 0; c < C; ++c) sload<V>(sm + ((c * NTH + tid) << LOGV), r + c * V);
+  }
+
+  // ---- store
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const long long off = base + ((long long)(c * NTH + tid) << LOGV);
+    if (off < total) gstore(y + off, r + c * V, scale);
+  }
+}
+
+// ========================================================================= strided kernel
+template <typename T, typename A, int LOGV, int MB, int TPLB>
+__global__ void __launch_bounds__((1 << TPLB) << (MB - 3))
+fwht_cols(const T* __restrict__ x, T* __restrict__ y, long long total, int s, A scale) {
+  constexpr int V = 1 << LOGV;
+  constexpr int RB = 3;                 // 8 lines per thread per phase
+  constexpr int R = 1 << RB;
+  constexpr int E = R * V;
+  constexpr int P = MB / RB;            // phases (MB is a multiple of 3)
+  constexpr int TPL = 1 << TPLB;        // threads per line
+  constexpr int WCB = TPLB + LOGV;      // log2 of columns per tile
+  constexpr int WC = 1 << WCB;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  A* sm = reinterpret_cast<A*>(smem_raw);
+
+  const int tid = threadIdx.x;
+  const int cv = tid & (TPL - 1);
+  const int g = tid >> TPLB;
+  const long long nlo = 1LL << (s - WCB);
+  const long long hi = blockIdx.x / nlo;
+  const long long lt = blockIdx.x - hi * nlo;
+  const long long base = (hi << (s + MB)) + (lt << WCB) + (long long)cv * V;
+  (void)total;
+
+  A r[E];
+  // phase 0: lines (g << 3) | j ... in general line(p, j) below
+  auto line = [&](int p, int j) -> int {
+    const int lowmask = (1 << (RB * p)) - 1;
+    return (g & lowmask) | (j << (RB * p)) | ((g >> (RB * p)) << (RB * p + RB));
+  };
+#pragma unroll
+  for (int j = 0; j < R; ++j) gload(x + base + ((long long)line(0, j) << s), r + j * V);
+#pragma unroll
+  for (int b = 0; b < RB; ++b) reg_stage<A, E>(r, V << b);
+#pragma unroll
+  for (int p = 1; p < P; ++p) {
+#pragma unroll
+    for (int j = 0; j < R; ++j) sstore<V>(sm + line(p - 1, j) * WC + cv * V, r + j * V);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < R; ++j) sload<V>(sm + line(p, j) * WC + cv * V, r + j * V);
+#pragma unroll
+    for (int b = 0; b < RB; ++b) reg_stage<A, E>(r, V << b);
+  }
+#pragma unroll
+  for (int j = 0; j < R; ++j) gstore(y + base + ((long long)line(P - 1, j) << s), r + j * V, scale);
+}

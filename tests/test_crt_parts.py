@@ -1,0 +1,44 @@
+"""Residues and Garner reconstruction against plain Python integers."""
+import random
+from fractions import Fraction
+from math import prod
+
+import numpy as np
+import pytest
+
+from ozgemm.crt.garner import crt_reconstruct
+from ozgemm.crt.moduli import MODULI
+from ozgemm.crt.residues import scaled_residues
+from ozgemm.precision.stats import split_float
+
+
+@pytest.mark.parametrize("n", [2, 14, 17, 20, 36, len(MODULI)])
+def test_crt_reconstruct_signed(n):
+    M = prod(MODULI[:n])
+    r = random.Random(n)
+    vals = [r.randrange(-(M // 2) + 1, M // 2) for _ in range(400)]
+    vals += [M // 2 - 1, -(M // 2) + 1, 0, 1, -1]
+    c = np.array([[v % m for v in vals] for m in MODULI[:n]], dtype=np.int64)
+    mag, neg = crt_reconstruct(c, n, np)
+    got = [(-1 if neg[i] else 1) * sum(int(mag[j, i]) << (32 * j) for j in range(mag.shape[0])) for i in range(len(vals))]
+    assert got == vals
+
+
+def test_scaled_residues_match_python(rng):
+    x = (rng.random((5, 40)) - 0.5) * np.exp(6 * rng.standard_normal((5, 40)))
+    x[0, :3] = [5e-324, -2.0 ** -1060, 0.0]
+    x[1, 0] = 1.5  # a tie after scaling by 2**0 -> round half up
+    shifts = np.array([70, 0, -3, 200, 1100], dtype=np.int64)
+    mant, exp, _ = split_float(x, np)
+    moduli = MODULI[:20]
+    res = scaled_residues(mant, exp, shifts, moduli, np)
+    for i in range(x.shape[0]):
+        for l in range(x.shape[1]):
+            v = Fraction(float(x[i, l])) * Fraction(2) ** int(shifts[i])
+            X = (v + Fraction(1, 2)).__floor__()  # round half up
+            for q, m in enumerate(moduli):
+                want = X % m
+                if want > (m - 1) // 2:
+                    want -= m
+                assert int(res[q, i, l]) == want, (i, l, m)
+    assert res.dtype == np.int8
