@@ -349,7 +349,7 @@ class MoveEvaluator:
     def _point(self, nx, ny):
         if not self.exact64:
             return int(nx), int(ny)
-        if not (int64_exact([int(nx), 0, self.width], [int(ny), 0, self.height])):
+        if not (0 <= nx <= self.width and 0 <= ny <= self.height) and not (int64_exact([int(nx), 0, self.width], [int(ny), 0, self.height])):
             raise CoordinateRangeError(f"point ({nx}, {ny}) too far from the grid for exact int64 arithmetic")
         return np.int64(nx), np.int64(ny)
 
@@ -453,6 +453,22 @@ def move_is_valid(d: Drawing, v: int, nx: int, ny: int, inc=None) -> bool:
     return MoveEvaluator(d).valid(v, nx, ny)
 
 
+def _blocked_points(d: Drawing, limit: int = 5_000_000) -> set:
+    """Occupied grid points and lattice points inside edges (a cheap pre-filter for repair)."""
+    pts = set(zip(d.x.tolist(), d.y.tolist()))
+    e = d.edges
+    dx = d.x[e[:, 1]] - d.x[e[:, 0]]
+    dy = d.y[e[:, 1]] - d.y[e[:, 0]]
+    g = np.gcd(dx, dy)
+    if int(np.maximum(g - 1, 0).sum()) > limit:
+        return pts
+    for f in np.nonzero(g > 1)[0].tolist():
+        gx, gy, gg = int(dx[f] // g[f]), int(dy[f] // g[f]), int(g[f])
+        x0, y0 = int(d.x[e[f, 0]]), int(d.y[e[f, 0]])
+        pts.update((x0 + t * gx, y0 + t * gy) for t in range(1, gg))
+    return pts
+
+
 def repair(d: Drawing, seed: int = 0, max_radius: int | None = None) -> Drawing:
     """Return a valid drawing close to ``d`` (``d`` itself if it is already valid).
 
@@ -483,6 +499,7 @@ def repair(d: Drawing, seed: int = 0, max_radius: int | None = None) -> Drawing:
         movers = [vi.b for vi in viol if vi.kind == "coincident"]
         movers += [vi.a for vi in viol if vi.kind in ("on_edge", "out_of_grid")]
         ev = MoveEvaluator(cur)
+        blocked = _blocked_points(cur)
         progress = False
         for v in dict.fromkeys(movers):
             x0, y0 = int(ev.x[v]), int(ev.y[v])
@@ -492,11 +509,13 @@ def repair(d: Drawing, seed: int = 0, max_radius: int | None = None) -> Drawing:
             for r in range(1, max_radius + 1):
                 ring = [(x0 + dx, y0 + dy) for dx in range(-r, r + 1) for dy in (-r, r)]
                 ring += [(x0 + dx, y0 + dy) for dx in (-r, r) for dy in range(-r + 1, r)]
-                ring = [(a, b) for a, b in ring if 0 <= a <= cur.width and 0 <= b <= cur.height]
+                ring = [(a, b) for a, b in ring
+                        if 0 <= a <= cur.width and 0 <= b <= cur.height and (a, b) not in blocked]
                 for i in rng.permutation(len(ring)):
                     a, b = ring[i]
                     if ev.valid(v, a, b, True):
                         ev.apply(v, a, b)
+                        blocked.add((a, b))
                         placed = progress = True
                         break
                 if placed:
