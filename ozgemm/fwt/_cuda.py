@@ -1,0 +1,198 @@
+"""CUDA path of ozgemm.fwt: launch plans for the kernels in ``fwht.cu`` (CuPy RawModule).
+
+Plan for a row of n = 2**L elements, dtype with 16-byte vectors of V = 16/itemsize:
+
+* L <= LMAX1 (15 for float16/float32, 14 for float64/int64): one ``fwht_rows`` launch,
+  one read and one write of every element.
+* L > LMAX1: ``fwht_rows`` on the low L1 bits (out-of-place), then ``fwht_cols`` passes
+  of MB ∈ {3, 6, 9} bits each (in place) until all L bits are done; q = ceil((L-LMAX1)/9)
+  strided passes, so 2 passes up to L = LMAX1 + 9 (2**24 float32), 3 passes beyond.
+
+The kernels compute in float32 for float16 (rounded once per pass), in the dtype itself for
+float32/float64, and exactly in int64 for integers. The final ``scale`` is applied in the
+last pass (for "ortho" each pass gets its share, keeping float16 intermediates in range).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import numpy as np
+
+_SRC = Path(__file__).with_name("fwht.cu")
+
+# dtype -> (storage C type, compute C type, compute numpy scalar, LOGV, LMAX1)
+_TYPES = {
+    np.dtype(np.float16): ("unsigned short", "float", np.float32, 3, 15),
+    np.dtype(np.float32): ("float", "float", np.float32, 2, 15),
+    np.dtype(np.float64): ("double", "double", np.float64, 1, 14),
+    np.dtype(np.int64): ("long long", "long long", np.int64, 1, 14),
+}
+_SMEM_OPTIN = 227 * 1024
+
+
+def row_config(L: int, logv: int):
+    """(TB, CB) for ``fwht_rows``: 2**TB threads, 2**CB 16-byte vectors per thread."""
+    if L <= 13:
+        loge = 4
+        tb = max(L - loge, 7)
+    else:
+        loge = 5
+        tb = L - loge
+    cb = loge - logv
+    assert tb <= 10 and tb - 5 <= loge and cb >= 0
+    return tb, cb
+
+
+def col_config(mb: int):
+    """TPLB (log2 threads per line) for ``fwht_cols`` with MB bits: >= 128 threads."""
+    return {3: 7, 6: 4, 9: 3}[mb]
+
+
+def plan(L: int, dtype) -> list:
+    """List of passes: ("rows", L1) then ("cols", s, MB)...; the transform bits in order."""
+    logv, lmax1 = _TYPES[np.dtype(dtype)][3:5]
+    if L <= lmax1:
+        return [("rows", L)]
+    rest = L - lmax1
+    q = -(-rest // 9)
+    m_total = 3 * (-(-rest // 3))
+    ms = []
+    left = m_total
+    for i in range(q):  # split m_total into q multiples of 3, each <= 9, largest first
+        m = min(9, left - 3 * (q - 1 - i))
+        ms.append(m)
+        left -= m
+    l1 = L - m_total
+    passes = [("rows", l1)]
+    s = l1
+    for m in ms:
+        passes.append(("cols", s, m))
+        s += m
+    return passes
+
+
+def _names(dtype) -> list:
+    T, A, _, logv, lmax1 = _TYPES[np.dtype(dtype)]
+    names = set()
+    for L in range(0, lmax1 + 1):
+        tb, cb = row_config(L, logv)
+        names.add(f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}>")
+    for mb in (3, 6, 9):
+        names.add(f"fwht_cols<{T}, {A}, {logv}, {mb}, {col_config(mb)}>")
+    return sorted(names)
+
+
+@functools.lru_cache(maxsize=None)
+def _module(dtype_str: str, device_id: int):
+    import cupy
+
+    dtype = np.dtype(dtype_str)
+    with cupy.cuda.Device(device_id):
+        mod = cupy.RawModule(code=_SRC.read_text(), options=("-std=c++17",),
+                             name_expressions=_names(dtype))
+        mod.compile()
+    return mod
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(dtype_str: str, device_id: int, name: str, smem: int):
+    k = _module(dtype_str, device_id).get_function(name)
+    if smem > 48 * 1024:
+        k.max_dynamic_shared_size_bytes = smem
+    return k
+
+
+def _launch_rows(xp, src, dst, L, scale, dtype):
+    T, A, sc, logv, _ = _TYPES[dtype]
+    tb, cb = row_config(L, logv)
+    lt = logv + tb + cb
+    total = src.size
+    need_smem = tb > 5 and logv + 5 < L
+    smem = (np.dtype(sc).itemsize << lt) if need_smem else 0
+    k = _kernel(dtype.str, src.device.id, f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}>", smem)
+    grid = ((total + (1 << lt) - 1) >> lt,)
+    k(grid, (1 << tb,), (src, dst, np.int64(total), np.int32(L), sc(scale)), shared_mem=smem)
+
+
+def _launch_cols(xp, buf, s, mb, scale, dtype):
+    T, A, sc, logv, _ = _TYPES[dtype]
+    tplb = col_config(mb)
+    wcb = tplb + logv
+    assert s >= wcb
+    total = buf.size
+    smem = (np.dtype(sc).itemsize << (mb + wcb)) if mb > 3 else 0
+    k = _kernel(dtype.str, buf.device.id, f"fwht_cols<{T}, {A}, {logv}, {mb}, {tplb}>", smem)
+    nthreads = (1 << tplb) << (mb - 3)
+    grid = (total >> (mb + wcb),)
+    k(grid, (nthreads,), (buf, buf, np.int64(total), np.int32(s), sc(scale)), shared_mem=smem)
+
+
+def transform_contiguous(xp, x2, L, scale, out=None):
+    """Unscaled-then-``scale`` natural WHT of each row of the C-contiguous array ``x2``
+    (any shape whose last axis has 2**L elements) with the kernels; returns a new array
+    (or ``out``, which must be C-contiguous and may alias ``x2``)."""
+    dtype = x2.dtype
+    y = xp.empty_like(x2) if out is None else out
+    if x2.size == 0:
+        return y
+    passes = plan(L, dtype)
+    # share the scale between passes (geometric split) so intermediates keep their range
+    if len(passes) == 1:
+        scales = [scale]
+    elif scale == 1.0 or dtype.kind == "i":
+        scales = [1.0] * len(passes)
+    else:
+        bits = [p[1] if p[0] == "rows" else p[2] for p in passes]
+        scales = [scale ** (b / L) for b in bits[:-1]]
+        scales.append(scale / math.prod(scales))
+    for p, s_ in zip(passes, scales):
+        if p[0] == "rows":
+            _launch_rows(xp, x2, y, p[1], s_, dtype)
+        else:
+            _launch_cols(xp, y, p[1], p[2], s_, dtype)
+    return y
+
+
+def supported(x2, L) -> bool:
+    """Whether the kernels handle this contiguous array (else the generic cupy path)."""
+    dt = x2.dtype
+    if dt not in _TYPES:
+        return False
+    v = 16 // dt.itemsize
+    return x2.size % v == 0 and x2.data.ptr % 16 == 0 and L <= 40
+
+
+def try_transform(xm, L, scale, dt, perm, inverse):
+    """GPU path used by ``fwht``/``ifwht``: ``xm`` has the transform axis last.
+
+    Returns the result (transform axis last, result dtype) or None to use the generic
+    array-namespace path (dtypes without a kernel, sizes not a multiple of 16 bytes).
+    """
+    import cupy as xp
+
+    if dt.kind in "iu":
+        work_dt = np.dtype(np.int64)
+    elif dt in _TYPES:
+        work_dt = dt
+    else:
+        return None
+    unit = scale == 1.0
+    src = xm
+    if perm is not None and inverse:
+        inv = xp.empty_like(perm)
+        inv[perm] = xp.arange(perm.size, dtype=perm.dtype)
+        src = xp.take(src, inv, axis=-1)
+    src = xp.ascontiguousarray(src, dtype=work_dt)
+    if not supported(src, L):
+        return None
+    if dt.kind in "iu":
+        y = transform_contiguous(xp, src, L, 1.0)
+        if not unit:
+            y = y.astype(xp.float64) * scale
+    else:
+        y = transform_contiguous(xp, src, L, scale)
+    if perm is not None and not inverse:
+        y = xp.take(y, perm, axis=-1)
+    return y
