@@ -22,6 +22,6 @@ __all__ = [
 
 def __getattr__(name):  # lazy: the solver pulls in more machinery
     if name in ("anneal", "AnnealParams", "AnnealResult"):
-        from . import anneal as _a
+        from . import solver as _a
         return getattr(_a, name)
     raise AttributeError(name)

@@ -1,0 +1,243 @@
+"""GPU (CuPy) back end of ozgemm.lcn: tiled full recount, batched move deltas, annealing.
+
+The kernels are in ``lcn_kernels.cu`` (compiled once per process with NVRTC through
+``cupy.RawModule`` and cached). All counts, coordinates, the annealing state and the
+random numbers (counter-based, no stored state) live on the device; the host reads back
+a few scalars at intervals.
+
+Exactness: int64 coordinates; the host refuses (:class:`CoordinateRangeError`) grids or
+drawings whose extents violate ``Dx*Dy <= 2**62 - 1``.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import time
+from dataclasses import asdict
+
+import numpy as np
+
+from .._xp import cupy_or_none, to_numpy
+from .drawing import Drawing
+from .exact import CoordinateRangeError, Crossings, _summary, crossings, int64_exact
+
+__all__ = ["crossings_gpu", "GpuState", "anneal_gpu", "MAXDEG"]
+
+MAXDEG = 1024  # LCN_MAXDEG in lcn_kernels.cu
+_ST = dict(IT=0, K=1, SUMC=2, CHOSEN=3, BEST_K=4, BEST_AT=5, BEST_TOT=6, ACCEPTED=7, IMPROVED=8, EVALS=9, DSUM=10)
+
+
+def _cp():
+    cp = cupy_or_none()
+    if cp is None:
+        raise RuntimeError("ozgemm.lcn GPU back end needs CuPy and a CUDA GPU")
+    return cp
+
+
+@functools.lru_cache(maxsize=None)
+def _module(device_id: int):
+    cp = _cp()
+    src = importlib.resources.files("ozgemm.lcn").joinpath("lcn_kernels.cu").read_text()
+    with cp.cuda.Device(device_id):
+        return cp.RawModule(code=src, options=("--std=c++17",))
+
+
+def _kernel(name):
+    cp = _cp()
+    return _module(cp.cuda.Device().id).get_function(name)
+
+
+def _check_exact(d: Drawing, grid: bool):
+    xs = np.concatenate([d.x, [0, d.width]]) if grid else d.x
+    ys = np.concatenate([d.y, [0, d.height]]) if grid else d.y
+    if not int64_exact(xs, ys):
+        raise CoordinateRangeError("coordinates too far apart for exact int64 predicates on the GPU "
+                                   "(need (max x - min x)*(max y - min y) <= 2**62 - 1); use the CPU path")
+
+
+def _count(cp, x, y, eu, ev, m):
+    cnt = cp.zeros(m, dtype=cp.int32)
+    if m:
+        t = (m + 255) // 256
+        _kernel("lcn_count_all")((t, t), (256,), (x, y, eu, ev, np.int32(m), cnt))
+    return cnt
+
+
+def crossings_gpu(d: Drawing) -> Crossings:
+    """Exact per-edge crossing counts of ``d`` computed on the GPU (same result as :func:`crossings`).
+
+    Tiled all-pairs kernel (256 x 256 edge tiles, each unordered pair tested once, integer
+    atomics). Returns numpy arrays. Raises RuntimeError without a GPU and
+    CoordinateRangeError beyond the int64 bound.
+    """
+    cp = _cp()
+    _check_exact(d, grid=False)
+    x, y = cp.asarray(d.x), cp.asarray(d.y)
+    eu = cp.asarray(d.edges[:, 0].astype(np.int32))
+    ev = cp.asarray(d.edges[:, 1].astype(np.int32))
+    return _summary(to_numpy(_count(cp, x, y, eu, ev, d.m)).astype(np.int64))
+
+
+class GpuState:
+    """Device-resident drawing, counts and annealing state (see :func:`anneal_gpu`).
+
+    ``evaluate(v, nx, ny)`` evaluates a batch of given moves at once (per move: energy change
+    dE (int64), largest changed count (-1 if none), ok = 1 valid / 0 invalid / -1 trivial).
+    """
+
+    def __init__(self, d: Drawing, p, seed: int, T0: float = 1.0):
+        cp = self.cp = _cp()
+        _check_exact(d, grid=True)
+        self.d, self.p, self.seed = d, p, seed
+        n, m = d.n, d.m
+        off, eid = d.incidence()
+        if int(np.diff(off).max(initial=0)) > MAXDEG:
+            raise ValueError(f"maximum degree {int(np.diff(off).max())} exceeds the GPU limit {MAXDEG}")
+        self.n, self.m = n, m
+        self.x, self.y = cp.asarray(d.x), cp.asarray(d.y)
+        self.bx, self.by = self.x.copy(), self.y.copy()
+        self.eu = cp.asarray(d.edges[:, 0].astype(np.int32))
+        self.ev = cp.asarray(d.edges[:, 1].astype(np.int32))
+        self.off = cp.asarray(off.astype(np.int32))
+        self.inc = cp.asarray(eid.astype(np.int32))
+        from .solver import weights
+        self.W = cp.asarray(weights(m, p.power))
+        self.cnt = _count(cp, self.x, self.y, self.eu, self.ev, m)
+        self.hist = cp.bincount(self.cnt, minlength=m + 1).astype(cp.int32)
+        self.dinc = cp.zeros(MAXDEG, dtype=cp.int32)
+        c = to_numpy(self.cnt).astype(np.int64)
+        self.initial = _summary(c)
+        st = np.zeros(16, dtype=np.int64)
+        st[_ST["K"]] = self.initial.k
+        st[_ST["SUMC"]] = int(c.sum())
+        st[_ST["CHOSEN"]] = -1
+        st[_ST["BEST_K"]], st[_ST["BEST_AT"]], st[_ST["BEST_TOT"]] = self.initial.objective
+        self.st = cp.asarray(st)
+        self.set_temperature(T0)
+        self._alloc(max(p.batch, 256))
+
+    def set_temperature(self, T0: float):
+        p, cp = self.p, self.cp
+        ip = np.array([0, self.n, self.m, self.d.width, self.d.height, p.cycle, p.r_min, p.r_max,
+                       p.tournament, p.slack], dtype=np.int64)
+        ip[0] = np.array([self.seed], dtype=np.uint64).view(np.int64)[0]
+        self.T0 = float(T0)
+        self.ip = cp.asarray(ip)
+        self.dp = cp.asarray(np.array([p.p_uniform, p.p_global, self.T0, self.T0 * p.t_ratio], dtype=np.float64))
+
+    def _alloc(self, B):
+        cp = self.cp
+        self.B = B
+        self.out_v = cp.zeros(B, dtype=cp.int32)
+        self.out_x = cp.zeros(B, dtype=cp.int64)
+        self.out_y = cp.zeros(B, dtype=cp.int64)
+        self.out_de = cp.zeros(B, dtype=cp.int64)
+        self.out_max = cp.zeros(B, dtype=cp.int32)
+        self.out_ok = cp.zeros(B, dtype=cp.int32)
+        self.dummy_i = cp.zeros(1, dtype=cp.int32)
+        self.dummy_l = cp.zeros(1, dtype=cp.int64)
+
+    def _eval_args(self, use, cv, cx, cy):
+        return (self.ip, self.dp, self.st, self.x, self.y, self.eu, self.ev, self.off, self.inc, self.cnt,
+                self.W, np.int32(use), cv, cx, cy, self.out_v, self.out_x, self.out_y, self.out_de,
+                self.out_max, self.out_ok)
+
+    def launch_eval(self, B):
+        """Evaluate the B generated candidates of the current iteration (asynchronous)."""
+        _kernel("lcn_eval_moves")((B,), (256,), self._eval_args(0, self.dummy_i, self.dummy_l, self.dummy_l))
+
+    def evaluate(self, v, nx, ny):
+        """Evaluate the given moves (arrays of equal length B) in one launch; returns numpy
+        arrays (dE int64, max int32, ok int32)."""
+        cp = self.cp
+        v = np.asarray(v, dtype=np.int32)
+        B = v.size
+        if B > self.B:
+            self._alloc(B)
+        cv = cp.asarray(v)
+        cx = cp.asarray(np.asarray(nx, dtype=np.int64))
+        cy = cp.asarray(np.asarray(ny, dtype=np.int64))
+        _kernel("lcn_eval_moves")((B,), (256,), self._eval_args(1, cv, cx, cy))
+        return to_numpy(self.out_de[:B]), to_numpy(self.out_max[:B]), to_numpy(self.out_ok[:B])
+
+    def step(self):
+        """One annealing iteration (5 asynchronous kernel launches, no host synchronisation)."""
+        B, m, n = self.p.batch, self.m, self.n
+        self.launch_eval(B)
+        _kernel("lcn_select")((1,), (32,), (self.ip, self.dp, np.int32(B), self.st, self.out_de, self.out_max, self.out_ok))
+        _kernel("lcn_apply")(((m + 255) // 256,), (256,), (self.ip, self.dp, self.st, self.x, self.y, self.eu, self.ev,
+                                                           self.off, self.inc, self.cnt, self.hist, self.dinc,
+                                                           self.out_v, self.out_x, self.out_y))
+        _kernel("lcn_finalize")((1,), (256,), (self.st, self.x, self.y, self.eu, self.ev, self.off, self.inc,
+                                               self.cnt, self.hist, self.dinc, self.out_v, self.out_x, self.out_y,
+                                               self.out_max))
+        _kernel("lcn_save_best")(((n + 255) // 256,), (256,), (self.st, np.int32(n), self.x, self.y, self.bx, self.by))
+
+    def scalars(self) -> dict:
+        s = to_numpy(self.st)
+        return {name: int(s[i]) for name, i in _ST.items()}
+
+    def calibrate(self):
+        """T0 from the fixed calibration batch (same candidates as the CPU path)."""
+        from .solver import CAL_BATCH, CAL_IT, _t0_from
+        st = to_numpy(self.st)
+        st[_ST["IT"]] = CAL_IT
+        self.st[...] = self.cp.asarray(st)
+        self.launch_eval(CAL_BATCH)
+        de, ok = to_numpy(self.out_de[:CAL_BATCH]), to_numpy(self.out_ok[:CAL_BATCH])
+        st[_ST["IT"]] = 0
+        self.st[...] = self.cp.asarray(st)
+        return _t0_from(de[(ok == 1) & (de > 0)].tolist(), self.p)
+
+    def drawing(self, best=True) -> Drawing:
+        x, y = (self.bx, self.by) if best else (self.x, self.y)
+        return self.d.with_coords(to_numpy(x), to_numpy(y))
+
+    def counts(self):
+        return to_numpy(self.cnt).astype(np.int64)
+
+
+def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, progress, report_every):
+    """GPU implementation of :func:`ozgemm.lcn.anneal` (same algorithm; see solver.py)."""
+    from .solver import AnnealResult
+    cp = _cp()
+    S = GpuState(d, p, seed)
+    T0 = S.calibrate()
+    S.set_temperature(T0)
+    hist = []
+    chunk = 16
+    t_start = time.perf_counter()
+    next_report = 0.0
+    while True:
+        s = S.scalars()  # synchronises
+        now = time.perf_counter() - t_start
+        done = (iterations is not None and s["IT"] >= iterations) or (seconds is not None and now >= seconds)
+        if now >= next_report or done:
+            k = s["K"]
+            at_k = int(to_numpy(S.hist[k:k + 1])[0])
+            rec = dict(seconds=round(now, 3), iteration=s["IT"], k=k, at_k=at_k, total=s["SUMC"] // 2,
+                       best_k=s["BEST_K"], best_at_k=s["BEST_AT"], best_total=s["BEST_TOT"],
+                       accepted=s["ACCEPTED"], evaluations=s["EVALS"])
+            hist.append(rec)
+            if progress:
+                progress(rec)
+            next_report = now + report_every
+        if done:
+            break
+        todo = chunk if iterations is None else min(chunk, iterations - s["IT"])
+        t0 = time.perf_counter()
+        for _ in range(todo):
+            S.step()
+        cp.cuda.get_current_stream().synchronize()
+        dt = time.perf_counter() - t0
+        # aim at ~0.1 s between read-backs
+        chunk = int(min(max(1, chunk * (0.1 / max(dt, 1e-4))), 4 * chunk + 1, 100_000))
+    elapsed = time.perf_counter() - t_start
+    s = S.scalars()
+    out = S.drawing(best=True)
+    final = crossings(out)  # independent exact recount on the CPU
+    best = (s["BEST_K"], s["BEST_AT"], s["BEST_TOT"])
+    if final.objective != best:
+        raise AssertionError(f"device objective {best} disagrees with the CPU recount {final.objective}")
+    return AnnealResult(out, final, S.initial, repaired, hist, s["IT"], s["ACCEPTED"], s["EVALS"], elapsed,
+                        "gpu", seed, asdict(p) | {"T0": T0})

@@ -1,0 +1,310 @@
+"""Simulated annealing for the local crossing number, on the CPU (NumPy) or the GPU (CuPy).
+
+Algorithm (identical on both devices; the CUDA version is ``lcn_kernels.cu``)
+----------------------------------------------------------------------------
+State: a *valid* drawing, exact per-edge crossing counts ``c``, their histogram, ``k``.
+
+Iteration ``it`` (``q = it mod cycle``):
+
+* temperature ``T = T0 * (T1/T0) ** (q / cycle)`` (geometric cooling, restarted every
+  ``cycle`` iterations) and move radius ``r = r_min + (r_max - r_min)*(cycle-1-q) // (cycle-1)``;
+* ``batch`` candidate moves ``j = 0..batch-1``. Candidate ``j`` picks a vertex: with
+  probability ``p_uniform`` uniformly, else an endpoint of the edge with the largest count
+  among ``tournament`` uniformly drawn edges (tournament selection concentrates moves on
+  the edges at or near k); and a target point: with probability ``p_global`` uniform on
+  the grid, else a uniform offset in ``[-r, r]^2``. All random numbers are counter-based
+  (:mod:`ozgemm.lcn.rng`), a function of ``(seed, it, j, draw)``;
+* the *first* candidate (in index order) that (a) is a real move inside the grid, (b) keeps
+  the drawing valid, (c) leaves every count ``<= k + slack`` and (d) passes the Metropolis
+  test ``dE <= 0 or u < exp(-dE/T)`` is applied. Rejected candidates do not change the
+  state, so this is exactly sequential simulated annealing; the GPU evaluates the whole
+  batch in parallel, the CPU stops at the first accepted candidate.
+
+Energy (guides the search): ``E = sum_e W[c_e]`` with ``W[c] = c**power`` (int64, exact;
+default power 2), which spreads crossings evenly and so pushes the maximum down; with the
+default ``slack = 0`` no move may raise k. Reported objective (and the "best" drawing kept):
+lexicographic ``(k, number of edges at k, total crossings)``.
+
+``T0 = t_hi * median(dE > 0)`` over a fixed calibration batch of 256 candidates of the
+input drawing; ``T1 = T0 * t_ratio``.
+
+Reproducibility: for a given device, input, seed and parameters the trajectory is a pure
+function of the iteration number; a run limited by ``iterations`` is bit-reproducible, a
+run limited by ``seconds`` follows the same trajectory and stops where the time runs out.
+CPU and GPU use the same random numbers and integer arithmetic; only the
+``exp``/``pow`` of the acceptance test may round differently (1 ulp) between libm and CUDA.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from . import rng
+from .drawing import Drawing
+from .exact import CoordinateRangeError, Crossings, MoveEvaluator, _summary, crossings, repair, validate
+
+__all__ = ["AnnealParams", "AnnealResult", "anneal", "weights", "CAL_IT", "CAL_BATCH"]
+
+CAL_IT = 1 << 62     # iteration number whose candidates calibrate T0
+CAL_BATCH = 256
+
+
+@dataclass(frozen=True)
+class AnnealParams:
+    """Parameters of :func:`anneal` (see the module docstring for their meaning).
+
+    ``None`` for ``batch``, ``cycle``, ``r_max``, ``r_min`` selects a default from the
+    device and the grid: batch 1 (CPU) / 512 (GPU); cycle 4000 (CPU) / 100000 (GPU);
+    ``r_max = max(2, max(width, height) // 8)``; ``r_min = max(1, max(width, height) // 2000)``.
+    """
+
+    batch: int | None = None
+    cycle: int | None = None
+    power: int = 2
+    t_hi: float = 0.3
+    t_ratio: float = 1e-3
+    p_uniform: float = 0.2
+    tournament: int = 4
+    p_global: float = 0.02
+    r_max: int | None = None
+    r_min: int | None = None
+    slack: int = 0
+
+    def resolved(self, d: Drawing, device: str) -> "AnnealParams":
+        side = max(d.width, d.height, 1)
+        p = replace(
+            self,
+            batch=self.batch or (512 if device == "gpu" else 1),
+            cycle=self.cycle or (100_000 if device == "gpu" else 4000),
+            r_max=self.r_max or max(2, side // 8),
+            r_min=self.r_min or max(1, side // 2000),
+        )
+        if p.cycle < 2 or p.batch < 1 or not 1 <= p.tournament <= 8 or p.power not in (1, 2, 3):
+            raise ValueError(f"bad annealing parameters: {p}")
+        if p.r_min > p.r_max:
+            p = replace(p, r_min=p.r_max)
+        return p
+
+
+@dataclass
+class AnnealResult:
+    """Outcome of :func:`anneal`.
+
+    drawing : the best drawing found (valid); crossings : its exact counts, recomputed from
+    scratch on the CPU with :func:`crossings`; initial : counts of the (repaired) start;
+    history : list of dicts (seconds, iteration, k, at_k, total, best_k, best_at_k,
+    best_total) read back at intervals; iterations, accepted, evaluations : counters;
+    seconds : wall time of the annealing loop; device : "cpu" or "gpu"; seed; params.
+    """
+
+    drawing: Drawing
+    crossings: Crossings
+    initial: Crossings
+    repaired: bool
+    history: list = field(default_factory=list)
+    iterations: int = 0
+    accepted: int = 0
+    evaluations: int = 0
+    seconds: float = 0.0
+    device: str = "cpu"
+    seed: int = 0
+    params: dict = field(default_factory=dict)
+
+
+def weights(m: int, power: int) -> np.ndarray:
+    """Energy table ``W[c] = c**power`` for c = 0..m (int64). Raises if sum could overflow."""
+    if m * (m ** power) >= 2**62:
+        raise OverflowError(f"energy c**{power} summed over {m} edges may overflow int64; use a lower power")
+    return np.arange(m + 1, dtype=np.int64) ** power
+
+
+def _radius(p: AnnealParams, it: int) -> int:
+    q = it % p.cycle
+    return p.r_min + ((p.r_max - p.r_min) * (p.cycle - 1 - q)) // (p.cycle - 1)
+
+
+def _temperature(p: AnnealParams, T0: float, it: int) -> float:
+    q = it % p.cycle
+    return T0 * math.pow((T0 * p.t_ratio) / T0, q / p.cycle)
+
+
+def _candidate(seed, it, j, p: AnnealParams, d: Drawing, c, x, y, r):
+    """Candidate move j of iteration it: (v, nx, ny, trivial). Mirrors lcn_candidate (CUDA)."""
+    n, m = d.n, d.m
+    if m == 0 or rng.unit(rng.draw(seed, it, j, 0)) < p.p_uniform:
+        v = rng.below(rng.draw(seed, it, j, 1), n)
+    else:
+        best, bc = -1, -1
+        for t in range(p.tournament):
+            e = rng.below(rng.draw(seed, it, j, 2 + t), m)
+            if c[e] > bc:
+                best, bc = e, int(c[e])
+        v = int(d.edges[best, rng.draw(seed, it, j, 1) >> 63])
+    if rng.unit(rng.draw(seed, it, j, 10)) < p.p_global:
+        nx = rng.below(rng.draw(seed, it, j, 11), d.width + 1)
+        ny = rng.below(rng.draw(seed, it, j, 12), d.height + 1)
+    else:
+        nx = int(x[v]) + rng.below(rng.draw(seed, it, j, 11), 2 * r + 1) - r
+        ny = int(y[v]) + rng.below(rng.draw(seed, it, j, 12), 2 * r + 1) - r
+    trivial = nx < 0 or ny < 0 or nx > d.width or ny > d.height or (nx == int(x[v]) and ny == int(y[v]))
+    return v, nx, ny, trivial
+
+
+def _evaluate_cpu(ev: MoveEvaluator, c, Wt, v, nx, ny):
+    """(ok, dE, max_new, delta) of one non-trivial candidate; delta None when invalid."""
+    if not ev.valid(v, nx, ny):
+        return False, 0, -1, None
+    delta = ev.delta(v, nx, ny)
+    nz = np.nonzero(delta)[0]
+    if nz.size == 0:
+        return True, 0, -1, delta
+    cn = c[nz] + delta[nz]
+    return True, int((Wt[cn] - Wt[c[nz]]).sum()), int(cn.max()), delta
+
+
+def _calibrate_cpu(d, p, seed, ev, c, Wt):
+    T0s = []
+    r = _radius(p, 0)
+    for j in range(CAL_BATCH):
+        v, nx, ny, triv = _candidate(seed, CAL_IT, j, p, d, c, ev.x, ev.y, r)
+        if triv:
+            continue
+        ok, de, _, _ = _evaluate_cpu(ev, c, Wt, v, nx, ny)
+        if ok and de > 0:
+            T0s.append(de)
+    return _t0_from(T0s, p)
+
+
+def _t0_from(des, p):
+    if len(des) == 0:
+        return max(1.0, p.t_hi)
+    return max(1.0, p.t_hi * float(np.median(np.asarray(des, dtype=np.float64))))
+
+
+def _prepare(drawing: Drawing, do_repair: bool, seed: int):
+    viol = validate(drawing)
+    if viol:
+        if not do_repair:
+            raise ValueError(f"input drawing is invalid ({len(viol)} violations, e.g. {viol[0]}); "
+                             "pass repair=True")
+        return repair(drawing, seed=seed), True
+    return drawing, False
+
+
+def anneal(drawing: Drawing, *, seconds: float | None = None, iterations: int | None = None,
+           seed: int = 0, device: str = "auto", params: AnnealParams | None = None,
+           repair: bool = True, progress=None, report_every: float = 1.0) -> AnnealResult:
+    """Minimise the local crossing number of ``drawing`` by simulated annealing.
+
+    Parameters
+    ----------
+    drawing : Drawing
+        Start layout (not modified). If invalid it is first made valid with
+        :func:`ozgemm.lcn.repair` (or ValueError if ``repair=False``).
+    seconds, iterations : stop after this wall time (s) / number of iterations (at least
+        one must be given; whichever comes first).
+    seed : int, 0 <= seed < 2**64
+    device : "cpu", "gpu" or "auto" (GPU when CuPy sees one).
+    params : AnnealParams
+    progress : callable(dict) or None, called with each history record.
+    report_every : seconds between history records (the GPU state is read back only then).
+
+    Returns
+    -------
+    AnnealResult (best valid drawing under the objective (k, edges at k, total)).
+
+    Raises
+    ------
+    ValueError for bad arguments or an unrepairable input; CoordinateRangeError if the grid
+    is too large for exact int64 arithmetic (width*height > 2**62 - 1) or for the 32-bit
+    random ranges (side >= 2**32 - 1); RuntimeError if device="gpu" and no GPU.
+    """
+    if seconds is None and iterations is None:
+        raise ValueError("give seconds= or iterations=")
+    if not 0 <= int(seed) < 2**64:
+        raise ValueError("seed must be in [0, 2**64)")
+    if device not in ("auto", "cpu", "gpu"):
+        raise ValueError(f"device must be 'cpu', 'gpu' or 'auto', got {device!r}")
+    if drawing.width * drawing.height > 2**62 - 1 or max(drawing.width, drawing.height) >= 2**32 - 1:
+        raise CoordinateRangeError(f"grid {drawing.width}x{drawing.height} too large for the exact int64 annealer")
+    if drawing.n == 0:
+        raise ValueError("empty drawing")
+    if device == "auto":
+        from .._xp import gpu_available
+        device = "gpu" if gpu_available() else "cpu"
+    start, repaired = _prepare(drawing, repair, seed)
+    p = (params or AnnealParams()).resolved(start, device)
+    if device == "gpu":
+        from .gpu import anneal_gpu
+        return anneal_gpu(start, repaired, p, int(seed), seconds, iterations, progress, report_every)
+    return _anneal_cpu(start, repaired, p, int(seed), seconds, iterations, progress, report_every)
+
+
+def _anneal_cpu(d, repaired, p, seed, seconds, iterations, progress, report_every):
+    ev = MoveEvaluator(d)
+    init = crossings(d)
+    c = init.per_edge.copy()
+    m = d.m
+    Wt = weights(m, p.power)
+    hist = np.bincount(c, minlength=m + 1).astype(np.int64)
+    k, sumc = init.k, int(c.sum())
+    best = init.objective
+    bx, by = ev.x.copy(), ev.y.copy()
+    T0 = _calibrate_cpu(d, p, seed, ev, c, Wt)
+    it = accepted = evals = 0
+    hist_rec = []
+    t_start = time.perf_counter()
+    next_report = 0.0
+
+    def record(now):
+        rec = dict(seconds=round(now, 3), iteration=it, k=int(k), at_k=int(hist[k]), total=sumc // 2,
+                   best_k=best[0], best_at_k=best[1], best_total=best[2], accepted=accepted, evaluations=evals)
+        hist_rec.append(rec)
+        if progress:
+            progress(rec)
+
+    while True:
+        now = time.perf_counter() - t_start
+        if now >= next_report:
+            record(now)
+            next_report = now + report_every
+        if (iterations is not None and it >= iterations) or (seconds is not None and now >= seconds):
+            break
+        r = _radius(p, it)
+        T = _temperature(p, T0, it)
+        for j in range(p.batch):
+            v, nx, ny, triv = _candidate(seed, it, j, p, d, c, ev.x, ev.y, r)
+            if triv:
+                continue
+            evals += 1
+            ok, de, mx, delta = _evaluate_cpu(ev, c, Wt, v, nx, ny)
+            if not ok or mx > k + p.slack:
+                continue
+            if de <= 0 or rng.unit(rng.draw(seed, it, j, 13)) < math.exp(-de / T):
+                nz = np.nonzero(delta)[0]
+                np.subtract.at(hist, c[nz], 1)
+                c[nz] += delta[nz]
+                np.add.at(hist, c[nz], 1)
+                sumc += int(delta.sum())
+                ev.apply(v, nx, ny)
+                k = max(k, mx)
+                while k > 0 and hist[k] == 0:
+                    k -= 1
+                obj = (int(k), int(hist[k]), sumc // 2)
+                if obj < best:
+                    best = obj
+                    bx[:], by[:] = ev.x, ev.y
+                accepted += 1
+                break
+        it += 1
+    elapsed = time.perf_counter() - t_start
+    record(elapsed)
+    out = d.with_coords(np.asarray(bx, dtype=np.int64), np.asarray(by, dtype=np.int64))
+    final = crossings(out)
+    if final.objective != best:
+        raise AssertionError(f"incremental objective {best} disagrees with recount {final.objective}")
+    return AnnealResult(out, final, init, repaired, hist_rec, it, accepted, evals, elapsed, "cpu", seed,
+                        asdict(p) | {"T0": T0})

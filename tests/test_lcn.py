@@ -1,0 +1,320 @@
+"""Tests for ozgemm.lcn (CPU). Expected values come from the plain Python reference below
+(Python integers, written out pair by pair), never from the code under test."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ozgemm import lcn
+from ozgemm.lcn.drawing import from_arrays
+
+DATA = os.environ.get("OZGEMM_LCN_DATA", "/work/shared/lcn/gd2025")
+INSTANCES = [os.path.join(DATA, f"automatic-{i}.json") for i in range(1, 10)]
+have_data = pytest.mark.skipif(not os.path.exists(INSTANCES[0]), reason="GD 2025 instances not available")
+
+
+# ----------------------------------------------------------------------------------------
+# Independent reference: plain Python integers, one pair at a time.
+def ref_orient(a, b, c):
+    return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+
+def ref_on_segment(p, a, b):
+    """p lies on the closed segment ab."""
+    return (ref_orient(a, b, p) == 0 and min(a[0], b[0]) <= p[0] <= max(a[0], b[0])
+            and min(a[1], b[1]) <= p[1] <= max(a[1], b[1]))
+
+
+def ref_intersect(p1, q1, p2, q2):
+    """Closed segments p1q1, p2q2 share a point (textbook case analysis, CLRS 33.1)."""
+    d1 = ref_orient(p2, q2, p1)
+    d2 = ref_orient(p2, q2, q1)
+    d3 = ref_orient(p1, q1, p2)
+    d4 = ref_orient(p1, q1, q2)
+    if ((d1 > 0 > d2) or (d1 < 0 < d2)) and ((d3 > 0 > d4) or (d3 < 0 < d4)):
+        return True
+    if d1 == 0 and ref_on_segment(p1, p2, q2):
+        return True
+    if d2 == 0 and ref_on_segment(q1, p2, q2):
+        return True
+    if d3 == 0 and ref_on_segment(p2, p1, q1):
+        return True
+    if d4 == 0 and ref_on_segment(q2, p1, q1):
+        return True
+    return False
+
+
+def ref_counts(pts, edges, only=None):
+    """Per-edge crossing counts (edges sharing no endpoint whose segments meet).
+    ``only``: restrict to these edge indices (each still tested against all edges)."""
+    m = len(edges)
+    idx = range(m) if only is None else only
+    out = {}
+    for i in idx:
+        a, b = edges[i]
+        c = 0
+        for j in range(m):
+            u, v = edges[j]
+            if j == i or len({a, b, u, v}) < 4:
+                continue
+            if ref_intersect(pts[a], pts[b], pts[u], pts[v]):
+                c += 1
+        out[i] = c
+    return out
+
+
+def ref_valid(pts, edges, width, height):
+    for i, p in enumerate(pts):
+        if not (0 <= p[0] <= width and 0 <= p[1] <= height):
+            return False
+        for j in range(i):
+            if pts[j] == p:
+                return False
+    for a, b in edges:
+        for w, p in enumerate(pts):
+            if w != a and w != b and ref_on_segment(p, pts[a], pts[b]):
+                return False
+    seen = set()
+    for a, b in edges:
+        if a == b or frozenset((a, b)) in seen:
+            return False
+        seen.add(frozenset((a, b)))
+    return True
+
+
+def plain(d):
+    return list(zip(d.x.tolist(), d.y.tolist())), [tuple(e) for e in d.edges.tolist()]
+
+
+# ----------------------------------------------------------------------------------------
+def random_drawing(rng, n, m, side):
+    x = rng.integers(0, side + 1, n)
+    y = rng.integers(0, side + 1, n)
+    pairs = set()
+    while len(pairs) < m:
+        a, b = rng.integers(0, n, 2)
+        if a != b:
+            pairs.add((int(min(a, b)), int(max(a, b))))
+    return from_arrays(x, y, sorted(pairs), side, side)
+
+
+drawings = st.builds(
+    lambda seed, n, dens, side: random_drawing(np.random.default_rng(seed), n,
+                                               max(1, min(n * (n - 1) // 2, int(dens * n))), side),
+    st.integers(0, 2**32 - 1), st.integers(2, 12), st.floats(0.5, 3.0), st.integers(1, 9))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawings)
+def test_crossings_match_reference_on_small_degenerate_drawings(d):
+    pts, edges = plain(d)
+    ref = ref_counts(pts, edges)
+    got = lcn.crossings(d)
+    assert got.per_edge.tolist() == [ref[i] for i in range(len(edges))]
+    assert got.total * 2 == sum(ref.values())
+    assert got.k == max(ref.values())
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawings)
+def test_validate_matches_reference(d):
+    pts, edges = plain(d)
+    assert lcn.is_valid(d) == ref_valid(pts, edges, d.width, d.height)
+
+
+def test_violation_kinds():
+    # 0:(0,0) 1:(4,0) 2:(2,0) lies on edge 0-1; 3 coincides with 1; 4 outside; 5-6 duplicate
+    d = from_arrays([0, 4, 2, 4, 9, 1, 1], [0, 0, 0, 0, 1, 3, 4], [(0, 1), (5, 6), (6, 5), (2, 2)], 5, 5)
+    kinds = sorted((v.kind, v.a, v.b) for v in lcn.validate(d))
+    assert ("coincident", 1, 3) in kinds
+    assert ("on_edge", 2, 0) in kinds
+    assert ("out_of_grid", 4, -1) in kinds
+    assert ("duplicate_edge", 1, 2) in kinds
+    assert ("self_loop", 3, -1) in kinds
+    assert all(str(v) for v in lcn.validate(d))
+
+
+def test_simple_crossing_values():
+    # an X, a T-touch (vertex on edge: counted), adjacent edges (not counted), collinear overlap
+    d = from_arrays([0, 2, 0, 2, 1, 1, 5, 7, 6, 9], [0, 2, 2, 0, 1, 3, 5, 5, 5, 5],
+                    [(0, 1), (2, 3), (4, 5), (0, 2), (6, 7), (8, 9)], 10, 10)
+    got = lcn.crossings(d)
+    # (0,1)x(2,3) proper; (4,5) starts at (1,1) = centre of the X: touches both; (0,2) is adjacent
+    # to (0,1) and (2,3); collinear overlap (6,7)-(8,9) counts
+    assert got.per_edge.tolist() == [2, 2, 2, 0, 1, 1]
+    assert (got.k, got.total) == (2, 4)
+
+
+def test_int64_bound_and_wide_coordinates():
+    assert lcn.int64_exact([0, 2**31 - 1], [0, 2**31 - 1])
+    assert not lcn.int64_exact([0, 2**31], [0, 2**31])
+    assert lcn.int64_exact([0, 2**62 - 1], [0, 1])
+    # coordinates whose orientation determinant overflows int64: the object path is exact
+    big = 3 * 2**40
+    pts = [(0, 0), (big, big + 1), (0, big), (big, 0), (big // 2, big // 2 + 1), (big // 2 + 7, big // 2 - 3)]
+    edges = [(0, 1), (2, 3), (4, 5)]
+    d = from_arrays([p[0] for p in pts], [p[1] for p in pts], edges, big + 1, big + 1)
+    assert not lcn.int64_exact(d.x, d.y)
+    ref = ref_counts(pts, edges)
+    assert lcn.crossings(d).per_edge.tolist() == [ref[i] for i in range(3)]
+    delta = lcn.move_delta(d, 4, big // 2 - 5, big // 2 + 9)
+    moved = list(pts)
+    moved[4] = (big // 2 - 5, big // 2 + 9)
+    ref2 = ref_counts(moved, edges)
+    assert (np.array([ref[i] for i in range(3)]) + delta).tolist() == [ref2[i] for i in range(3)]
+
+
+def test_load_save_roundtrip_keeps_unknown_fields(tmp_path):
+    doc = {"nodes": [{"id": "a", "x": 0, "y": 0, "color": "red"}, {"id": "b", "x": 3, "y": 1},
+                     {"id": "c", "x": 1, "y": 3}],
+           "edges": [{"source": "a", "target": "b", "w": 2}, {"source": "b", "target": "c"}],
+           "width": 4, "height": 4, "comment": "kept"}
+    p = tmp_path / "g.json"
+    p.write_text(json.dumps(doc))
+    d = lcn.load(str(p))
+    assert d.x.tolist() == [0, 3, 1] and d.edges.tolist() == [[0, 1], [1, 2]]
+    d2 = d.with_coords([4, 3, 1], [4, 1, 3])
+    buf = io.StringIO()
+    lcn.save(d2, buf)
+    out = json.loads(buf.getvalue())
+    assert out["comment"] == "kept" and out["nodes"][0]["color"] == "red" and out["edges"][0]["w"] == 2
+    assert out["nodes"][0]["x"] == 4 and out["nodes"][0]["id"] == "a"
+    assert doc["nodes"][0]["x"] == 0  # source untouched
+    assert d.x.tolist() == [0, 3, 1]
+
+
+def test_bad_input_errors(tmp_path):
+    with pytest.raises(lcn.DrawingFormatError):
+        lcn.drawing.from_document({"nodes": [], "edges": []})
+    with pytest.raises(lcn.DrawingFormatError):
+        lcn.drawing.from_document({"nodes": [{"id": 0, "x": 0.5, "y": 0}], "edges": [], "width": 1, "height": 1})
+    with pytest.raises(lcn.DrawingFormatError):
+        lcn.drawing.from_document({"nodes": [{"id": 0, "x": 0, "y": 0}], "edges": [{"source": 0, "target": 7}],
+                                   "width": 1, "height": 1})
+    with pytest.raises(lcn.DrawingFormatError):
+        from_arrays([0, 1], [0], [], 1, 1)
+    d = from_arrays([0, 1], [0, 1], [(0, 1)], 1, 1)
+    with pytest.raises(IndexError):
+        lcn.move_delta(d, 5, 0, 0)
+    with pytest.raises(ValueError):
+        lcn.anneal(d, seed=0)
+    assert d.x.flags.writeable is False
+
+
+def test_incremental_matches_full_recount_after_many_random_moves():
+    rng = np.random.default_rng(7)
+    d = random_drawing(rng, 30, 70, 12)
+    ev = lcn.MoveEvaluator(d)
+    c = lcn.crossings(d).per_edge.copy()
+    for step in range(300):
+        v = int(rng.integers(0, d.n))
+        nx, ny = (int(t) for t in rng.integers(0, 13, 2))
+        delta = ev.delta(v, nx, ny)
+        ev.apply(v, nx, ny)
+        c = c + delta
+        if step % 50 == 49:
+            pts, edges = plain(ev.drawing())
+            ref = ref_counts(pts, edges)
+            assert c.tolist() == [ref[i] for i in range(d.m)]
+    assert c.tolist() == lcn.crossings(ev.drawing()).per_edge.tolist()
+    assert d.x.tolist() == random_drawing(np.random.default_rng(7), 30, 70, 12).x.tolist()  # input intact
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawings, st.integers(0, 2**32 - 1))
+def test_move_delta_and_validity_against_reference(d, seed):
+    r = random.Random(seed)
+    pts, edges = plain(d)
+    before = ref_counts(pts, edges)
+    ev = lcn.MoveEvaluator(d)
+    for _ in range(5):
+        v = r.randrange(d.n)
+        nx, ny = r.randint(0, d.width), r.randint(0, d.height)
+        moved = list(pts)
+        moved[v] = (nx, ny)
+        after = ref_counts(moved, edges)
+        assert ev.delta(v, nx, ny).tolist() == [after[i] - before[i] for i in range(d.m)]
+        if ref_valid(pts, edges, d.width, d.height):
+            assert ev.valid(v, nx, ny) == ref_valid(moved, edges, d.width, d.height)
+
+
+@have_data
+@pytest.mark.parametrize("i", range(1, 10))
+def test_instances_subsample_against_reference(i):
+    d = lcn.load(INSTANCES[i - 1])
+    got = lcn.crossings(d)
+    pts, edges = plain(d)
+    rng = random.Random(i)
+    sample = rng.sample(range(d.m), 12 if d.m > 5000 else 25)
+    ref = ref_counts(pts, edges, sample)
+    assert [got.per_edge[e] for e in sample] == [ref[e] for e in sample]
+    assert got.per_edge.sum() == 2 * got.total
+
+
+@have_data
+def test_instance1_full_reference_and_validity():
+    d = lcn.load(INSTANCES[0])
+    pts, edges = plain(d)
+    ref = ref_counts(pts, edges)
+    got = lcn.crossings(d)
+    assert got.per_edge.tolist() == [ref[i] for i in range(d.m)]
+    assert (got.k, got.total) == (max(ref.values()), sum(ref.values()) // 2)
+    assert lcn.is_valid(d) == ref_valid(pts, edges, d.width, d.height) == False  # noqa: E712
+    r = lcn.repair(d)
+    rp, _ = plain(r)
+    assert ref_valid(rp, edges, d.width, d.height)
+    assert d.x.tolist() == [p[0] for p in pts]
+
+
+@have_data
+def test_repair_instances_valid():
+    for i in (2, 4, 7):
+        d = lcn.load(INSTANCES[i - 1])
+        assert lcn.validate(d)
+        r = lcn.repair(d, seed=1)
+        assert lcn.validate(r) == []
+        pts, edges = plain(r)
+        if i != 7:
+            assert ref_valid(pts, edges, r.width, r.height)
+
+
+def test_anneal_cpu_reproducible_valid_and_exact():
+    rng = np.random.default_rng(3)
+    d = random_drawing(rng, 25, 60, 20)
+    d = lcn.repair(d)
+    p = lcn.AnnealParams(batch=4, cycle=200)
+    a = lcn.anneal(d, iterations=400, seed=11, device="cpu", params=p)
+    b = lcn.anneal(d, iterations=400, seed=11, device="cpu", params=p)
+    assert a.drawing.x.tolist() == b.drawing.x.tolist() and a.drawing.y.tolist() == b.drawing.y.tolist()
+    pts, edges = plain(a.drawing)
+    assert ref_valid(pts, edges, d.width, d.height)
+    ref = ref_counts(pts, edges)
+    assert a.crossings.per_edge.tolist() == [ref[i] for i in range(d.m)]
+    assert a.crossings.objective <= a.initial.objective
+    assert a.iterations == 400
+
+
+@have_data
+def test_cli_score_solve_draw(tmp_path, capsys):
+    from ozgemm.cli import main
+    assert main(["lcn", "score", INSTANCES[0]]) == 0
+    out = capsys.readouterr().out
+    pts, edges = plain(lcn.load(INSTANCES[0]))
+    ref = ref_counts(pts, edges)
+    assert f"k={max(ref.values())}" in out and "valid=no" in out
+    o = tmp_path / "out.json"
+    assert main(["lcn", "solve", INSTANCES[0], "-o", str(o), "--iterations", "300", "--seed", "2",
+                 "--device", "cpu", "--quiet"]) == 0
+    r = lcn.load(str(o))
+    rp, _ = plain(r)
+    assert ref_valid(rp, edges, r.width, r.height)
+    png = tmp_path / "out.png"
+    assert main(["lcn", "draw", str(o), "-o", str(png)]) == 0
+    assert png.stat().st_size > 1000
