@@ -93,14 +93,16 @@ def _check_args(x, axis, norm, order, out):
 
 
 def _scale_for(norm: str, L: int, inverse: bool):
-    """Return ``(c, unit)``: the factor ``c`` applied to the unscaled sums, and whether c == 1."""
+    """Return ``(c, unit)``: the factor ``c`` applied to the unscaled sums, and ``unit``:
+    whether this norm/direction is unscaled for every n (so integer results stay int64;
+    the result dtype never depends on n)."""
     if norm == "ortho":
         # 2**(-L/2), correctly rounded: for odd L, sqrt(2) (rounded once) times a power of 2
         s = 2.0 ** (-(L // 2)) if L % 2 == 0 else math.ldexp(math.sqrt(2.0), -(L + 1) // 2)
-        return s, L == 0
+        return s, False
     scaled = (norm == "forward") != inverse  # forward+forward or inverse+backward
     if scaled:
-        return 2.0**-L, L == 0
+        return 2.0**-L, False
     return 1.0, True
 
 
@@ -217,7 +219,7 @@ def _fwht_impl(x, axis, norm, order, out, inverse):
     if xp is not np:
         from . import _cuda
 
-        y = _cuda.try_transform(xm, L, scale, dt, perm, inverse)
+        y = _cuda.try_transform(xm, L, scale, unit, dt, perm, inverse)
     if y is None:
         y = _generic(xp, xm, L, scale, unit, dt, rdt, perm, inverse)
     y = xp.moveaxis(y, -1, axis)

@@ -164,7 +164,7 @@ def supported(x2, L) -> bool:
     return x2.size % v == 0 and x2.data.ptr % 16 == 0 and L <= 40
 
 
-def try_transform(xm, L, scale, dt, perm, inverse):
+def try_transform(xm, L, scale, unit, dt, perm, inverse):
     """GPU path used by ``fwht``/``ifwht``: ``xm`` has the transform axis last.
 
     Returns the result (transform axis last, result dtype) or None to use the generic
@@ -178,7 +178,6 @@ def try_transform(xm, L, scale, dt, perm, inverse):
         work_dt = dt
     else:
         return None
-    unit = scale == 1.0
     src = xm
     if perm is not None and inverse:
         inv = xp.empty_like(perm)

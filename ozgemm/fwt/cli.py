@@ -1,0 +1,62 @@
+"""``ozgemm fwt`` sub-commands: transform a .npy file, or run the GPU benchmark."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+__all__ = ["register"]
+
+
+def register(subparsers) -> None:
+    """Add ``fwt`` (with ``transform`` and ``bench``) to an argparse sub-parser set."""
+    p = subparsers.add_parser("fwt", help="fast Walsh-Hadamard transform",
+                              description="Fast Walsh-Hadamard transform (ozgemm.fwt).")
+    sub = p.add_subparsers(dest="fwt_command", metavar="FWT_COMMAND")
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+    t = sub.add_parser("transform", help="transform an array stored in a .npy file")
+    t.add_argument("input", help="input .npy (power-of-two length along --axis)")
+    t.add_argument("output", help="output .npy")
+    t.add_argument("--axis", type=int, default=-1)
+    t.add_argument("--norm", choices=["backward", "ortho", "forward"], default="backward")
+    t.add_argument("--order", choices=["natural", "sequency"], default="natural")
+    t.add_argument("--inverse", action="store_true", help="inverse transform (ifwht)")
+    t.add_argument("--gpu", action="store_true", help="compute on the GPU with CuPy")
+    t.set_defaults(func=_cmd_transform)
+
+    b = sub.add_parser("bench", help="GPU bandwidth/accuracy benchmark (needs CuPy + GPU)")
+    b.add_argument("--dtypes", default="float16,float32,float64")
+    b.add_argument("--lmin", type=int, default=8)
+    b.add_argument("--lmax", type=int, default=22)
+    b.add_argument("--mbytes", type=int, default=128, help="bytes per array (MiB), >= 64")
+    b.add_argument("--reps", type=int, default=20)
+    b.add_argument("--json", default=None, help="write the results as JSON to this path")
+    b.set_defaults(func=_cmd_bench)
+
+
+def _cmd_transform(args) -> int:
+    from . import fwht, ifwht
+
+    x = np.load(args.input, allow_pickle=False)
+    f = ifwht if args.inverse else fwht
+    try:
+        if args.gpu:
+            import cupy
+
+            y = cupy.asnumpy(f(cupy.asarray(x), axis=args.axis, norm=args.norm, order=args.order))
+        else:
+            y = f(x, axis=args.axis, norm=args.norm, order=args.order)
+    except (ValueError, TypeError, OverflowError) as exc:
+        print(f"ozgemm fwt: {exc}", file=sys.stderr)
+        return 1
+    np.save(args.output, y)
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(dtypes=args.dtypes.split(","), lmin=args.lmin, lmax=args.lmax,
+                      mbytes=args.mbytes, reps=args.reps, json_path=args.json)
