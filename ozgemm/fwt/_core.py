@@ -219,7 +219,10 @@ def _fwht_impl(x, axis, norm, order, out, inverse):
     if xp is not np:
         from . import _cuda
 
-        y = _cuda.try_transform(xm, L, scale, unit, dt, perm, inverse)
+        y = _cuda.try_transform(xm, L, scale, unit, dt, perm, inverse,
+                                out=out if axis == x.ndim - 1 else None)
+        if y is not None and y is out:
+            return out
     if y is None:
         y = _generic(xp, xm, L, scale, unit, dt, rdt, perm, inverse)
     y = xp.moveaxis(y, -1, axis)

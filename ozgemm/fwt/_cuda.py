@@ -73,12 +73,24 @@ def plan(L: int, dtype) -> list:
     return passes
 
 
+def _row_name(dtype, L, mma=False) -> str:
+    T, A, _, logv, _ = _TYPES[np.dtype(dtype)]
+    tb, cb = row_config(L, logv)
+    return f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}, {'true' if mma else 'false'}>"
+
+
+# float16 row lengths (log2) for which the tensor-core (mma) front end is the default;
+# filled from the H200 measurement in benchmarks/results_fwt.md (empty: plain everywhere)
+MMA_DEFAULT_L: frozenset = frozenset()
+
+
 def _names(dtype) -> list:
     T, A, _, logv, lmax1 = _TYPES[np.dtype(dtype)]
     names = set()
     for L in range(0, lmax1 + 1):
-        tb, cb = row_config(L, logv)
-        names.add(f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}>")
+        names.add(_row_name(dtype, L))
+        if np.dtype(dtype) == np.float16:
+            names.add(_row_name(dtype, L, mma=True))
     for mb in (3, 6, 9):
         names.add(f"fwht_cols<{T}, {A}, {logv}, {mb}, {col_config(mb)}>")
     return sorted(names)
@@ -104,14 +116,14 @@ def _kernel(dtype_str: str, device_id: int, name: str, smem: int):
     return k
 
 
-def _launch_rows(xp, src, dst, L, scale, dtype):
+def _launch_rows(xp, src, dst, L, scale, dtype, mma=False):
     T, A, sc, logv, _ = _TYPES[dtype]
     tb, cb = row_config(L, logv)
     lt = logv + tb + cb
     total = src.size
     need_smem = tb > 5 and logv + 5 < L
     smem = (np.dtype(sc).itemsize << lt) if need_smem else 0
-    k = _kernel(dtype.str, src.device.id, f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}>", smem)
+    k = _kernel(dtype.str, src.device.id, _row_name(dtype, L, mma), smem)
     grid = ((total + (1 << lt) - 1) >> lt,)
     k(grid, (1 << tb,), (src, dst, np.int64(total), np.int32(L), sc(scale)), shared_mem=smem)
 
@@ -129,11 +141,19 @@ def _launch_cols(xp, buf, s, mb, scale, dtype):
     k(grid, (nthreads,), (buf, buf, np.int64(total), np.int32(s), sc(scale)), shared_mem=smem)
 
 
-def transform_contiguous(xp, x2, L, scale, out=None):
+def transform_contiguous(xp, x2, L, scale, out=None, variant="auto"):
     """Unscaled-then-``scale`` natural WHT of each row of the C-contiguous array ``x2``
     (any shape whose last axis has 2**L elements) with the kernels; returns a new array
-    (or ``out``, which must be C-contiguous and may alias ``x2``)."""
+    (or ``out``, which must be C-contiguous and may alias ``x2``).
+
+    ``variant``: "plain" (CUDA cores), "mma" (float16 only: tensor-core front end in the
+    row pass), or "auto" (mma for float16 row lengths in ``MMA_DEFAULT_L``)."""
     dtype = x2.dtype
+    if variant not in ("auto", "plain", "mma"):
+        raise ValueError(f"variant must be 'auto', 'plain' or 'mma', got {variant!r}")
+    if variant == "mma" and dtype != np.float16:
+        raise TypeError("the tensor-core (mma) variant is for float16 only")
+    mma = variant == "mma" or (variant == "auto" and dtype == np.float16 and L in MMA_DEFAULT_L)
     y = xp.empty_like(x2) if out is None else out
     if x2.size == 0:
         return y
@@ -149,7 +169,7 @@ def transform_contiguous(xp, x2, L, scale, out=None):
         scales.append(scale / math.prod(scales))
     for p, s_ in zip(passes, scales):
         if p[0] == "rows":
-            _launch_rows(xp, x2, y, p[1], s_, dtype)
+            _launch_rows(xp, x2, y, p[1], s_, dtype, mma)
         else:
             _launch_cols(xp, y, p[1], p[2], s_, dtype)
     return y
@@ -164,7 +184,7 @@ def supported(x2, L) -> bool:
     return x2.size % v == 0 and x2.data.ptr % 16 == 0 and L <= 40
 
 
-def try_transform(xm, L, scale, unit, dt, perm, inverse):
+def try_transform(xm, L, scale, unit, dt, perm, inverse, out=None):
     """GPU path used by ``fwht``/``ifwht``: ``xm`` has the transform axis last.
 
     Returns the result (transform axis last, result dtype) or None to use the generic
@@ -186,6 +206,10 @@ def try_transform(xm, L, scale, unit, dt, perm, inverse):
     src = xp.ascontiguousarray(src, dtype=work_dt)
     if not supported(src, L):
         return None
+    direct = (out is not None and perm is None and out.flags.c_contiguous and out.dtype == work_dt
+              and (dt.kind == "f" or unit) and out.data.ptr % 16 == 0)
+    if direct:  # write straight into the caller's out (no extra copy)
+        return transform_contiguous(xp, src, L, 1.0 if dt.kind in "iu" else scale, out=out)
     if dt.kind in "iu":
         y = transform_contiguous(xp, src, L, 1.0)
         if not unit:

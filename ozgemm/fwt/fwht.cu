@@ -123,8 +123,37 @@ __device__ __forceinline__ void reg_stage(A* r, int h) {
   }
 }
 
+// ---- tensor-core front end for binary16 (MMA variant of fwht_rows) ---------------------
+// One 16-byte vector per lane = 8 halves at tile index 8*lane + e (e < 8) of a 256-element
+// chunk. Read as the A fragment of mma.m16n8k16 (row-major 16x16, fp16) with the mapping
+//   e bit 0 -> k bit 0, e bit 1 -> k bit 3, e bit 2 -> m bit 3, lane&3 -> k bits 1-2,
+//   lane>>2 -> m bits 0-2,
+// the four 32-bit words (e = 0-1, 2-3, 4-5, 6-7) are exactly {a0a1, a4a5, a2a3, a6a7}.
+// Multiplying by B = H16 (k x n, entries (-1)^popcount(k & n), Sylvester order is invariant
+// under a common permutation of the index bits) transforms index bits {0, 1, 3, 4}; the fp32
+// D fragments land on the same 8 positions, so the plain pipeline continues from there.
+__device__ __forceinline__ void mma_h16(const uint4& u, unsigned b00, unsigned b01, unsigned b10,
+                                        unsigned b11, float* r) {
+  float d0, d1, d2, d3;
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%10,%10,%10};"
+      : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+      : "r"(u.x), "r"(u.z), "r"(u.y), "r"(u.w), "r"(b00), "r"(b01), "f"(0.f));
+  r[0] = d0; r[1] = d1; r[4] = d2; r[5] = d3;     // n = 2t, 2t+1 (k bit 3 = 0); m bit 3 -> e bit 2
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%10,%10,%10};"
+      : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+      : "r"(u.x), "r"(u.z), "r"(u.y), "r"(u.w), "r"(b10), "r"(b11), "f"(0.f));
+  r[2] = d0; r[3] = d1; r[6] = d2; r[7] = d3;     // n = 2t+8, 2t+9
+}
+__device__ __forceinline__ unsigned h16_pm1(int k, int n) {
+  return (__popc(k & n) & 1) ? 0xBC00u : 0x3C00u;  // -1.0 / +1.0 in binary16
+}
+
 // ============================================================================ row kernel
-template <typename T, typename A, int LOGV, int TB, int CB>
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA>
 __global__ void __launch_bounds__(1 << TB)
 fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
   constexpr int V = 1 << LOGV;
@@ -142,20 +171,38 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
   A r[E];
 
   // ---- phase A: load (16-byte vectors, consecutive threads -> consecutive vectors)
+  // MMA (binary16 only, needs L >= 5): bits {0,1,3,4} on tensor cores, see mma_h16.
+  const bool use_mma = MMA && L >= 5;
+  if (MMA && use_mma) {
+    const int gq = lane >> 2, tq = lane & 3;
+    const unsigned b00 = h16_pm1(2 * tq, gq) | (h16_pm1(2 * tq + 1, gq) << 16);
+    const unsigned b01 = h16_pm1(2 * tq + 8, gq) | (h16_pm1(2 * tq + 9, gq) << 16);
+    const unsigned b10 = h16_pm1(2 * tq, gq + 8) | (h16_pm1(2 * tq + 1, gq + 8) << 16);
+    const unsigned b11 = h16_pm1(2 * tq + 8, gq + 8) | (h16_pm1(2 * tq + 9, gq + 8) << 16);
 #pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const long long off = base + ((long long)(c * NTH + tid) << LOGV);
-    if (off < total) {
-      gload(x + off, r + c * V);
-    } else {
-#pragma unroll
-      for (int v = 0; v < V; ++v) r[c * V + v] = A(0);
+    for (int c = 0; c < C; ++c) {
+      const long long off = base + ((long long)(c * NTH + tid) << LOGV);
+      uint4 u = make_uint4(0u, 0u, 0u, 0u);
+      if (off < total) u = __ldcs(reinterpret_cast<const uint4*>(x + off));
+      mma_h16(u, b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
     }
-  }
-  // v bits: index bits [0, LOGV) = register bits [0, LOGV)
+    if (2 < L) reg_stage<A, E>(r, 4);  // index bit 2 = register bit 2
+  } else {
 #pragma unroll
-  for (int b = 0; b < LOGV; ++b)
-    if (b < L) reg_stage<A, E>(r, 1 << b);
+    for (int c = 0; c < C; ++c) {
+      const long long off = base + ((long long)(c * NTH + tid) << LOGV);
+      if (off < total) {
+        gload(x + off, r + c * V);
+      } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) r[c * V + v] = A(0);
+      }
+    }
+    // v bits: index bits [0, LOGV) = register bits [0, LOGV)
+#pragma unroll
+    for (int b = 0; b < LOGV; ++b)
+      if (b < L) reg_stage<A, E>(r, 1 << b);
+  }
   // chunk bits: index bits [LOGV+TB, LT) = register bits [LOGV, LOGE)
 #pragma unroll
   for (int j = 0; j < CB; ++j)
@@ -164,7 +211,7 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
   constexpr int LANEB = TB < 5 ? TB : 5;
 #pragma unroll
   for (int j = 0; j < LANEB; ++j) {
-    if (LOGV + j < L) {
+    if (LOGV + j < L && !(use_mma && j < 2)) {  // MMA did index bits 3, 4 (lane bits 0, 1)
       const bool upper = (lane >> j) & 1;
 #pragma unroll
       for (int e = 0; e < E; ++e) {

@@ -1,0 +1,159 @@
+"""GPU (CuPy) tests of ozgemm.fwt; skipped cleanly without a CUDA device.
+
+Exact checks: integer-valued inputs whose sums are exact in the compute precision give
+results that must equal the integer product with ``scipy.linalg.hadamard`` (computed on
+the CPU with int64) bit for bit — for float32/float64/int64 and, for float16, the exact
+integer rounded once to float16. Random inputs are checked against the a-priori bound
+``|ŷ − y| ≤ γ_passes · ||x||_1`` with a float64 CPU (numpy) reference.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from ozgemm._xp import gpu_available
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU")]
+
+if gpu_available():
+    import cupy as cp
+
+from ozgemm.fwt import fwht, ifwht, walsh_spectrum  # noqa: E402
+from ozgemm.fwt import _cuda  # noqa: E402
+
+
+def _ref_int(k):
+    """Exact natural-order WHT of the integer rows of k on the CPU, independent of ozgemm:
+    the Sylvester factorisation H_n = H_{n_1} (x) ... (x) H_{n_r} (factors <= 2**8 from
+    scipy.linalg.hadamard) applied axis by axis with float64 matrix products. Exact because
+    every partial sum is an integer of magnitude < 2**53 (callers keep ||x||_1 < 2**53)."""
+    rows, n = k.shape
+    assert np.abs(k).sum(axis=1).max() < 2**53
+    L = n.bit_length() - 1
+    facs = [8] * (L // 8) + ([L % 8] if L % 8 else [])
+    t = k.astype(np.float64).reshape([rows] + [1 << f for f in reversed(facs)])
+    for ax in range(1, t.ndim):
+        m = t.shape[ax]
+        H = scipy.linalg.hadamard(m).astype(np.float64) if m > 1 else np.ones((1, 1))
+        t = np.moveaxis(np.tensordot(t, H, axes=([ax], [1])), -1, ax)
+    return t.reshape(rows, n).astype(np.int64)
+
+
+SIZES = list(range(0, 17)) + [18, 20, 22]
+
+
+@pytest.mark.parametrize("L", SIZES)
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int64, np.int32])
+def test_gpu_exact_integer_valued(dt, L):
+    n = 1 << L
+    rows = max(1, min(64, (1 << 18) // n))
+    rng = np.random.default_rng(L)
+    k = rng.integers(-7, 8, size=(rows, n))  # |sums| <= 7 * 2**22 < 2**24: exact in float32
+    want = _ref_int(k)
+    x = cp.asarray(k.astype(dt))
+    keep = x.copy()
+    y = fwht(x)
+    assert isinstance(y, cp.ndarray)
+    assert y.dtype == (dt if np.dtype(dt).kind == "f" else np.int64)
+    np.testing.assert_array_equal(cp.asnumpy(y).astype(np.int64), want)
+    assert bool((x == keep).all())
+
+
+@pytest.mark.parametrize("L", list(range(0, 16)))
+def test_gpu_float16_single_pass_one_rounding(L):
+    n = 1 << L
+    rows = max(1, min(64, (1 << 18) // n))
+    rng = np.random.default_rng(100 + L)
+    k = rng.integers(-64, 65, size=(rows, n))  # float32 sums exact (< 2**24)
+    y = fwht(cp.asarray(k.astype(np.float16)))
+    np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k).astype(np.float16))
+
+
+@pytest.mark.parametrize("L", list(range(0, 16)) + [16, 18])
+@pytest.mark.parametrize("variant", ["plain", "mma"])
+def test_gpu_float16_variants_exact(variant, L):
+    # integer-valued float16 inputs with float32-exact sums: both the CUDA-core and the
+    # tensor-core (mma) variants must give the exact sums rounded once to float16
+    n = 1 << L
+    rows = max(1, min(64, (1 << 18) // n))
+    rng = np.random.default_rng(200 + L)
+    k = rng.integers(-16, 17, size=(rows, n))
+    x = cp.asarray(k.astype(np.float16))
+    y = _cuda.transform_contiguous(cp, x, L, 1.0, variant=variant)
+    want = _ref_int(k)
+    if len(_cuda.plan(L, np.float16)) == 1:
+        np.testing.assert_array_equal(cp.asnumpy(y), want.astype(np.float16))
+    else:  # one float16 rounding of the intermediate between passes
+        np.testing.assert_allclose(cp.asnumpy(y).astype(np.float64), want, rtol=0,
+                                   atol=2.0**-10 * np.abs(k).sum(axis=1).max())
+
+
+@pytest.mark.parametrize("L", [4, 10, 13, 14, 15, 16, 17, 20, 22])
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("norm", ["backward", "ortho"])
+def test_gpu_random_within_bound(dt, L, norm):
+    n = 1 << L
+    rows = max(1, (1 << 20) // n)
+    rng = np.random.default_rng(L)
+    x = (rng.random((rows, n)) - 0.5).astype(dt)
+    xd = x.astype(np.float64)
+    ref = fwht(xd, norm=norm)  # CPU float64 (numpy butterflies), error ~1e-16 relative
+    y = cp.asnumpy(fwht(cp.asarray(x), norm=norm)).astype(np.float64)
+    c = 1.0 if norm == "backward" else n**-0.5
+    l1 = np.abs(xd).sum(axis=1, keepdims=True) * c
+    npass = len(_cuda.plan(L, dt))
+    if dt == np.float64:
+        bound = (L + 2) * 2.0**-53 * l1 * 1.01
+    elif dt == np.float32:
+        bound = (L + 2) * 2.0**-24 * l1 * 1.01
+    else:  # float32 arithmetic, one float16 rounding per pass of the intermediate
+        bound = ((L + 2) * 2.0**-24 + npass * 2.0**-11) * l1 * 1.01
+    err = np.abs(y - ref)
+    assert np.all(np.isfinite(y))
+    assert np.all(err <= bound), float((err / bound).max())
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("order", ["natural", "sequency"])
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_gpu_matches_cpu_conventions(dt, order, norm):
+    rng = np.random.default_rng(5)
+    k = rng.integers(-9, 10, size=(3, 5, 256))
+    x = k.astype(dt)
+    for axis in (-1, 0):
+        xs = x if axis == -1 else np.ascontiguousarray(np.moveaxis(x, -1, 0))
+        cpu = fwht(xs, axis=axis, norm=norm, order=order)
+        gpu = fwht(cp.asarray(xs), axis=axis, norm=norm, order=order)
+        assert gpu.dtype == cpu.dtype and gpu.shape == cpu.shape
+        np.testing.assert_allclose(cp.asnumpy(gpu), cpu, rtol=1e-6 if dt == np.float32 else 1e-14, atol=0)
+        back = ifwht(gpu, axis=axis, norm=norm, order=order)
+        np.testing.assert_allclose(cp.asnumpy(back), xs, rtol=0, atol=1e-4 if dt == np.float32 else 1e-10)
+
+
+def test_gpu_generic_fallback_and_out():
+    x = cp.asarray(np.array([[1, 2], [3, 4], [5, 6]], dtype=np.float16))  # 6 halves: not 16 B
+    np.testing.assert_array_equal(cp.asnumpy(fwht(x)), [[3, -1], [7, -1], [11, -1]])
+    x = cp.arange(64, dtype=cp.float32).reshape(4, 16)
+    out = cp.empty_like(x)
+    r = fwht(x, out=out)
+    assert r is out
+    np.testing.assert_array_equal(cp.asnumpy(out), fwht(cp.asnumpy(x)))
+
+
+def test_gpu_int_overflow_check_and_walsh():
+    with pytest.raises(OverflowError):
+        fwht(cp.full(4, 2**62, dtype=cp.int64))
+    tt = cp.asarray(np.array([(x & 1) * ((x >> 1) & 1) ^ ((x >> 2) & 1) * ((x >> 3) & 1) for x in range(16)]))
+    W = walsh_spectrum(tt)
+    assert isinstance(W, cp.ndarray) and bool((cp.abs(W) == 4).all())
+
+
+@pytest.mark.slow
+def test_gpu_multipass_2_24_float32_exact():
+    L = 24
+    rng = np.random.default_rng(24)
+    k = rng.integers(-1, 2, size=(1, 1 << L))
+    y = cp.asnumpy(fwht(cp.asarray(k.astype(np.float32))))
+    # float32: |sums| <= 2**24 exact
+    np.testing.assert_array_equal(y.astype(np.int64), _ref_int(k))
