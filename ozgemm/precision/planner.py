@@ -136,8 +136,15 @@ def _max_beta_for(M: int, S: float, k: int, lo: int = 1) -> int:
     b = max(lo, 1)
     if not M > 2 * _cmax(b, S, k):
         return 0
-    while M > 2 * _cmax(b + 1, S, k):
-        b += 1
+    hi = _BETA_CAP
+    if M > 2 * _cmax(hi, S, k):
+        return hi
+    while b + 1 < hi:  # invariant: ok(b), not ok(hi)
+        mid = (b + hi) // 2
+        if M > 2 * _cmax(mid, S, k):
+            b = mid
+        else:
+            hi = mid
     return b
 
 

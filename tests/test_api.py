@@ -1,0 +1,139 @@
+"""numpy.matmul semantics, dtypes, out=, bad input, specials, plans."""
+import numpy as np
+import pytest
+
+import ozgemm
+from ozgemm import ContractError
+
+
+def ro(x):
+    x = x.copy()
+    x.setflags(write=False)
+    return x
+
+
+@pytest.mark.parametrize("sa,sb", [
+    ((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((2, 4, 5), (5, 3)), ((4, 5), (3, 5, 2)),
+    ((2, 1, 4, 5), (3, 5, 2)), ((1, 4, 5), (2, 5, 3)), ((4, 0), (0, 3)), ((0, 5), (5, 3)),
+])
+def test_shapes_follow_numpy(rng, sa, sb):
+    a = ro(rng.standard_normal(sa))
+    b = ro(rng.standard_normal(sb))
+    a0, b0 = a.copy(), b.copy()
+    c = ozgemm.matmul(a, b)
+    want = np.matmul(a, b)
+    assert c.shape == want.shape and c.dtype == np.float64
+    # values: each batch entry equals the 2-D product computed alone (bit-identical)
+    assert np.allclose(c, want, rtol=1e-13, atol=1e-13)
+    assert np.array_equal(a, a0) and np.array_equal(b, b0)  # inputs never modified
+
+
+def test_batch_equals_separate_products_bitwise(rng):
+    a = rng.standard_normal((3, 6, 7))
+    b = rng.standard_normal((7, 5))
+    c = ozgemm.matmul(a, b)
+    for i in range(3):
+        assert np.array_equal(c[i], ozgemm.matmul(a[i], b))
+
+
+def test_k_zero_gives_zeros():
+    c = ozgemm.matmul(np.zeros((3, 0)), np.zeros((0, 2)))
+    assert c.shape == (3, 2) and not c.any()
+
+
+def test_transposed_and_noncontiguous_views(rng):
+    a = rng.standard_normal((9, 12))
+    b = rng.standard_normal((12, 7))
+    base = ozgemm.matmul(a, b)
+    assert np.array_equal(ozgemm.matmul(np.asfortranarray(a), b), base)
+    assert np.array_equal(ozgemm.matmul(a.T.copy().T, b.T.copy().T), base)
+    big = np.zeros((18, 24))
+    big[::2, ::2] = a
+    assert np.array_equal(ozgemm.matmul(big[::2, ::2], b), base)
+    assert np.array_equal(ozgemm.matmul(a[::-1], b)[::-1], base)
+
+
+def test_out(rng):
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((5, 3))
+    out = np.empty((4, 3))
+    r = ozgemm.matmul(a, b, out=out)
+    assert r is out and np.array_equal(out, ozgemm.matmul(a, b))
+    with pytest.raises(ValueError, match="shape"):
+        ozgemm.matmul(a, b, out=np.empty((3, 4)))
+    with pytest.raises(ValueError, match="dtype"):
+        ozgemm.matmul(a, b, out=np.empty((4, 3), dtype=np.float32))
+    sq = rng.standard_normal((4, 4))
+    with pytest.raises(ValueError, match="overlaps"):
+        ozgemm.matmul(sq, sq, out=sq)
+
+
+def test_dtypes(rng):
+    a32 = rng.standard_normal((4, 5)).astype(np.float32)
+    b32 = rng.standard_normal((5, 3)).astype(np.float32)
+    assert ozgemm.matmul(a32, b32, contract="fp32").dtype == np.float32
+    # float32 operands are exact in binary64: fp64 returns float64
+    c = ozgemm.matmul(a32, b32)
+    assert c.dtype == np.float64
+    assert np.array_equal(c, ozgemm.matmul(a32.astype(np.float64), b32.astype(np.float64)))
+    with pytest.raises(TypeError, match="float32"):
+        ozgemm.matmul(a32.astype(np.float64), b32, contract="fp32")
+
+
+@pytest.mark.parametrize("bad", [
+    np.ones((2, 2), dtype=complex), np.ones((2, 2), dtype=np.int64), np.ones((2, 2), dtype=object),
+    np.ones((2, 2), dtype=bool), np.ones((2, 2), dtype=np.float16),
+])
+def test_unsupported_dtypes(bad):
+    with pytest.raises(TypeError, match="dtype"):
+        ozgemm.matmul(bad, np.ones((2, 2)))
+
+
+def test_bad_inputs():
+    with pytest.raises(TypeError, match="numpy or cupy array"):
+        ozgemm.matmul([[1.0, 2.0]], np.ones((2, 1)))
+    with pytest.raises(TypeError):
+        ozgemm.matmul(np.ones((2, 2)), 3.0)
+    with pytest.raises(ValueError, match="inner dimensions"):
+        ozgemm.matmul(np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="0-dimensional"):
+        ozgemm.matmul(np.array(1.0), np.ones((1, 1)))
+    with pytest.raises(ValueError, match="broadcast"):
+        ozgemm.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 2)))
+    with pytest.raises(ContractError, match="unknown contract"):
+        ozgemm.matmul(np.ones((2, 2)), np.ones((2, 2)), contract="fp65")
+    with pytest.raises(TypeError):
+        ozgemm.matmul(np.ones((2, 2)), np.ones((2, 2)), contract=3)
+
+
+def test_specials_classes_like_numpy():
+    inf, nan = np.inf, np.nan
+    a = np.array([[1.0, 2.0], [inf, 1.0], [nan, 0.0], [inf, 0.0], [1.0, 1.0]])
+    b = np.array([[1.0, 0.0, -inf], [1.0, 1.0, 1.0]])
+    with np.errstate(invalid="ignore"):
+        want = a @ b
+    got = ozgemm.matmul(a, b)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    fin = ~np.isnan(want)
+    assert np.array_equal(got[fin], want[fin])  # finite entries exact here, +-inf classes match
+    with pytest.raises(ContractError, match="non-finite"):
+        ozgemm.matmul(a, b, contract=ozgemm.load_contract("fp64").with_(specials="raise"))
+
+
+def test_overflow_to_inf_and_underflow():
+    big = np.array([[1e308, 1e308]])
+    assert ozgemm.matmul(big, np.array([[1.0], [1.0]]))[0, 0] == np.inf
+    assert ozgemm.matmul(-big, np.array([[1.0], [1.0]]))[0, 0] == -np.inf
+    tiny = np.array([[2.0 ** -1074]])
+    assert ozgemm.matmul(tiny, np.array([[0.5]]))[0, 0] == 0.0  # tie to even
+    assert ozgemm.matmul(tiny, np.array([[0.75]]))[0, 0] == 2.0 ** -1074
+
+
+def test_plan_info(rng):
+    a, b = rng.standard_normal((8, 9)), rng.standard_normal((9, 4))
+    p = ozgemm.plan(a, b)
+    info = p.info()
+    assert info["n_moduli"] == len(p.moduli) and info["bits"] == 53
+    assert p.scaling_error_bound().shape == (8, 4)
+    assert ozgemm.plan(a, b, "fp64-fast").n_moduli == 17
+    with pytest.raises(ValueError):
+        ozgemm.plan(np.ones((2, 2, 2)), np.ones((2, 2)))

@@ -1,0 +1,78 @@
+import numpy as np
+import pytest
+
+import ozgemm
+from ozgemm import Contract, ContractError, load_contract, named_contracts
+
+
+def test_named():
+    assert {"fp64", "fp64-fast", "fp32"} <= set(named_contracts())
+    c = load_contract("fp64")
+    assert (c.format, c.bits, c.moduli, c.bound_kind, c.method) == ("binary64", 53, "auto", "componentwise", "crt")
+    f = load_contract("fp64-fast")
+    assert f.bound_kind == "normwise" and isinstance(f.moduli, int)
+    assert load_contract("fp32").format == "binary32"
+
+
+def test_user_file(tmp_path):
+    p = tmp_path / "mine.toml"
+    p.write_text('format = "binary64"\nbits = 40\nmoduli = "auto"\n')
+    c = load_contract(p)
+    assert c.name == "mine" and c.bits == 40
+    a = np.random.default_rng(0).standard_normal((5, 6))
+    assert ozgemm.plan(a, a.T, c).n_moduli <= ozgemm.plan(a, a.T, "fp64").n_moduli
+
+
+@pytest.mark.parametrize("text,key", [
+    ('bits = 99\n', "bits"), ('format = "binary16"\n', "format"), ('moduli = 0\n', "moduli"),
+    ('method = "magic"\n', "method"), ('bound_kind = "rowwise"\n', "bound_kind"),
+    ('specials = "ignore"\n', "specials"), ('exponent_range = -1\n', "exponent_range"),
+    ('colour = 3\n', "colour"), ('bits = "53"\n', "bits"),
+])
+def test_malformed_names_key_and_file(tmp_path, text, key):
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    with pytest.raises(ContractError) as ei:
+        load_contract(p)
+    assert key in str(ei.value) and "bad.toml" in str(ei.value)
+
+
+def test_syntax_error_and_missing(tmp_path):
+    p = tmp_path / "broken.toml"
+    p.write_text("bits = = 3")
+    with pytest.raises(ContractError, match="malformed TOML"):
+        load_contract(p)
+    with pytest.raises(ContractError, match="cannot read"):
+        load_contract(tmp_path / "absent.toml")
+
+
+def test_spread_beyond_range_raises():
+    # entry (0,1) of |A||B| is ~2^-100 but row 0 of A spans 1 .. 2^-152 (153 bits wide):
+    a = np.array([[1.0, 2.0 ** -100 * (1 + 2.0 ** -52)]])
+    b = np.array([[1.0, 0.0], [1.0, 1.0 / 3]])
+    with pytest.raises(ContractError) as ei:
+        ozgemm.matmul(a, b)
+    msg = str(ei.value)
+    assert "fp64" in msg and "exponent_range" in msg and "Fix" in msg
+    wide = load_contract("fp64").with_(exponent_range=120, name="fp64-wide")
+    c = ozgemm.matmul(a, b, contract=wide)
+    from ozgemm.verify.reference import exact_product, measure
+    assert measure(c, exact_product(a, b), wide).breaches == 0
+
+
+def test_fixed_moduli_too_few_raises(rng):
+    a = rng.standard_normal((6, 30))
+    c = load_contract("fp64").with_(moduli=5, name="five")
+    with pytest.raises(ContractError, match="moduli"):
+        ozgemm.matmul(a, a.T, contract=c)
+    nw = load_contract("fp64-fast").with_(moduli=14, name="nw14")
+    with pytest.raises(ContractError, match="moduli = "):
+        ozgemm.matmul(a, a.T, contract=nw)
+
+
+def test_unsupported_method_and_format():
+    a = np.ones((2, 2))
+    with pytest.raises(ContractError, match="method"):
+        ozgemm.matmul(a, a, contract=Contract(name="oz", method="ozaki"))
+    with pytest.raises(ContractError, match="format"):
+        ozgemm.matmul(a, a, contract=Contract(name="q", format="binary128", bits=113))
