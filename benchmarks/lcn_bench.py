@@ -82,14 +82,16 @@ def cmd_score(a):
 
 
 def cmd_evaluator(a):
+    from ozgemm.lcn.exact import _Inc
     from ozgemm.lcn.solver import AnnealParams, _candidate, _evaluate_cpu, _radius, weights
     d = lcn.repair(lcn.load(path(a.data, a.instance)))
     c = lcn.crossings(d).per_edge
     p = AnnealParams(batch=a.batch).resolved(d, "gpu")
     W = weights(d.m, p.power)
     it = 1000
+    inc = _Inc(d)
     # the candidates of iteration `it` (device-generated on the GPU; same on the CPU)
-    cands = [_candidate(a.seed, it, j, p, d, c, d.x, d.y, _radius(p, it)) for j in range(a.batch)]
+    cands = [_candidate(a.seed, it, j, p, d, c, d.x, d.y, _radius(p, it), inc) for j in range(a.batch)]
     ev = lcn.MoveEvaluator(d)
     cpu = []
     t = time.perf_counter()
@@ -109,9 +111,7 @@ def cmd_evaluator(a):
         import cupy as cp
         from ozgemm.lcn.gpu import GpuState
         S = GpuState(d, p, a.seed)
-        st = S.st.get()
-        st[0] = it
-        S.st[...] = cp.asarray(st)
+        S.set_iteration(it, a.batch)
         S.launch_eval(a.batch)  # warm-up + compile
         cp.cuda.Device().synchronize()
         ok = S.out_ok.get()

@@ -82,15 +82,15 @@ def test_device_candidates_equal_cpu_candidates():
     from ozgemm.lcn.solver import _candidate
     d = lcn.repair(lcn.load(INSTANCES[0]))
     S, p = _state(d, seed=123, batch=512)
-    st = S.st.get()
-    st[0] = 77
-    S.st[...] = S.cp.asarray(st)
+    S.set_iteration(77, 512)
     S.launch_eval(512)
     gv, gx, gy, gok = S.out_v.get(), S.out_x.get(), S.out_y.get(), S.out_ok.get()
+    from ozgemm.lcn.exact import _Inc
     from ozgemm.lcn.solver import _radius
+    inc = _Inc(d)
     c = lcn.crossings(d).per_edge
     for j in range(512):
-        v, nx, ny, triv = _candidate(123, 77, j, p, d, c, d.x, d.y, _radius(p, 77))
+        v, nx, ny, triv = _candidate(123, 77, j, p, d, c, d.x, d.y, _radius(p, 77), inc)
         assert (gv[j], gx[j], gy[j]) == (v, nx, ny)
         assert (gok[j] == -1) == triv
 
@@ -98,10 +98,10 @@ def test_device_candidates_equal_cpu_candidates():
 @have_data
 def test_gpu_anneal_same_trajectory_as_cpu_and_valid():
     d = lcn.repair(lcn.load(INSTANCES[0]))
-    p = lcn.AnnealParams(batch=16, cycle=500)
-    g = lcn.anneal(d, iterations=400, seed=9, device="gpu", params=p)
-    c = lcn.anneal(d, iterations=400, seed=9, device="cpu", params=p)
-    assert g.iterations == c.iterations == 400
+    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=500, t_ratio=1e-4)
+    g = lcn.anneal(d, iterations=1000, seed=9, device="gpu", params=p)
+    c = lcn.anneal(d, iterations=1000, seed=9, device="cpu", params=p)
+    assert g.iterations == c.iterations == 1000
     assert g.accepted == c.accepted
     assert g.drawing.x.tolist() == c.drawing.x.tolist() and g.drawing.y.tolist() == c.drawing.y.tolist()
     assert g.crossings.objective == c.crossings.objective

@@ -24,7 +24,8 @@ from .exact import CoordinateRangeError, Crossings, _summary, crossings, int64_e
 __all__ = ["crossings_gpu", "GpuState", "anneal_gpu", "MAXDEG"]
 
 MAXDEG = 1024  # LCN_MAXDEG in lcn_kernels.cu
-_ST = dict(IT=0, K=1, SUMC=2, CHOSEN=3, BEST_K=4, BEST_AT=5, BEST_TOT=6, ACCEPTED=7, IMPROVED=8, EVALS=9, DSUM=10)
+_ST = dict(IT=0, K=1, SUMC=2, CHOSEN=3, BEST_K=4, BEST_AT=5, BEST_TOT=6, ACCEPTED=7, IMPROVED=8, EVALS=9, DSUM=10,
+           BEFF=11)
 
 
 def _cp():
@@ -42,9 +43,14 @@ def _module(device_id: int):
         return cp.RawModule(code=src, options=("--std=c++17",))
 
 
+@functools.lru_cache(maxsize=None)
+def _function(device_id: int, name: str):
+    return _module(device_id).get_function(name)
+
+
 def _kernel(name):
     cp = _cp()
-    return _module(cp.cuda.Device().id).get_function(name)
+    return _function(cp.cuda.Device().id, name)
 
 
 def _check_exact(d: Drawing, grid: bool):
@@ -112,6 +118,7 @@ class GpuState:
         st[_ST["SUMC"]] = int(c.sum())
         st[_ST["CHOSEN"]] = -1
         st[_ST["BEST_K"]], st[_ST["BEST_AT"]], st[_ST["BEST_TOT"]] = self.initial.objective
+        st[_ST["BEFF"]] = p.batch_first
         self.st = cp.asarray(st)
         self.set_temperature(T0)
         self._alloc(max(p.batch, 256))
@@ -123,7 +130,9 @@ class GpuState:
         ip[0] = np.array([self.seed], dtype=np.uint64).view(np.int64)[0]
         self.T0 = float(T0)
         self.ip = cp.asarray(ip)
-        self.dp = cp.asarray(np.array([p.p_uniform, p.p_global, self.T0, self.T0 * p.t_ratio], dtype=np.float64))
+        self.dp = cp.asarray(np.array([p.p_uniform, p.p_global, self.T0, self.T0 * p.t_ratio, p.reheat, p.t_floor,
+                                       p.p_bary],
+                                      dtype=np.float64))
 
     def _alloc(self, B):
         cp = self.cp
@@ -143,7 +152,7 @@ class GpuState:
                 self.out_max, self.out_ok)
 
     def launch_eval(self, B):
-        """Evaluate the B generated candidates of the current iteration (asynchronous)."""
+        """Evaluate the generated candidates 0..min(B, st[BEFF])-1 of the current iteration (asynchronous)."""
         _kernel("lcn_eval_moves")((B,), (256,), self._eval_args(0, self.dummy_i, self.dummy_l, self.dummy_l))
 
     def evaluate(self, v, nx, ny):
@@ -164,7 +173,8 @@ class GpuState:
         """One annealing iteration (5 asynchronous kernel launches, no host synchronisation)."""
         B, m, n = self.p.batch, self.m, self.n
         self.launch_eval(B)
-        _kernel("lcn_select")((1,), (32,), (self.ip, self.dp, np.int32(B), self.st, self.out_de, self.out_max, self.out_ok))
+        _kernel("lcn_select")((1,), (32,), (self.ip, self.dp, np.int32(B), np.int32(self.p.batch_min_eff), self.st,
+                                             self.out_de, self.out_max, self.out_ok))
         _kernel("lcn_apply")(((m + 255) // 256,), (256,), (self.ip, self.dp, self.st, self.x, self.y, self.eu, self.ev,
                                                            self.off, self.inc, self.cnt, self.hist, self.dinc,
                                                            self.out_v, self.out_x, self.out_y))
@@ -172,6 +182,37 @@ class GpuState:
                                                self.cnt, self.hist, self.dinc, self.out_v, self.out_x, self.out_y,
                                                self.out_max))
         _kernel("lcn_save_best")(((n + 255) // 256,), (256,), (self.st, np.int32(n), self.x, self.y, self.bx, self.by))
+
+    def set_iteration(self, it: int, beff: int):
+        """Set the iteration counter and the adaptive batch size (for tests and benchmarks)."""
+        st = to_numpy(self.st)
+        st[_ST["IT"]], st[_ST["BEFF"]] = it, beff
+        if beff > self.B:
+            self._alloc(beff)
+        self.st[...] = self.cp.asarray(st)
+
+    def capture(self, nsteps: int):
+        """Capture ``nsteps`` iterations into a CUDA graph; returns (stream, graph) or None.
+
+        The graph replays the same kernels with the same arguments; all changing state
+        (iteration counter, counts, coordinates) is in device memory, so replaying it is the
+        same as calling :meth:`step` ``nsteps`` times. Returns None when capture fails
+        (older CuPy/driver); callers then launch the kernels one by one.
+        """
+        cp = self.cp
+        try:
+            stream = cp.cuda.Stream(non_blocking=True)
+            with stream:
+                stream.begin_capture()
+                try:
+                    for _ in range(nsteps):
+                        self.step()
+                finally:
+                    graph = stream.end_capture()
+            return stream, graph
+        except Exception:  # capture unsupported: fall back to plain launches
+            cp.cuda.Device().synchronize()
+            return None
 
     def scalars(self) -> dict:
         s = to_numpy(self.st)
@@ -181,11 +222,11 @@ class GpuState:
         """T0 from the fixed calibration batch (same candidates as the CPU path)."""
         from .solver import CAL_BATCH, CAL_IT, _t0_from
         st = to_numpy(self.st)
-        st[_ST["IT"]] = CAL_IT
-        self.st[...] = self.cp.asarray(st)
+        s2 = st.copy()
+        s2[_ST["IT"]], s2[_ST["BEFF"]] = CAL_IT, CAL_BATCH
+        self.st[...] = self.cp.asarray(s2)
         self.launch_eval(CAL_BATCH)
         de, ok = to_numpy(self.out_de[:CAL_BATCH]), to_numpy(self.out_ok[:CAL_BATCH])
-        st[_ST["IT"]] = 0
         self.st[...] = self.cp.asarray(st)
         return _t0_from(de[(ok == 1) & (de > 0)].tolist(), self.p)
 
@@ -197,13 +238,23 @@ class GpuState:
         return to_numpy(self.cnt).astype(np.int64)
 
 
-def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, progress, report_every):
-    """GPU implementation of :func:`ozgemm.lcn.anneal` (same algorithm; see solver.py)."""
+GRAPH_STEPS = 32
+
+
+def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, progress, report_every,
+               use_graph: bool = True):
+    """GPU implementation of :func:`ozgemm.lcn.anneal` (same algorithm; see solver.py).
+
+    Iterations are replayed from a CUDA graph of ``GRAPH_STEPS`` iterations when capture
+    works (fewer host launches), else launched kernel by kernel; the result is identical.
+    """
     from .solver import AnnealResult
     cp = _cp()
     S = GpuState(d, p, seed)
     T0 = S.calibrate()
     S.set_temperature(T0)
+    cp.cuda.Device().synchronize()
+    cap = S.capture(GRAPH_STEPS) if use_graph else None
     hist = []
     chunk = 16
     t_start = time.perf_counter()
@@ -226,12 +277,18 @@ def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, pr
             break
         todo = chunk if iterations is None else min(chunk, iterations - s["IT"])
         t0 = time.perf_counter()
-        for _ in range(todo):
-            S.step()
-        cp.cuda.get_current_stream().synchronize()
+        if cap is not None and todo >= GRAPH_STEPS:
+            stream, graph = cap
+            for _ in range(todo // GRAPH_STEPS):
+                graph.launch(stream)
+            stream.synchronize()
+        else:
+            for _ in range(todo):
+                S.step()
+            cp.cuda.Device().synchronize()
         dt = time.perf_counter() - t0
         # aim at ~0.1 s between read-backs
-        chunk = int(min(max(1, chunk * (0.1 / max(dt, 1e-4))), 4 * chunk + 1, 100_000))
+        chunk = int(min(max(1, chunk * (0.1 / max(dt, 1e-4))), 4 * chunk + 1, 1_000_000))
     elapsed = time.perf_counter() - t_start
     s = S.scalars()
     out = S.drawing(best=True)
@@ -240,4 +297,4 @@ def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, pr
     if final.objective != best:
         raise AssertionError(f"device objective {best} disagrees with the CPU recount {final.objective}")
     return AnnealResult(out, final, S.initial, repaired, hist, s["IT"], s["ACCEPTED"], s["EVALS"], elapsed,
-                        "gpu", seed, asdict(p) | {"T0": T0})
+                        "gpu", seed, asdict(p) | {"T0": T0, "cuda_graph": cap is not None})

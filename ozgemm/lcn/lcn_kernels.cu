@@ -30,6 +30,7 @@ typedef unsigned long long u64;
 #define ST_IMPROVED 8  // 1 if the state just became the best
 #define ST_EVALS 9     // number of candidates evaluated (non-trivial ones)
 #define ST_DSUM 10     // scratch: sum of non-incident deltas of the applied move
+#define ST_BEFF 11     // candidates evaluated in this iteration (adaptive, <= batch)
 
 extern "C" {
 
@@ -118,7 +119,7 @@ struct LcnParams {
     int n, m, width, height;
     int cycle, r_min, r_max;
     int tournament, slack;
-    double p_uniform, p_global, t0, t1;
+    double p_uniform, p_global, t0, t1, reheat, t_floor, p_bary;
 };
 
 // parameters travel as two small device arrays (layout: gpu.py, _param_arrays)
@@ -127,12 +128,14 @@ __device__ __forceinline__ LcnParams lcn_params(const i64* ip, const double* dp)
     P.seed = (u64)ip[0]; P.n = (int)ip[1]; P.m = (int)ip[2]; P.width = (int)ip[3]; P.height = (int)ip[4];
     P.cycle = (int)ip[5]; P.r_min = (int)ip[6]; P.r_max = (int)ip[7]; P.tournament = (int)ip[8];
     P.slack = (int)ip[9];
-    P.p_uniform = dp[0]; P.p_global = dp[1]; P.t0 = dp[2]; P.t1 = dp[3];
+    P.p_uniform = dp[0]; P.p_global = dp[1]; P.t0 = dp[2]; P.t1 = dp[3]; P.reheat = dp[4]; P.t_floor = dp[5];
+    P.p_bary = dp[6];
     return P;
 }
 
 __device__ void lcn_candidate(const LcnParams& P, u64 it, int j, const int* cnt,
-                              const int* eu, const int* ev, const i64* x, const i64* y,
+                              const int* eu, const int* ev, const int* off, const int* inc,
+                              const i64* x, const i64* y,
                               int* v_out, i64* nx_out, i64* ny_out, int* trivial) {
     u64 q = it % (u64)P.cycle;
     i64 r = P.r_min + ((i64)(P.r_max - P.r_min) * (i64)(P.cycle - 1 - (i64)q)) / (i64)(P.cycle - 1);
@@ -148,9 +151,20 @@ __device__ void lcn_candidate(const LcnParams& P, u64 it, int j, const int* cnt,
         v = (lcn_hash(P.seed, it, j, 1) >> 63) ? ev[best] : eu[best];
     }
     i64 nx, ny;
-    if (lcn_unit(lcn_hash(P.seed, it, j, 10)) < P.p_global) {
+    double u = lcn_unit(lcn_hash(P.seed, it, j, 10));
+    if (u < P.p_global) {
         nx = lcn_below(lcn_hash(P.seed, it, j, 11), (u64)P.width + 1);
         ny = lcn_below(lcn_hash(P.seed, it, j, 12), (u64)P.height + 1);
+    } else if (u < P.p_global + P.p_bary) {  // around the barycentre of the neighbours
+        i64 sx = 0, sy = 0, deg = off[v + 1] - off[v];
+        for (int t = off[v]; t < off[v + 1]; ++t) {
+            int e = inc[t];
+            int w = (eu[e] == v) ? ev[e] : eu[e];
+            sx += x[w]; sy += y[w];
+        }
+        i64 cx = deg ? sx / deg : x[v], cy = deg ? sy / deg : y[v];
+        nx = cx + lcn_below(lcn_hash(P.seed, it, j, 11), (u64)(2 * r + 1)) - r;
+        ny = cy + lcn_below(lcn_hash(P.seed, it, j, 12), (u64)(2 * r + 1)) - r;
     } else {
         nx = x[v] + lcn_below(lcn_hash(P.seed, it, j, 11), (u64)(2 * r + 1)) - r;
         ny = y[v] + lcn_below(lcn_hash(P.seed, it, j, 12), (u64)(2 * r + 1)) - r;
@@ -184,13 +198,14 @@ __global__ void lcn_eval_moves(const i64* __restrict__ ip, const double* __restr
     __shared__ int red_mx[256];
     const LcnParams P = lcn_params(ip, dp);
     int j = blockIdx.x, tid = threadIdx.x;
+    if (!use_cand && (i64)j >= st[ST_BEFF]) return;  // beyond this iteration's adaptive batch
     if (tid == 0) {
         int v, triv; i64 nx, ny;
         if (use_cand) {
             v = cand_v[j]; nx = cand_x[j]; ny = cand_y[j];
             triv = (nx < 0 || ny < 0 || nx > P.width || ny > P.height || (nx == x[v] && ny == y[v]));
         } else {
-            lcn_candidate(P, (u64)st[ST_IT], j, cnt, eu, ev, x, y, &v, &nx, &ny, &triv);
+            lcn_candidate(P, (u64)st[ST_IT], j, cnt, eu, ev, off, inc, x, y, &v, &nx, &ny, &triv);
         }
         s_v = v; s_nx = nx; s_ny = ny; s_triv = triv; s_bad = 0;
         s_vx = x[v]; s_vy = y[v];
@@ -270,17 +285,23 @@ __global__ void lcn_eval_moves(const i64* __restrict__ ip, const double* __restr
 // Metropolis selection: the first candidate (in index order) that is valid, keeps every
 // count <= k + slack, and passes the Metropolis test is chosen. This equals sequential
 // annealing where rejected candidates leave the state unchanged.
-__global__ void lcn_select(const i64* ip, const double* dp, int B, i64* st, const i64* de,
+// The number of candidates per iteration adapts (same rule as solver.py): doubled (up to
+// the maximum batch B) when none was accepted, halved (down to bmin) when the accepted one
+// lies in the first quarter. Rejected candidates never change the state, so this only moves
+// iteration boundaries.
+__global__ void lcn_select(const i64* ip, const double* dp, int B, int bmin, i64* st, const i64* de,
                            const int* mx, const int* ok) {
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
     const LcnParams P = lcn_params(ip, dp);
     u64 it = (u64)st[ST_IT];
     u64 q = it % (u64)P.cycle;
-    double T = P.t0 * pow(P.t1 / P.t0, (double)q / (double)P.cycle);
+    double peak = P.t0 * fmax(pow(P.reheat, (double)(it / (u64)P.cycle)), P.t_floor);
+    double T = peak * pow(P.t1 / P.t0, (double)q / (double)P.cycle);
     i64 k = st[ST_K];
     int chosen = -1;
     i64 evals = 0;
-    for (int j = 0; j < B; ++j) {
+    i64 beff = st[ST_BEFF];
+    for (int j = 0; j < beff; ++j) {
         evals += (ok[j] >= 0);  // non-trivial candidates are all evaluated on the GPU
         if (ok[j] != 1 || (i64)mx[j] > k + P.slack) continue;
         i64 d = de[j];
@@ -288,6 +309,9 @@ __global__ void lcn_select(const i64* ip, const double* dp, int B, i64* st, cons
     }
     st[ST_CHOSEN] = chosen;
     st[ST_EVALS] += evals;
+    if (chosen < 0) beff = min((i64)B, 2 * beff);
+    else if (4 * (i64)chosen < beff) beff = max((i64)bmin, beff / 2);
+    st[ST_BEFF] = beff;
     if (chosen >= 0) st[ST_ACCEPTED] += 1;
 }
 

@@ -6,13 +6,19 @@ State: a *valid* drawing, exact per-edge crossing counts ``c``, their histogram,
 
 Iteration ``it`` (``q = it mod cycle``):
 
-* temperature ``T = T0 * (T1/T0) ** (q / cycle)`` (geometric cooling, restarted every
-  ``cycle`` iterations) and move radius ``r = r_min + (r_max - r_min)*(cycle-1-q) // (cycle-1)``;
-* ``batch`` candidate moves ``j = 0..batch-1``. Candidate ``j`` picks a vertex: with
+* temperature ``T = peak * (T1/T0) ** (q / cycle)`` with ``peak = T0 * max(reheat**(it //
+  cycle), t_floor)`` (geometric cooling within a cycle; each new cycle reheats, to a peak that
+  decays from cycle to cycle) and move radius ``r = r_min + (r_max - r_min)*(cycle-1-q) // (cycle-1)``;
+* ``B_it`` candidate moves ``j = 0..B_it-1`` (adaptive batch: ``B_0 = min(batch_min, batch)``;
+  after an iteration ``B`` doubles, up to ``batch``, when no candidate was accepted, and
+  halves, down to ``min(batch_min, batch)``, when the accepted one had ``4*j < B``; this
+  only moves iteration boundaries). Candidate ``j`` picks a vertex: with
   probability ``p_uniform`` uniformly, else an endpoint of the edge with the largest count
   among ``tournament`` uniformly drawn edges (tournament selection concentrates moves on
   the edges at or near k); and a target point: with probability ``p_global`` uniform on
-  the grid, else a uniform offset in ``[-r, r]^2``. All random numbers are counter-based
+  the grid, with probability ``p_bary`` a uniform offset in ``[-r, r]^2`` from the
+  barycentre of its neighbours (integer floor of the mean), else a uniform offset in
+  ``[-r, r]^2`` from its current position. All random numbers are counter-based
   (:mod:`ozgemm.lcn.rng`), a function of ``(seed, it, j, draw)``;
 * the *first* candidate (in index order) that (a) is a real move inside the grid, (b) keeps
   the drawing valid, (c) leaves every count ``<= k + slack`` and (d) passes the Metropolis
@@ -44,7 +50,7 @@ import numpy as np
 
 from . import rng
 from .drawing import Drawing
-from .exact import CoordinateRangeError, Crossings, MoveEvaluator, _summary, crossings, repair, validate
+from .exact import CoordinateRangeError, Crossings, MoveEvaluator, _Inc, _summary, crossings, repair, validate
 
 __all__ = ["AnnealParams", "AnnealResult", "anneal", "weights", "CAL_IT", "CAL_BATCH"]
 
@@ -57,18 +63,22 @@ class AnnealParams:
     """Parameters of :func:`anneal` (see the module docstring for their meaning).
 
     ``None`` for ``batch``, ``cycle``, ``r_max``, ``r_min`` selects a default from the
-    device and the grid: batch 1 (CPU) / 512 (GPU); cycle 4000 (CPU) / 100000 (GPU);
+    device and the grid: batch 1 (CPU) / 1024 (GPU); cycle 4000 (CPU) / 100000 (GPU);
     ``r_max = max(2, max(width, height) // 8)``; ``r_min = max(1, max(width, height) // 2000)``.
     """
 
     batch: int | None = None
+    batch_min: int = 16
     cycle: int | None = None
     power: int = 2
     t_hi: float = 0.3
     t_ratio: float = 1e-3
+    reheat: float = 0.5
+    t_floor: float = 0.01
     p_uniform: float = 0.2
     tournament: int = 4
-    p_global: float = 0.02
+    p_global: float = 0.1
+    p_bary: float = 0.2
     r_max: int | None = None
     r_min: int | None = None
     slack: int = 0
@@ -77,16 +87,24 @@ class AnnealParams:
         side = max(d.width, d.height, 1)
         p = replace(
             self,
-            batch=self.batch or (512 if device == "gpu" else 1),
+            batch=self.batch or (1024 if device == "gpu" else 1),
             cycle=self.cycle or (100_000 if device == "gpu" else 4000),
             r_max=self.r_max or max(2, side // 8),
             r_min=self.r_min or max(1, side // 2000),
         )
-        if p.cycle < 2 or p.batch < 1 or not 1 <= p.tournament <= 8 or p.power not in (1, 2, 3):
+        if p.cycle < 2 or p.batch < 1 or p.batch_min < 1 or not 1 <= p.tournament <= 8 or p.power not in (1, 2, 3):
             raise ValueError(f"bad annealing parameters: {p}")
         if p.r_min > p.r_max:
             p = replace(p, r_min=p.r_max)
         return p
+
+    @property
+    def batch_min_eff(self) -> int:
+        return min(self.batch_min, self.batch)
+
+    @property
+    def batch_first(self) -> int:
+        return self.batch_min_eff
 
 
 @dataclass
@@ -128,10 +146,11 @@ def _radius(p: AnnealParams, it: int) -> int:
 
 def _temperature(p: AnnealParams, T0: float, it: int) -> float:
     q = it % p.cycle
-    return T0 * math.pow((T0 * p.t_ratio) / T0, q / p.cycle)
+    peak = T0 * max(math.pow(p.reheat, float(it // p.cycle)), p.t_floor)
+    return peak * math.pow((T0 * p.t_ratio) / T0, q / p.cycle)
 
 
-def _candidate(seed, it, j, p: AnnealParams, d: Drawing, c, x, y, r):
+def _candidate(seed, it, j, p: AnnealParams, d: Drawing, c, x, y, r, inc=None):
     """Candidate move j of iteration it: (v, nx, ny, trivial). Mirrors lcn_candidate (CUDA)."""
     n, m = d.n, d.m
     if m == 0 or rng.unit(rng.draw(seed, it, j, 0)) < p.p_uniform:
@@ -143,9 +162,21 @@ def _candidate(seed, it, j, p: AnnealParams, d: Drawing, c, x, y, r):
             if c[e] > bc:
                 best, bc = e, int(c[e])
         v = int(d.edges[best, rng.draw(seed, it, j, 1) >> 63])
-    if rng.unit(rng.draw(seed, it, j, 10)) < p.p_global:
+    u = rng.unit(rng.draw(seed, it, j, 10))
+    if u < p.p_global:
         nx = rng.below(rng.draw(seed, it, j, 11), d.width + 1)
         ny = rng.below(rng.draw(seed, it, j, 12), d.height + 1)
+    elif u < p.p_global + p.p_bary:
+        inc = inc if inc is not None else _Inc(d)
+        E = inc.of(v)
+        if E.size:
+            e = d.edges[E]
+            w = np.where(e[:, 0] == v, e[:, 1], e[:, 0])
+            cx, cy = int(x[w].sum()) // E.size, int(y[w].sum()) // E.size
+        else:
+            cx, cy = int(x[v]), int(y[v])
+        nx = cx + rng.below(rng.draw(seed, it, j, 11), 2 * r + 1) - r
+        ny = cy + rng.below(rng.draw(seed, it, j, 12), 2 * r + 1) - r
     else:
         nx = int(x[v]) + rng.below(rng.draw(seed, it, j, 11), 2 * r + 1) - r
         ny = int(y[v]) + rng.below(rng.draw(seed, it, j, 12), 2 * r + 1) - r
@@ -169,7 +200,7 @@ def _calibrate_cpu(d, p, seed, ev, c, Wt):
     T0s = []
     r = _radius(p, 0)
     for j in range(CAL_BATCH):
-        v, nx, ny, triv = _candidate(seed, CAL_IT, j, p, d, c, ev.x, ev.y, r)
+        v, nx, ny, triv = _candidate(seed, CAL_IT, j, p, d, c, ev.x, ev.y, r, ev.inc)
         if triv:
             continue
         ok, de, _, _ = _evaluate_cpu(ev, c, Wt, v, nx, ny)
@@ -255,6 +286,7 @@ def _anneal_cpu(d, repaired, p, seed, seconds, iterations, progress, report_ever
     bx, by = ev.x.copy(), ev.y.copy()
     T0 = _calibrate_cpu(d, p, seed, ev, c, Wt)
     it = accepted = evals = 0
+    beff = p.batch_first
     hist_rec = []
     t_start = time.perf_counter()
     next_report = 0.0
@@ -275,8 +307,9 @@ def _anneal_cpu(d, repaired, p, seed, seconds, iterations, progress, report_ever
             break
         r = _radius(p, it)
         T = _temperature(p, T0, it)
-        for j in range(p.batch):
-            v, nx, ny, triv = _candidate(seed, it, j, p, d, c, ev.x, ev.y, r)
+        chosen = -1
+        for j in range(beff):
+            v, nx, ny, triv = _candidate(seed, it, j, p, d, c, ev.x, ev.y, r, ev.inc)
             if triv:
                 continue
             evals += 1
@@ -298,7 +331,12 @@ def _anneal_cpu(d, repaired, p, seed, seconds, iterations, progress, report_ever
                     best = obj
                     bx[:], by[:] = ev.x, ev.y
                 accepted += 1
+                chosen = j
                 break
+        if chosen < 0:
+            beff = min(p.batch, 2 * beff)
+        elif 4 * chosen < beff:
+            beff = max(p.batch_min_eff, beff // 2)
         it += 1
     elapsed = time.perf_counter() - t_start
     record(elapsed)
