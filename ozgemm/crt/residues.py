@@ -29,6 +29,9 @@ def pow2_mod_table(moduli, dmax: int, xp):
     return xp.asarray(T)
 
 
+_LEFT_CAP = 9  # |mant| < 2**53, so mant << 9 < 2**62 still fits int64
+
+
 def scaled_residues(mant, exp, shift, moduli, xp):
     """Symmetric residues of the scaled, rounded rows.
 
@@ -41,17 +44,23 @@ def scaled_residues(mant, exp, shift, moduli, xp):
     Returns
     -------
     (N, r, k) int8 array: residue of round(x_il 2**s_i) modulo moduli[q], symmetric range.
+
+    Method: X' = v * 2**d2 with v = mant << min(d, 9) or the rounded right shift (|v| < 2**62,
+    exact int64) and d2 = max(d - 9, 0); then X' mod m = (v mod m)(2**d2 mod m) mod m.
     """
     d = exp + shift[:, None]
     pos = d >= 0
-    dpos = xp.where(pos, d, 0)
-    dmax = int(dpos.max()) if dpos.size else 0
     rsh = xp.clip(-d, 1, _SHIFT_CAP)
     small = (mant + (xp.int64(1) << (rsh - 1))) >> rsh  # round half up, exact int64
-    T = pow2_mod_table(moduli, dmax, xp)
+    v = xp.where(pos, mant << xp.clip(d, 0, _LEFT_CAP), small)
+    d2 = xp.clip(d - _LEFT_CAP, 0, None)
+    d2max = int(d2.max()) if d2.size else 0
+    T = pow2_mod_table(moduli, d2max, xp) if d2max else None
     out = xp.empty((len(moduli),) + mant.shape, dtype=xp.int8)
     for q, m in enumerate(moduli):
-        r = xp.where(pos, ((mant % m) * T[q][dpos]) % m, small % m)
-        r = xp.where(r > (m - 1) // 2, r - m, r)
-        out[q] = r.astype(xp.int8)
+        r = v % m
+        if T is not None:
+            r = (r * T[q][d2]) % m
+        r -= m * (r > (m - 1) // 2)
+        out[q] = r
     return out
