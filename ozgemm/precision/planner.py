@@ -20,8 +20,8 @@ Scaling error. With x_i = [row i inexact at width beta], y_j likewise,
 Componentwise contracts. A lower bound LB_ij <= (|A||B|)_ij comes from one exact INT8 GEMM
 of 7-bit round-down quantisations of |A| and |B| (q of :mod:`ozgemm.precision.stats`). The
 planner takes the smallest beta with (1+u_f)(1+2**-40) delta_ij <= 2**-(bits-1) LB_ij for
-every entry (a sufficient, exactly checked condition; the 2**-40 covers the float64
-evaluation of the check), then the fewest moduli with M > 2 Cmax(beta), then the largest
+every entry (a sufficient condition, solved per entry in closed form by
+:func:`required_beta`; the 2**-40 covers the float64 evaluation), then the fewest moduli with M > 2 Cmax(beta), then the largest
 beta those moduli still allow (more accuracy at no cost).
 
 Normwise contracts. With a fixed moduli count, beta is the largest with M > 2 Cmax(beta);
@@ -61,8 +61,8 @@ class Plan:
     s, t : int64 arrays (m,), (n,)   row shifts of A, column shifts of B
     E, F : int64 arrays         row max exponents of A, column max exponents of B
     kblock : int                k-block keeping int32 accumulation exact
-    delta_norm : float64 (m, n) or None   proven bound on the scaling error, in units of 2**(E_i+F_j)
-    exact_inputs : bool         True when every input entry was scaled exactly
+    delta_norm : float64 (m, n) proven bound on the scaling error, in units of 2**(E_i+F_j) (lazy)
+    exact_inputs : bool         True when every input entry was scaled exactly (lazy)
     widened : str               report of how the moduli count was chosen
     """
 
@@ -75,10 +75,21 @@ class Plan:
     E: object
     F: object
     kblock: int = KBLOCK_INT32
-    delta_norm: object = None
-    exact_inputs: bool = False
     widened: str = ""
     _stats: tuple = field(default=None, repr=False)
+
+    @property
+    def delta_norm(self):
+        """Proven bound on the scaling error of each entry, in units of 2**(E_i+F_j), (m, n)."""
+        sa, sb = self._stats
+        return _delta_norm(self.beta, sa, sb, self.shape[1], _xp_of(sa.width))
+
+    @property
+    def exact_inputs(self) -> bool:
+        """True when every input entry was scaled exactly (no scaling error at all)."""
+        sa, sb = self._stats
+        xp = _xp_of(sa.width)
+        return bool(xp.all(sa.width <= self.beta)) and bool(xp.all(sb.width <= self.beta))
 
     @property
     def n_moduli(self) -> int:
@@ -165,6 +176,53 @@ def _delta_norm(beta, sa: RowStats, sb: RowStats, k, xp):
     return h * (x[:, None] * sb.norm1[None, :] + y[None, :] * (sa.norm1 + x * (k * h))[:, None])
 
 
+def _ceil_log2_ratio(z, r, xp):
+    """ceil(log2(z / r)) for positive float64 arrays, exactly (frexp and one comparison)."""
+    fz, ez = xp.frexp(z)
+    fr, er = xp.frexp(r)
+    return ez.astype(xp.int64) - er.astype(xp.int64) + (fz > fr).astype(xp.int64)
+
+
+def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp):
+    """Smallest integer width beta that proves the componentwise bound, per entry, then max.
+
+    For entry (i, j) let G(beta) = x_i nb_j + y_j (na_i + x_i K), K = k 2**(1-bits) (valid
+    because any beta that can hold with x_i = 1 is >= bits - 2, since LB_ij <= nb_j);
+    delta_ij <= 2**(E_i+F_j-beta-1) G(beta) and the condition is
+    2**(-beta-1) G(beta) (1+u)(1+2**-40) <= R_ij = 2**(-(bits-1)-14) LB_ij.
+    G only loses terms as beta passes w_i (row exact) or v_j (column exact), so the smallest
+    beta is found regime by regime in closed form with :func:`_ceil_log2_ratio` — exact
+    integer/frexp arithmetic, identical on every backend, no search.
+
+    Returns the int64 scalar array max_ij beta_ij (>= 1).
+    """
+    big = xp.int64(1 << 40)
+    fac = (1.0 + u) * (1.0 + 2.0 ** -40)
+    R = xp.ldexp(lb.astype(xp.float64), -(bits - 1) - 2 * LB_BITS)
+    pos = R > 0
+    Rs = xp.where(pos, R, 1.0)
+    K = k * 2.0 ** (1 - bits)
+    w = sa.width[:, None]
+    v = sb.width[None, :]
+    na = sa.norm1[:, None]
+    nb = sb.norm1[None, :]
+
+    def need(z):
+        # smallest beta with 2**(-beta-1) z fac <= R; z == 0 needs nothing; R == 0 needs G == 0
+        zz = z * fac
+        n = _ceil_log2_ratio(xp.where(zz > 0, zz, 1.0), Rs, xp) - 1
+        n = xp.where(zz > 0, n, -big)
+        return xp.where(pos | (zz == 0), n, big)
+
+    t_d = need((nb + na) + K)
+    lo = xp.minimum(w, v)
+    t_b = xp.minimum(xp.maximum(w, need(na + 0.0 * nb)), v)  # regime w <= beta < v
+    t_c = xp.minimum(xp.maximum(v, need(nb + 0.0 * na)), w)  # regime v <= beta < w
+    after = xp.where(w < v, t_b, xp.where(v < w, t_c, w))
+    beta_ij = xp.where(t_d < lo, t_d, after)
+    return xp.maximum(beta_ij.max(), 1) if beta_ij.size else xp.asarray(1)
+
+
 def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None) -> Plan:
     """Plan the product of finite 2-D arrays ``a`` (m x k) and ``b`` (k x n).
 
@@ -189,7 +247,9 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
     n = b.shape[1]
     sa = row_stats(a, xp)
     sb = row_stats(b.T, xp)
-    S = float(min(float(sa.norm1.max()) if m else 0.0, float(sb.norm1.max()) if n else 0.0))
+    # Cmax uses S >= min(max_i na_i, max_j nb_j); normwise contracts take S = k (data-
+    # independent: no device->host read), componentwise ones read it with beta.
+    S = float(k)
     u = fmt.u
     where = f"contract {contract.name!r} ({contract.source})"
 
@@ -201,32 +261,22 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
             raise ContractError(f"{nmod} moduli cannot hold even a 1-bit scaling for k = {k}")
         widened = f"forced: {nmod} moduli, no bound proven"
     elif contract.bound_kind == "componentwise":
-        lb = engine.gemm_exact(sa.q, sb.q).astype(xp.float64)  # exact: 127^2 k < 2^53
-        rhs = lb * 2.0 ** (-(contract.bits - 1) - 2 * LB_BITS)
-        factor = (1.0 + u) * (1.0 + 2.0 ** -40)
-
-        def ok(beta):
-            return bool(xp.all(_delta_norm(beta, sa, sb, k, xp) * factor <= rhs))
-
+        lb = engine.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
         beta_max = min(contract.bits + contract.exponent_range, _BETA_CAP)
-        if not ok(beta_max):
-            bad = int(xp.count_nonzero(_delta_norm(beta_max, sa, sb, k, xp) * factor > rhs))
+        rb = required_beta(sa, sb, lb, contract.bits, k, u, xp)
+        sn = xp.minimum(sa.norm1.max() if m else xp.float64(0), sb.norm1.max() if n else xp.float64(0))
+        host = xp.stack([xp.asarray(rb, dtype=xp.float64), xp.asarray(sn, dtype=xp.float64)])
+        host = host.get() if hasattr(host, "get") else host  # the one device->host read
+        beta_min, S = int(host[0]), float(host[1])
+        if beta_min > beta_max:
             need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
             raise ContractError(
-                f"{where}: the componentwise bound 2^-{contract.bits - 1}|A||B| cannot be proven for "
-                f"{bad} of {m * n} entries within exponent_range={contract.exponent_range} "
-                f"(integer width <= {beta_max} bits); the rows/columns span up to {need} bits "
+                f"{where}: the componentwise bound 2^-{contract.bits - 1}|A||B| cannot be proven "
+                f"within exponent_range={contract.exponent_range} (integer width <= {beta_max} bits; "
+                f"these inputs need {beta_min}); the rows/columns span up to {need} bits "
                 f"(exponent spread + precision). Fix: use a contract with exponent_range >= "
-                f"{max(need - contract.bits, 0)}, a normwise contract (e.g. 'fp64-fast'), or "
+                f"{beta_min - contract.bits}, a normwise contract (e.g. 'fp64-fast'), or "
                 "rescale rows/columns with widely spread magnitudes.")
-        lo, hi = 1, beta_max
-        while lo < hi:  # smallest beta that proves the bound (monotone in beta)
-            mid = (lo + hi) // 2
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid + 1
-        beta_min = lo
         nmod = _min_moduli_for(beta_min, S, k)
         if nmod is None:
             raise ContractError(
@@ -262,8 +312,5 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
     t = (beta - sb.E).astype(xp.int64)
     s = xp.where(sa.zero_row, 0, s)
     t = xp.where(sb.zero_row, 0, t)
-    delta = _delta_norm(beta, sa, sb, k, xp)
-    exact = bool(xp.all(sa.width <= beta)) and bool(xp.all(sb.width <= beta))
     return Plan(contract=contract, shape=(m, k, n), beta=int(beta), moduli=MODULI[:nmod], s=s, t=t,
-                E=sa.E, F=sb.E, delta_norm=delta, exact_inputs=exact, widened=widened,
-                _stats=(sa, sb))
+                E=sa.E, F=sb.E, widened=widened, _stats=(sa, sb))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 __all__ = ["split_float", "RowStats", "row_stats"]
 
+NORM_BITS = 30  # |x| 2**-E quantised up to multiples of 2**-30 for the 1-norm bound
 LB_BITS = 7  # |x| quantised to 7 bits (0..127) for the lower-bound INT8 GEMM of |A||B|
 
 
@@ -40,7 +41,9 @@ class RowStats:
     E : (r,) int64             |x_il| < 2**E_i for all l (0 for an all-zero row)
     width : (r,) int64         bits to hold row i exactly as integers: at integer width
                                beta (shift s_i = beta - E_i) the row is exact iff beta >= width_i
-    norm1 : (r,) float64       upper bound on sum_l |x_il| * 2**-E_i (>= 0.5 for nonzero rows)
+    norm1 : (r,) float64       upper bound on sum_l |x_il| * 2**-E_i (>= 0.5 for nonzero rows),
+                               computed as an exact integer sum of 2**-30-ulp round-up
+                               quantisations, so it is the same on every backend
     q : (r, k) int8            floor(|x_il| * 2**(7 - E_i)) in [0, 127]: a lower bound of
                                |x_il| * 2**-E_i in units of 2**-7
     zero_row : (r,) bool
@@ -72,10 +75,12 @@ def row_stats(x, xp) -> RowStats:
         E = xp.zeros((r,), dtype=xp.int64)
         width = xp.zeros((r,), dtype=xp.int64)
     ax = xp.abs(x.astype(xp.float64, copy=False))
-    scaled = xp.ldexp(ax, (-E)[:, None].astype(xp.int32)) if k else ax
-    # sum of k terms each < 1: float64 summation error <= (k-1) u sum; the factor below also
-    # covers subnormal rounding of the scaled terms (<= k 2^-1075 << k 2^-53 * 0.5).
-    s = scaled.sum(axis=1) if k else xp.zeros((r,), dtype=xp.float64)
-    norm1 = s * (1.0 + (k + 4) * 2.0 ** -52)
+    # ceil(|x| 2**(30-E)) <= 2**30 is exact (ldexp by a power of two; a subnormal result rounds,
+    # but then ceil gives 1 >= the true value); the int64 sum is exact and order-independent.
+    if k:
+        qs = xp.ceil(xp.ldexp(ax, (NORM_BITS - E)[:, None].astype(xp.int32))).astype(xp.int64).sum(axis=1)
+        norm1 = xp.ldexp(qs.astype(xp.float64), -NORM_BITS)  # exact: qs < k 2**30 < 2**53
+    else:
+        norm1 = xp.zeros((r,), dtype=xp.float64)
     q = xp.floor(xp.ldexp(ax, (LB_BITS - E)[:, None].astype(xp.int32))).astype(xp.int8) if k else xp.zeros((r, 0), dtype=xp.int8)
     return RowStats(mant=mant, exp=exp, E=E, width=width, norm1=norm1, q=q, zero_row=zero_row)

@@ -1,0 +1,48 @@
+"""The closed-form width search against a brute-force check of the same sufficient condition."""
+import numpy as np
+import pytest
+
+import ozgemm
+from ozgemm.kernels import get_engine
+from ozgemm.precision.planner import LB_BITS, required_beta
+from ozgemm.precision.stats import row_stats
+
+
+def brute(sa, sb, lb, bits, k, u, K_const):
+    fac = (1 + u) * (1 + 2.0 ** -40)
+    R = lb.astype(np.float64) * 2.0 ** (-(bits - 1) - 2 * LB_BITS)
+    for beta in range(1, 400):
+        x = (sa.width > beta).astype(float)[:, None]
+        y = (sb.width > beta).astype(float)[None, :]
+        K = k * 2.0 ** (1 - bits) if K_const else k * 2.0 ** (-beta - 1)
+        G = x * sb.norm1[None, :] + y * (sa.norm1[:, None] + x * K)
+        if np.all(2.0 ** (-beta - 1) * G * fac <= R):
+            return beta
+    return None
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_required_beta_is_minimal_and_sound(seed):
+    rng = np.random.default_rng(seed)
+    m, k, n = rng.integers(1, 9, 3)
+    spread = [0, 5, 20, 40][seed % 4]
+    a = rng.standard_normal((m, k)) * np.exp2(rng.integers(-spread, spread + 1, (m, k)))
+    b = rng.standard_normal((k, n)) * np.exp2(rng.integers(-spread, spread + 1, (k, n)))
+    if seed % 3 == 0:
+        a[rng.random((m, k)) < 0.4] = 0
+        b = np.round(b * 8) / 8  # some exactly representable columns
+    sa, sb = row_stats(a, np), row_stats(b.T, np)
+    lb = get_engine("cpu").gemm_exact(sa.q, sb.q)
+    got = int(required_beta(sa, sb, lb, 53, k, 2.0 ** -53, np))
+    want = brute(sa, sb, lb, 53, k, 2.0 ** -53, True)
+    assert got == max(want, 1)
+    # sound for the exact (beta-dependent) condition too
+    assert brute(sa, sb, lb, 53, k, 2.0 ** -53, False) <= got
+
+
+def test_normwise_beta_data_independent():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 1000))
+    p1 = ozgemm.plan(a, a.T, "fp64-fast")
+    p2 = ozgemm.plan(a * 1e-3, (a * 7).T, "fp64-fast")
+    assert p1.beta == p2.beta >= 56
