@@ -164,9 +164,59 @@ def cmd_solve(a):
     return out
 
 
+def cmd_solve_all(a):
+    """All listed instances concurrently on one GPU (one stream each), checkpoints read back."""
+    import tarfile
+    from ozgemm.lcn.gpu import anneal_many_gpu
+    inst = [int(x) for x in a.instances.split(",")]
+    ds = [lcn.load(path(a.data, i)) for i in inst]
+    cps = [float(x) for x in a.checkpoints.split(",")] if a.checkpoints else []
+    t = time.perf_counter()
+    res = anneal_many_gpu(ds, seconds=a.time, seeds=[a.seed] * len(ds), checkpoints=cps,
+                          progress=lambda j, r: print(f"[{inst[j]}] {r}", flush=True) if r["seconds"] % 30 < 5 else None)
+    wall = time.perf_counter() - t
+    rows = []
+    outdir = a.out_dir or "."
+    os.makedirs(outdir, exist_ok=True)
+    names = []
+    for i, d, (r, cpd) in zip(inst, ds, res):
+        c0 = lcn.crossings(d)
+        row = dict(instance=i, input=list(c0.objective), input_valid=lcn.is_valid(d), start=list(r.initial.objective),
+                   repaired=r.repaired, final=list(r.crossings.objective), final_valid=lcn.is_valid(r.drawing),
+                   seconds=r.seconds, iterations=r.iterations, accepted=r.accepted, evaluations=r.evaluations,
+                   T0=r.params["T0"], checkpoints={})
+        for c, (sec, obj, dr) in cpd.items():
+            cc = lcn.crossings(dr)
+            row["checkpoints"][str(c)] = dict(seconds=sec, best=list(obj), recount=list(cc.objective),
+                                              valid=lcn.is_valid(dr))
+            fn = os.path.join(outdir, f"automatic-{i}.k{cc.k}.t{int(c)}.json")
+            lcn.save(dr, fn)
+            names.append(fn)
+        fn = os.path.join(outdir, f"automatic-{i}.k{r.crossings.k}.final.json")
+        lcn.save(r.drawing, fn)
+        names.append(fn)
+        row["history"] = r.history
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "history"}), flush=True)
+    if a.tar:
+        with tarfile.open(a.tar, "w:gz") as tf:
+            for fn in names:
+                tf.add(fn, arcname=os.path.basename(fn))
+    print("\n| inst | input k (valid) | start k | best k @ checkpoints | final (k, at k, total) | valid | iterations |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        cp_s = ", ".join(f"{v['best'][0]} @ {v['seconds']:.0f}s" for v in r["checkpoints"].values())
+        print(f"| {r['instance']} | {r['input'][0]} ({'yes' if r['input_valid'] else 'no'}) | {r['start'][0]} | {cp_s} | "
+              f"{tuple(r['final'])} | {r['final_valid']} | {r['iterations']} |")
+    return dict(env=env(), wall=wall, concurrent=len(ds), seed=a.seed, rows=rows)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=("score", "evaluator", "solve"))
+    ap.add_argument("mode", choices=("score", "evaluator", "solve", "solve-all"))
+    ap.add_argument("--instances", default="1,2,3,4,5,6,7,8,9")
+    ap.add_argument("--out-dir", default=None)
+    ap.add_argument("--tar", default=None)
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--json", default=None)
     ap.add_argument("--instance", type=int, default=8)
@@ -180,7 +230,7 @@ def main(argv=None):
     ap.add_argument("--report-every", type=float, default=2.0)
     ap.add_argument("--out-drawing", default=None)
     a = ap.parse_args(argv)
-    out = dict(score=cmd_score, evaluator=cmd_evaluator, solve=cmd_solve)[a.mode](a)
+    out = dict(score=cmd_score, evaluator=cmd_evaluator, solve=cmd_solve, **{"solve-all": cmd_solve_all})[a.mode](a)
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(out, fh, indent=1, default=str)

@@ -298,3 +298,101 @@ def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, pr
         raise AssertionError(f"device objective {best} disagrees with the CPU recount {final.objective}")
     return AnnealResult(out, final, S.initial, repaired, hist, s["IT"], s["ACCEPTED"], s["EVALS"], elapsed,
                         "gpu", seed, asdict(p) | {"T0": T0, "cuda_graph": cap is not None})
+
+
+def anneal_many_gpu(drawings, *, seconds: float, seeds=None, params=None, checkpoints=(),
+                    refill: int = 4, progress=None):
+    """Anneal several drawings concurrently on one GPU, one CUDA stream (and graph) each.
+
+    Each drawing follows exactly the trajectory :func:`ozgemm.lcn.anneal` with
+    ``device="gpu"`` gives it (same seed and parameters); the streams only share the GPU.
+    The host keeps at most ``refill`` graph replays (of ``GRAPH_STEPS`` iterations) queued
+    per stream and polls events, so a large instance does not slow down a small one beyond
+    sharing the SMs.
+
+    checkpoints : times (s) at which every run's best objective and best drawing are read
+    back (each run's stream is synchronised at that moment).
+
+    Returns a list of (AnnealResult, {checkpoint_seconds: (seconds_read, objective, Drawing)}).
+    """
+    from .solver import AnnealParams, AnnealResult, _prepare
+    cp = _cp()
+    n = len(drawings)
+    seeds = list(seeds) if seeds is not None else [0] * n
+    params = list(params) if params is not None else [AnnealParams()] * n
+    jobs = []
+    for d, seed, p in zip(drawings, seeds, params):
+        start, repaired = _prepare(d, True, seed)
+        p = p.resolved(start, "gpu")
+        S = GpuState(start, p, int(seed))
+        T0 = S.calibrate()
+        S.set_temperature(T0)
+        cp.cuda.Device().synchronize()
+        cap = S.capture(GRAPH_STEPS)
+        if cap is None:  # no graphs: plain launches on a stream of our own
+            cap = (cp.cuda.Stream(non_blocking=True), None)
+        jobs.append(dict(S=S, p=p, seed=int(seed), T0=T0, repaired=repaired, stream=cap[0], graph=cap[1],
+                         events=[], hist=[], cps={}))
+
+    def launch(J):
+        if J["graph"] is not None:
+            J["graph"].launch(J["stream"])
+        else:
+            with J["stream"]:
+                for _ in range(GRAPH_STEPS):
+                    J["S"].step()
+
+    def read(J, now):
+        with J["stream"]:
+            s = J["S"].scalars()
+            k = s["K"]
+            at_k = int(to_numpy(J["S"].hist[k:k + 1])[0])
+        rec = dict(seconds=round(now, 3), iteration=s["IT"], k=k, at_k=at_k, total=s["SUMC"] // 2,
+                   best_k=s["BEST_K"], best_at_k=s["BEST_AT"], best_total=s["BEST_TOT"],
+                   accepted=s["ACCEPTED"], evaluations=s["EVALS"])
+        J["hist"].append(rec)
+        if progress:
+            progress(jobs.index(J), rec)
+        return s
+
+    t_start = time.perf_counter()
+    pending = sorted(float(c) for c in checkpoints)
+    next_report = 0.0
+    while True:
+        now = time.perf_counter() - t_start
+        if now >= seconds:
+            break
+        for J in jobs:
+            J["events"] = [e for e in J["events"] if not e.done]
+            while len(J["events"]) < refill:
+                launch(J)
+                J["events"].append(J["stream"].record())
+        if pending and now >= pending[0]:
+            c = pending.pop(0)
+            for J in jobs:
+                s = read(J, time.perf_counter() - t_start)
+                with J["stream"]:
+                    dr = J["S"].drawing(best=True)
+                J["cps"][c] = (J["hist"][-1]["seconds"], (s["BEST_K"], s["BEST_AT"], s["BEST_TOT"]), dr)
+        elif now >= next_report:
+            for J in jobs:
+                read(J, time.perf_counter() - t_start)
+            next_report = now + 5.0
+        time.sleep(0.0002)
+    out = []
+    for J in jobs:
+        J["stream"].synchronize()
+    elapsed = time.perf_counter() - t_start
+    for J in jobs:
+        S = J["S"]
+        s = read(J, elapsed)
+        dr = S.drawing(best=True)
+        final = crossings(dr)
+        best = (s["BEST_K"], s["BEST_AT"], s["BEST_TOT"])
+        if final.objective != best:
+            raise AssertionError(f"device objective {best} disagrees with the CPU recount {final.objective}")
+        res = AnnealResult(dr, final, S.initial, J["repaired"], J["hist"], s["IT"], s["ACCEPTED"], s["EVALS"],
+                           elapsed, "gpu", J["seed"], asdict(J["p"]) | {"T0": J["T0"], "cuda_graph": J["graph"] is not None,
+                                                                        "concurrent_runs": n})
+        out.append((res, J["cps"]))
+    return out

@@ -27,8 +27,8 @@ Iteration ``it`` (``q = it mod cycle``):
   batch in parallel, the CPU stops at the first accepted candidate.
 
 Energy (guides the search): ``E = sum_e W[c_e]`` with ``W[c] = c**power`` (int64, exact;
-default power 2), which spreads crossings evenly and so pushes the maximum down; with the
-default ``slack = 0`` no move may raise k. Reported objective (and the "best" drawing kept):
+default power 2), which spreads crossings evenly and so pushes the maximum down; a move
+may raise k by at most ``slack`` (default 3) above the current k. Reported objective (and the "best" drawing kept):
 lexicographic ``(k, number of edges at k, total crossings)``.
 
 ``T0 = t_hi * median(dE > 0)`` over a fixed calibration batch of 256 candidates of the
@@ -63,7 +63,7 @@ class AnnealParams:
     """Parameters of :func:`anneal` (see the module docstring for their meaning).
 
     ``None`` for ``batch``, ``cycle``, ``r_max``, ``r_min`` selects a default from the
-    device and the grid: batch 1 (CPU) / 1024 (GPU); cycle 4000 (CPU) / 100000 (GPU);
+    device and the grid: batch 64 (CPU) / 1024 (GPU); cycle 4000 (CPU) / 100000 (GPU);
     ``r_max = max(2, max(width, height) // 8)``; ``r_min = max(1, max(width, height) // 2000)``.
     """
 
@@ -78,16 +78,16 @@ class AnnealParams:
     p_uniform: float = 0.2
     tournament: int = 4
     p_global: float = 0.1
-    p_bary: float = 0.2
+    p_bary: float = 0.0
     r_max: int | None = None
     r_min: int | None = None
-    slack: int = 0
+    slack: int = 3
 
     def resolved(self, d: Drawing, device: str) -> "AnnealParams":
         side = max(d.width, d.height, 1)
         p = replace(
             self,
-            batch=self.batch or (1024 if device == "gpu" else 1),
+            batch=self.batch or (1024 if device == "gpu" else 64),
             cycle=self.cycle or (100_000 if device == "gpu" else 4000),
             r_max=self.r_max or max(2, side // 8),
             r_min=self.r_min or max(1, side // 2000),
