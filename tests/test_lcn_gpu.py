@@ -81,7 +81,7 @@ def test_batched_move_eval_equals_cpu(i):
 def test_device_candidates_equal_cpu_candidates():
     from ozgemm.lcn.solver import _candidate
     d = lcn.repair(lcn.load(INSTANCES[0]))
-    S, p = _state(d, seed=123, batch=512)
+    S, p = _state(d, seed=123, batch=512, p_bary=0.3)
     S.set_iteration(77, 512)
     S.launch_eval(512)
     gv, gx, gy, gok = S.out_v.get(), S.out_x.get(), S.out_y.get(), S.out_ok.get()
@@ -98,7 +98,7 @@ def test_device_candidates_equal_cpu_candidates():
 @have_data
 def test_gpu_anneal_same_trajectory_as_cpu_and_valid():
     d = lcn.repair(lcn.load(INSTANCES[0]))
-    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=500, t_ratio=1e-4)
+    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=500, t_ratio=1e-4, p_bary=0.1)
     g = lcn.anneal(d, iterations=1000, seed=9, device="gpu", params=p)
     c = lcn.anneal(d, iterations=1000, seed=9, device="cpu", params=p)
     assert g.iterations == c.iterations == 1000
