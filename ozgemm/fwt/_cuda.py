@@ -32,8 +32,38 @@ _TYPES = {
 _SMEM_OPTIN = 227 * 1024
 
 
-def row_config(L: int, logv: int):
-    """(TB, CB) for ``fwht_rows``: 2**TB threads, 2**CB 16-byte vectors per thread."""
+# Measured best (TB, CB, CSB, mma) per (dtype name, L) on an H200, from the sweep in
+# ozgemm/fwt/bench.py:tune (see benchmarks/results_fwt.md); missing entries use the rule.
+ROW_TUNED: dict = {}
+
+
+def row_candidates(L: int, logv: int, acc_size: int) -> list:
+    """All valid (TB, CB, CSB) for a row of 2**L: 2**TB threads (128..1024), 2**(LOGV+CB) =
+    8..32 values per thread, CTA tile 2**LT (LT = LOGV+TB+CB) with shared memory <= 227 KiB;
+    CSB = 0: tile >= row; CSB = 1, 2: the row spans a cluster of 2**CSB CTAs (LT + CSB = L)."""
+    out = []
+    for loge in (3, 4, 5):
+        if loge < logv or (loge == 3 and L > 11):
+            continue
+        for tb in range(7, 11):
+            lt = loge + tb
+            phase_b = tb > 5 and logv + 5 < min(L, lt)
+            if phase_b and tb - 5 > loge:
+                continue
+            if lt >= L and lt <= max(L, 11) + 1:
+                if not phase_b or (acc_size << lt) <= _SMEM_OPTIN:
+                    out.append((tb, loge - logv, 0))
+            for csb in (1, 2):
+                if lt + csb == L and lt >= 10 and (acc_size << lt) <= _SMEM_OPTIN:
+                    out.append((tb, loge - logv, csb))
+    return out
+
+
+def row_config(L: int, logv: int, dtype_name: str = None):
+    """(TB, CB, CSB) for the row kernel: 2**TB threads, 2**CB 16-byte vectors per thread,
+    cluster of 2**CSB CTAs. The measured choice (``ROW_TUNED``) if any, else a fixed rule."""
+    if dtype_name is not None and (dtype_name, L) in ROW_TUNED:
+        return tuple(ROW_TUNED[(dtype_name, L)][:3])
     if L <= 13:
         loge = 4
         tb = max(L - loge, 7)
@@ -42,7 +72,17 @@ def row_config(L: int, logv: int):
         tb = L - loge
     cb = loge - logv
     assert tb <= 10 and tb - 5 <= loge and cb >= 0
-    return tb, cb
+    return tb, cb, 0
+
+
+def lmax_single(dtype) -> int:
+    """Longest row (log2) done in one pass: LMAX1, or longer where a measured cluster
+    configuration exists for every length up to it."""
+    dt = np.dtype(dtype)
+    lm = _TYPES[dt][4]
+    while (dt.name, lm + 1) in ROW_TUNED:
+        lm += 1
+    return lm
 
 
 def col_config(mb: int):
@@ -52,7 +92,7 @@ def col_config(mb: int):
 
 def plan(L: int, dtype) -> list:
     """List of passes: ("rows", L1) then ("cols", s, MB)...; the transform bits in order."""
-    logv, lmax1 = _TYPES[np.dtype(dtype)][3:5]
+    lmax1 = lmax_single(dtype)
     if L <= lmax1:
         return [("rows", L)]
     rest = L - lmax1
@@ -73,10 +113,11 @@ def plan(L: int, dtype) -> list:
     return passes
 
 
-def _row_name(dtype, L, mma=False) -> str:
+def _row_name(dtype, L, mma=False, cfg=None) -> str:
     T, A, _, logv, _ = _TYPES[np.dtype(dtype)]
-    tb, cb = row_config(L, logv)
-    return f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}, {'true' if mma else 'false'}>"
+    tb, cb, csb = cfg if cfg is not None else row_config(L, logv, np.dtype(dtype).name)
+    kern = "fwht_rows" if csb == 0 else f"fwht_rows_cluster{1 << csb}"
+    return f"{kern}<{T}, {A}, {logv}, {tb}, {cb}, {'true' if mma else 'false'}>"
 
 
 # float16 row lengths (log2) for which the tensor-core (mma) front end is the default;
@@ -87,10 +128,19 @@ MMA_DEFAULT_L: frozenset = frozenset()
 def _names(dtype) -> list:
     T, A, _, logv, lmax1 = _TYPES[np.dtype(dtype)]
     names = set()
-    for L in range(0, lmax1 + 1):
-        names.add(_row_name(dtype, L))
-        if np.dtype(dtype) == np.float16:
-            names.add(_row_name(dtype, L, mma=True))
+    acc = np.dtype(_TYPES[np.dtype(dtype)][2]).itemsize
+    swept = np.dtype(dtype).kind == "f"  # the integer kernels use the fixed rule only
+    for L in range(0, lmax1 + 3):
+        cands = set(row_candidates(L, logv, acc)) if swept else set()
+        if L <= lmax1:
+            cands.add(row_config(L, logv))
+        tuned = ROW_TUNED.get((np.dtype(dtype).name, L))
+        if tuned:
+            cands.add(tuple(tuned[:3]))
+        for cfg in cands:
+            names.add(_row_name(dtype, L, cfg=cfg))
+            if np.dtype(dtype) == np.float16:
+                names.add(_row_name(dtype, L, mma=True, cfg=cfg))
     for mb in (3, 6, 9):
         names.add(f"fwht_cols<{T}, {A}, {logv}, {mb}, {col_config(mb)}>")
     return sorted(names)
@@ -116,14 +166,14 @@ def _kernel(dtype_str: str, device_id: int, name: str, smem: int):
     return k
 
 
-def _launch_rows(xp, src, dst, L, scale, dtype, mma=False):
+def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
     T, A, sc, logv, _ = _TYPES[dtype]
-    tb, cb = row_config(L, logv)
+    tb, cb, csb = cfg if cfg is not None else row_config(L, logv, dtype.name)
     lt = logv + tb + cb
     total = src.size
-    need_smem = tb > 5 and logv + 5 < L
+    need_smem = (tb > 5 and logv + 5 < L) or csb > 0
     smem = (np.dtype(sc).itemsize << lt) if need_smem else 0
-    k = _kernel(dtype.str, src.device.id, _row_name(dtype, L, mma), smem)
+    k = _kernel(dtype.str, src.device.id, _row_name(dtype, L, mma, (tb, cb, csb)), smem)
     grid = ((total + (1 << lt) - 1) >> lt,)
     k(grid, (1 << tb,), (src, dst, np.int64(total), np.int32(L), sc(scale)), shared_mem=smem)
 
@@ -141,23 +191,27 @@ def _launch_cols(xp, buf, s, mb, scale, dtype):
     k(grid, (nthreads,), (buf, buf, np.int64(total), np.int32(s), sc(scale)), shared_mem=smem)
 
 
-def transform_contiguous(xp, x2, L, scale, out=None, variant="auto"):
+def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
     """Unscaled-then-``scale`` natural WHT of each row of the C-contiguous array ``x2``
     (any shape whose last axis has 2**L elements) with the kernels; returns a new array
     (or ``out``, which must be C-contiguous and may alias ``x2``).
 
     ``variant``: "plain" (CUDA cores), "mma" (float16 only: tensor-core front end in the
-    row pass), or "auto" (mma for float16 row lengths in ``MMA_DEFAULT_L``)."""
+    row pass), or "auto" (the measured choice in ``ROW_TUNED``, else ``MMA_DEFAULT_L``).
+    ``cfg``: force one row pass with this (TB, CB, CSB) (used by the tuning sweep)."""
     dtype = x2.dtype
     if variant not in ("auto", "plain", "mma"):
         raise ValueError(f"variant must be 'auto', 'plain' or 'mma', got {variant!r}")
     if variant == "mma" and dtype != np.float16:
         raise TypeError("the tensor-core (mma) variant is for float16 only")
-    mma = variant == "mma" or (variant == "auto" and dtype == np.float16 and L in MMA_DEFAULT_L)
+    passes = plan(L, dtype) if cfg is None else [("rows", L)]
+    l1 = passes[0][1]
+    tuned = ROW_TUNED.get((dtype.name, l1))
+    mma = variant == "mma" or (variant == "auto" and dtype == np.float16
+                               and (tuned[3] if tuned else l1 in MMA_DEFAULT_L))
     y = xp.empty_like(x2) if out is None else out
     if x2.size == 0:
         return y
-    passes = plan(L, dtype)
     # share the scale between passes (geometric split) so intermediates keep their range
     if len(passes) == 1:
         scales = [scale]
@@ -169,7 +223,7 @@ def transform_contiguous(xp, x2, L, scale, out=None, variant="auto"):
         scales.append(scale / math.prod(scales))
     for p, s_ in zip(passes, scales):
         if p[0] == "rows":
-            _launch_rows(xp, x2, y, p[1], s_, dtype, mma)
+            _launch_rows(xp, x2, y, p[1], s_, dtype, mma, cfg)
         else:
             _launch_cols(xp, y, p[1], p[2], s_, dtype)
     return y

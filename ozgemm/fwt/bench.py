@@ -133,3 +133,68 @@ def main(dtypes=("float16", "float32", "float64"), lmin=8, lmax=22, mbytes=256, 
               f"{r['bw'] / 1e9:.0f} | {r['pct_memcpy']:.1f} | {r['pct_copy_kernel']:.1f} | {r['max_rel_err']:.2e} | "
               f"{r['err_over_bound']:.3f} |")
     return 0
+
+
+def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10) -> dict:
+    """Sweep every valid row-kernel configuration (and, for float16, plain vs mma) for
+    single-pass row lengths 2**lmin .. 2**LMAX1; check each one exactly on integer-valued
+    data (|x| <= 7: every float sum is exact, float16 rounds once) against the numpy int64
+    transform, time it, and return {(dtype, L): (TB, CB, CSB, mma)} of the fastest correct
+    one. For rows longer than the non-cluster single-pass limit (only cluster candidates),
+    a configuration is adopted only if it beats the multi-pass plan measured alongside.
+    Prints one line per configuration."""
+    import cupy as cp
+
+    from . import _cuda, fwht
+
+    nbytes = mbytes << 20
+    best = {}
+    for name in dtypes:
+        dt = np.dtype(name)
+        _, _, sc, logv, lmax1 = _cuda._TYPES[dt]
+        acc = np.dtype(sc).itemsize
+        for L in range(lmin, lmax1 + 3):
+            n = 1 << L
+            rows = max(1, nbytes // (n * dt.itemsize))
+            k = cp.random.default_rng(L).integers(-7, 8, size=(rows, n), dtype=cp.int64)
+            x = k.astype(dt)
+            y = cp.empty_like(x)
+            r = max(1, min(rows, (1 << 16) // n))
+            want = fwht(cp.asnumpy(k[:r]))  # CPU int64 transform
+            want = want.astype(dt) if dt.kind == "f" else want
+            cands = _cuda.row_candidates(L, logv, acc)
+            if not cands:
+                continue
+            res = []
+            t_multi = None
+            if L > lmax1:  # reference: the multi-pass plan (without tuned entries)
+                saved = dict(_cuda.ROW_TUNED)
+                _cuda.ROW_TUNED.clear()
+                _cuda.ROW_TUNED.update({kk: vv for kk, vv in best.items() if kk[1] <= lmax1 or kk[0] != name})
+                t_multi = _time(lambda: _cuda.transform_contiguous(cp, x, L, 1.0, out=y), reps)
+                _cuda.ROW_TUNED.clear()
+                _cuda.ROW_TUNED.update(saved)
+                print(f"  tune {name} L={L:2d} multi-pass {t_multi * 1e6:7.1f} us "
+                      f"{2 * x.nbytes / t_multi / 1e9:5.0f} GB/s", flush=True)
+            for cfg in cands:
+                for mma in ((False, True) if dt == np.float16 else (False,)):
+                    var = "mma" if mma else "plain"
+                    try:
+                        _cuda.transform_contiguous(cp, x, L, 1.0, out=y, variant=var, cfg=cfg)
+                        ok = bool(np.array_equal(cp.asnumpy(y[:r]), want))
+                        t = _time(lambda: _cuda.transform_contiguous(cp, x, L, 1.0, out=y, variant=var, cfg=cfg), reps)
+                    except Exception as exc:
+                        print(f"  tune {name} L={L} cfg={cfg} {var}: FAILED {type(exc).__name__}: {exc}", flush=True)
+                        continue
+                    bw = 2 * x.nbytes / t
+                    print(f"  tune {name} L={L:2d} TB={cfg[0]} CB={cfg[1]} CSB={cfg[2]} {var:5s} exact={ok} "
+                          f"{t * 1e6:7.1f} us {bw / 1e9:5.0f} GB/s", flush=True)
+                    if ok:
+                        res.append((t, cfg, mma))
+            if res:
+                t, cfg, mma = min(res, key=lambda z: z[0])
+                if t_multi is None or t < t_multi:
+                    if L <= lmax1 or (name, L - 1) in best or L - 1 == lmax1:
+                        best[(name, L)] = (cfg[0], cfg[1], cfg[2], mma)
+            del x, y, k
+    return best

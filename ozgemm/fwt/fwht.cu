@@ -44,11 +44,15 @@ __device__ __forceinline__ void gload(const half_bits* p, float* a) {
     a[2 * k + 1] = h2f((unsigned short)(w[k] >> 16));
   }
 }
+__device__ __forceinline__ unsigned f2h2(float lo, float hi) {  // one cvt for two values
+  unsigned d;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
 __device__ __forceinline__ void gstore(half_bits* p, const float* a, float s) {
   unsigned w[4];
 #pragma unroll
-  for (int k = 0; k < 4; ++k)
-    w[k] = (unsigned)f2h(a[2 * k] * s) | ((unsigned)f2h(a[2 * k + 1] * s) << 16);
+  for (int k = 0; k < 4; ++k) w[k] = f2h2(a[2 * k] * s, a[2 * k + 1] * s);
   __stcs(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
 }
 __device__ __forceinline__ void gload(const float* p, float* a) {
@@ -110,6 +114,14 @@ template <int V> __device__ __forceinline__ void sload(const long long* p, long 
   }
 }
 
+// lower lane: r + o, upper lane: o - r, as one fused op o + sg*r with sg = +-1 (exact
+// product, one rounding: bit-identical to the separate add/subtract)
+__device__ __forceinline__ float bfly(float sg, float r, float o) { return __fmaf_rn(sg, r, o); }
+__device__ __forceinline__ double bfly(double sg, double r, double o) { return __fma_rn(sg, r, o); }
+__device__ __forceinline__ long long bfly(long long sg, long long r, long long o) {
+  return sg > 0 ? r + o : o - r;
+}
+
 // butterfly on register pairs (i, i + h) for all i with bit h clear, i < N
 template <typename A, int N>
 __device__ __forceinline__ void reg_stage(A* r, int h) {
@@ -153,9 +165,27 @@ __device__ __forceinline__ unsigned h16_pm1(int k, int n) {
 }
 
 // ============================================================================ row kernel
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA>
-__global__ void __launch_bounds__(1 << TB)
-fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
+// ---- thread-block cluster helpers (sm_90): distributed shared memory, cluster barrier ----
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank) {
+  unsigned long long q;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
+  return reinterpret_cast<P*>(q);
+}
+
+// CSB = log2(cluster size): with CSB > 0 a row of 2^(LT+CSB) elements spans the 2^CSB CTAs
+// of a cluster (CTA rank = index bits [LT, LT+CSB)); after the in-CTA stages the last
+// butterflies read the other CTAs' shared memory (DSMEM) and combine with H_{2^CSB}.
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB>
+__device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict__ y, long long total,
+                                          int L, A scale) {
   constexpr int V = 1 << LOGV;
   constexpr int C = 1 << CB;
   constexpr int E = V * C;
@@ -212,11 +242,11 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
 #pragma unroll
   for (int j = 0; j < LANEB; ++j) {
     if (LOGV + j < L && !(use_mma && j < 2)) {  // MMA did index bits 3, 4 (lane bits 0, 1)
-      const bool upper = (lane >> j) & 1;
+      const A sg = ((lane >> j) & 1) ? A(-1) : A(1);
 #pragma unroll
       for (int e = 0; e < E; ++e) {
-        A o = __shfl_xor_sync(0xffffffffu, r[e], 1 << j);
-        r[e] = upper ? (o - r[e]) : (r[e] + o);
+        const A o = __shfl_xor_sync(0xffffffffu, r[e], 1 << j);
+        r[e] = bfly(sg, r[e], o);
       }
     }
   }
@@ -248,12 +278,55 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
     for (int c = 0; c < C; ++c) sload<V>(sm + ((c * NTH + tid) << LOGV), r + c * V);
   }
 
+  // ---- cluster stage: index bits [LT, LT+CSB) across the CTAs of the cluster
+  if (CSB > 0) {
+    constexpr int CS = 1 << CSB;
+#pragma unroll
+    for (int c = 0; c < C; ++c) sstore<V>(sm + ((c * NTH + tid) << LOGV), r + c * V);
+    cluster_sync();
+    const unsigned rank = cluster_rank();
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) r[c * V + v] = A(0);
+    }
+#pragma unroll
+    for (int j = 0; j < CS; ++j) {
+      const A sg = (__popc(rank & j) & 1) ? A(-1) : A(1);
+      const A* rsm = map_rank(sm, (unsigned)j);
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        A t[V];
+        sload<V>(rsm + ((c * NTH + tid) << LOGV), t);
+#pragma unroll
+        for (int v = 0; v < V; ++v) r[c * V + v] = bfly(sg, t[v], r[c * V + v]);
+      }
+    }
+    cluster_sync();  // keep every CTA's shared memory alive until all remote reads are done
+  }
+
   // ---- store
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     const long long off = base + ((long long)(c * NTH + tid) << LOGV);
     if (off < total) gstore(y + off, r + c * V, scale);
   }
+}
+
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA>
+__global__ void __launch_bounds__(1 << TB)
+fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
+  rows_body<T, A, LOGV, TB, CB, MMA, 0>(x, y, total, L, scale);
+}
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB)
+fwht_rows_cluster2(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
+  rows_body<T, A, LOGV, TB, CB, MMA, 1>(x, y, total, L, scale);
+}
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA>
+__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1 << TB)
+fwht_rows_cluster4(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
+  rows_body<T, A, LOGV, TB, CB, MMA, 2>(x, y, total, L, scale);
 }
 
 // ========================================================================= strided kernel
