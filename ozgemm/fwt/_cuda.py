@@ -90,21 +90,44 @@ def col_config(mb: int):
     return {3: 7, 6: 4, 9: 3}[mb]
 
 
+def _row_score(dtype, L1: int) -> float:
+    """Expected speed of a row pass of 2**L1 (measured GB/s from ``ROW_TUNED`` when known;
+    else the first H200 run: rows up to 2**13 (float64: 2**12) reached ~95 % of copy,
+    longer single-CTA rows ~60 %)."""
+    dt = np.dtype(dtype)
+    t = ROW_TUNED.get((dt.name, L1))
+    if t is not None and len(t) > 4:
+        return float(t[4])
+    return 1.0 if L1 <= (12 if dt.itemsize == 8 else 13) else 0.6
+
+
 def plan(L: int, dtype) -> list:
-    """List of passes: ("rows", L1) then ("cols", s, MB)...; the transform bits in order."""
-    lmax1 = lmax_single(dtype)
+    """List of passes: ("rows", L1) then ("cols", s, MB)...; the transform bits in order.
+
+    One row pass when L fits (``lmax_single``); else the fewest strided passes q =
+    ceil((L - lmax)/9) of MB ∈ {3, 6, 9} bits, and among those splits the first-pass length
+    L1 with the best expected row-pass speed (``_row_score``), larger L1 on ties."""
+    dt = np.dtype(dtype)
+    lmax1 = lmax_single(dt)
     if L <= lmax1:
         return [("rows", L)]
-    rest = L - lmax1
-    q = -(-rest // 9)
-    m_total = 3 * (-(-rest // 3))
+    logv = _TYPES[dt][3]
+    q = -(-(L - lmax1) // 9)
+    best = None
+    for m_total in range(3 * q, 9 * q + 1, 3):
+        l1 = L - m_total
+        if l1 > lmax1 or l1 < 7 + logv:  # the MB=3 strided kernel needs s >= 7 + LOGV
+            continue
+        key = (_row_score(dt, l1), l1)
+        if best is None or key > best[0]:
+            best = (key, l1, m_total)
+    _, l1, m_total = best
     ms = []
     left = m_total
     for i in range(q):  # split m_total into q multiples of 3, each <= 9, largest first
         m = min(9, left - 3 * (q - 1 - i))
         ms.append(m)
         left -= m
-    l1 = L - m_total
     passes = [("rows", l1)]
     s = l1
     for m in ms:
