@@ -75,7 +75,7 @@ def _product_2d(a, b, contract, engine, xp):
     if k == 0 or m == 0 or n == 0:
         c = xp.zeros((m, n), dtype=fmt.dtype)
     else:
-        c = execute(p, engine)
+        c = execute(p, engine, a0, b0)
     c = patch_nonfinite(c, a, b, bad_r, bad_c, xp)
     return c, p
 

@@ -15,14 +15,18 @@ from .residues import scaled_residues
 __all__ = ["execute"]
 
 
-def execute(plan, engine, timings=None):
+def execute(plan, engine, a=None, b=None, timings=None):
     """Compute ``C = RN(A'B' 2**-(s_i+t_j))`` for a :class:`~ozgemm.precision.planner.Plan`.
 
-    ``timings``, if a dict, receives per-phase wall times (seconds) — synchronised by the
-    engine where it is asynchronous.
+    ``a``, ``b`` are the (finite) operands the plan was made for; an engine with fused
+    kernels (``engine.execute``, the CUDA engine) works from them directly, the generic
+    path below from the exact decompositions kept in the plan. ``timings``, if a dict,
+    receives per-phase wall times (seconds), synchronised where the engine is asynchronous.
     """
     import time
 
+    if hasattr(engine, "execute") and a is not None:
+        return engine.execute(plan, a, b, timings)
     xp = engine.xp
     sa, sb = plan._stats
     sync = getattr(engine, "synchronize", lambda: None)

@@ -114,7 +114,7 @@ def moduli_sweep(a, b, contract: Contract, counts):
                           b.astype(np.float64) if dt == np.float64 else b, eng, force_moduli=nmod)
         except ContractError:
             continue
-        c = execute(p, eng)
+        c = execute(p, eng)  # generic path from the plan's decompositions
         s = measure(c, ex, None, cr=cr, fmt_name=contract.fmt.name).summary()
         out.append((nmod, s["max_err_u"], s["median_err_u"]))
     return out

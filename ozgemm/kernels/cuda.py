@@ -1,0 +1,194 @@
+"""CUDA engine (CuPy): INT8 Tensor-Core GEMMs through cuBLAS, fused RawModule kernels.
+
+* INT8 GEMMs: ``cublasGemmStridedBatchedEx`` with CUDA_R_8I inputs, CUDA_R_32I output and
+  CUBLAS_COMPUTE_32I, both operands K-contiguous (the "TN" layout, the fast one on Hopper:
+  see DESIGN.md). One batched call covers all moduli. Every k-block is <= 131071, so each
+  int32 result is exact (|sum| <= k 2**14 < 2**31); longer k is split and the blocks are
+  summed exactly in int64.
+* ``crt.cu``: scaled residues for all moduli in one pass, and the fused Garner + Horner +
+  sign + correctly rounded conversion (one thread per output entry, limbs in registers),
+  compiled once per moduli count and cached. The integer steps mirror the numpy code in
+  ``ozgemm/crt`` and ``ozgemm/precision/rounding.py``, so results are bit-identical.
+"""
+from __future__ import annotations
+
+import functools
+import cupy as cp
+import numpy as np
+
+from ..crt.moduli import garner_constants
+from .cuda_src import kernel_source
+from ..precision.planner import KBLOCK_INT32
+from .base import Engine
+
+__all__ = ["CudaEngine"]
+
+_CUDA_R_8I = 3
+_CUDA_R_32I = 10
+_CUBLAS_COMPUTE_32I = 72
+_OP_N, _OP_T = 0, 1
+_GEMM_DEFAULT = -1
+_PAD = 16
+_THREADS = 256
+
+
+def _ceil(x, a):
+    return (x + a - 1) // a * a
+
+
+@functools.lru_cache(maxsize=None)
+def _module(n: int):
+    # constexpr tables in __constant__ memory would need indexing by a runtime value; with
+    # full unrolling NVRTC folds them into immediates.
+    src = kernel_source(n).replace("__device__ __constant__ const", "__device__ const")
+    return cp.RawModule(code=src, options=("-std=c++17",), name_expressions=None)
+
+
+class CudaEngine(Engine):
+    """Exact INT8 GEMMs on NVIDIA GPUs (see module docstring)."""
+
+    name = "cuda"
+    xp = cp
+
+    def __init__(self, memory_fraction: float = 0.6):
+        from cupy_backends.cuda.libs import cublas
+
+        self._cublas = cublas
+        self.memory_fraction = memory_fraction
+        self.gemm_path = "cublas-int8"
+
+    def synchronize(self):
+        cp.cuda.get_current_stream().synchronize()
+
+    # -- INT8 GEMM ------------------------------------------------------------------
+    def _gemm_batched_i32(self, a, bt, c):
+        """c[q] = a[q] @ bt[q].T exactly; a (N, mp, kb), bt (N, np, kb) int8 C-contiguous,
+        c (N, mp, np) int32; kb <= KBLOCK_INT32, mp, np, kb multiples of 4."""
+        N, mp, kb = a.shape
+        np_ = bt.shape[1]
+        handle = cp.cuda.device.get_cublas_handle()
+        one = np.array(1, dtype=np.int32)
+        zero = np.array(0, dtype=np.int32)
+        # column-major view: C^T (np x mp, ld np) = Bt (kb x np, ld kb)^T * A (kb x mp, ld kb)
+        self._cublas.gemmStridedBatchedEx(
+            handle, _OP_T, _OP_N, np_, mp, kb,
+            one.ctypes.data, bt.data.ptr, _CUDA_R_8I, bt.strides[1], bt.strides[0],
+            a.data.ptr, _CUDA_R_8I, a.strides[1], a.strides[0],
+            zero.ctypes.data, c.data.ptr, _CUDA_R_32I, np_, mp * np_,
+            N, _CUBLAS_COMPUTE_32I, _GEMM_DEFAULT)
+
+    def _gemm_exact_padded(self, a, bt):
+        """Exact products of padded (N, mp, kp) x (N, np, kp) int8 -> int32 or int64."""
+        N, mp, kp = a.shape
+        np_ = bt.shape[1]
+        c = cp.empty((N, mp, np_), dtype=cp.int32)
+        if kp <= KBLOCK_INT32:
+            self._gemm_batched_i32(a, bt, c)
+            return c
+        acc = cp.zeros((N, mp, np_), dtype=cp.int64)
+        kb = KBLOCK_INT32 // _PAD * _PAD
+        for k0 in range(0, kp, kb):
+            k1 = min(kp, k0 + kb)
+            self._gemm_batched_i32(cp.ascontiguousarray(a[:, :, k0:k1]), cp.ascontiguousarray(bt[:, :, k0:k1]), c)
+            acc += c
+        return acc
+
+    @staticmethod
+    def _pad(x, rp, kp):
+        N, r, k = x.shape
+        if r == rp and k == kp and x.flags.c_contiguous:
+            return x
+        out = cp.zeros((N, rp, kp), dtype=x.dtype)
+        out[:, :r, :k] = x
+        return out
+
+    def gemm_exact(self, a, bt):
+        m, k = a.shape
+        n = bt.shape[0]
+        if k == 0 or m == 0 or n == 0:
+            return cp.zeros((m, n), dtype=cp.int64)
+        mp, np_, kp = _ceil(m, _PAD), _ceil(n, _PAD), _ceil(k, _PAD)
+        c = self._gemm_exact_padded(self._pad(a[None], mp, kp), self._pad(bt[None], np_, kp))
+        return c[0, :m, :n].astype(cp.int64)
+
+    def gemm_residues(self, a, bt, moduli):
+        N, m, k = a.shape
+        n = bt.shape[1]
+        mp, np_, kp = _ceil(m, _PAD), _ceil(n, _PAD), _ceil(k, _PAD)
+        c = self._gemm_exact_padded(self._pad(a, mp, kp), self._pad(bt, np_, kp))[:, :m, :n]
+        mods = cp.asarray(np.asarray(moduli, dtype=np.int64)).reshape(-1, 1, 1)
+        return c.astype(cp.int64) % mods
+
+    # -- fused phases ------------------------------------------------------------------
+    def residues_padded(self, x, shift, n_moduli, rp, kp):
+        """Scaled residues of the rows of float64 ``x`` (r, k) into (N, rp, kp) int8."""
+        x = cp.ascontiguousarray(x, dtype=cp.float64)
+        r, k = x.shape
+        out = cp.empty((n_moduli, rp, kp), dtype=cp.int8)
+        total = rp * kp
+        if total:
+            f = _module(n_moduli).get_function("scaled_residues")
+            f(((total + _THREADS - 1) // _THREADS,), (_THREADS,),
+              (x, np.int64(max(k, 1)), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r), np.int32(k),
+               np.int32(rp), np.int32(kp), out))
+        return out
+
+    def reconstruct_round(self, c, s, t, n_moduli, fmt, out=None):
+        """Fused Garner + Horner + sign + rounding of (N, m, ldc) int32/int64 products."""
+        N, m, ldc = c.shape
+        n = t.shape[0]
+        if c.dtype != cp.int32:  # long-k path: reduce the int64 sums first (exact)
+            mods = cp.asarray(np.asarray(garner_constants(n_moduli).moduli, dtype=np.int64)).reshape(-1, 1, 1)
+            c = (c % mods).astype(cp.int32)
+        c = cp.ascontiguousarray(c)
+        dtype = cp.float64 if fmt.name == "binary64" else cp.float32
+        if out is None:
+            out = cp.empty((m, n), dtype=dtype)
+        if m * n:
+            name = "crt_round_f64" if dtype == cp.float64 else "crt_round_f32"
+            f = _module(n_moduli).get_function(name)
+            f((((m * n) + _THREADS - 1) // _THREADS,), (_THREADS,),
+              (c, np.int64(ldc), np.int64(m * ldc), cp.ascontiguousarray(s, dtype=cp.int64),
+               cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n), out, np.int64(out.strides[0] // out.itemsize)))
+        return out
+
+    def execute(self, plan, a, b, timings=None):
+        """Whole CRT product for a plan on the GPU, tiled over rows of A to fit memory."""
+        import time
+
+        m, k, n = plan.shape
+        N = plan.n_moduli
+        mp_all, np_, kp = _ceil(m, _PAD), _ceil(n, _PAD), _ceil(k, _PAD)
+        fmt = plan.contract.fmt
+
+        def lap(name, t0):
+            if timings is not None:
+                self.synchronize()
+                timings[name] = timings.get(name, 0.0) + time.perf_counter() - t0
+            return time.perf_counter()
+
+        t0 = time.perf_counter()
+        rb = self.residues_padded(cp.ascontiguousarray(b.T), plan.t, N, np_, kp)
+        t0 = lap("residues", t0)
+        # workspace per row of A: N kp (residues) + N np 4 (int32 products)
+        per_row = N * kp + N * np_ * 4
+        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+        budget = int(self.memory_fraction * free)
+        tm = max(_PAD, min(mp_all, (budget // max(per_row, 1)) // _PAD * _PAD))
+        if tm * per_row > free:
+            raise MemoryError(f"ozgemm: one {_PAD}-row tile needs {tm * per_row / 2**30:.1f} GiB of GPU memory, "
+                              f"{free / 2**30:.1f} GiB are free; split k or free memory")
+        out = cp.empty((m, n), dtype=cp.float64 if fmt.name == "binary64" else cp.float32)
+        for i0 in range(0, m, tm):
+            i1 = min(m, i0 + tm)
+            rows = _ceil(i1 - i0, _PAD)
+            t0 = time.perf_counter()
+            ra = self.residues_padded(a[i0:i1], plan.s[i0:i1], N, rows, kp)
+            t0 = lap("residues", t0)
+            c = self._gemm_exact_padded(ra, rb)
+            del ra
+            t0 = lap("gemms", t0)
+            self.reconstruct_round(c[:, : i1 - i0, :], plan.s[i0:i1], plan.t, N, fmt, out=out[i0:i1])
+            del c
+            lap("reconstruction", t0)
+        return out

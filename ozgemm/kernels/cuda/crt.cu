@@ -1,0 +1,184 @@
+// ozgemm CUDA kernels for Ozaki scheme II (CRT): scaled residues and fused reconstruction.
+//
+// Compiled at run time by CuPy (NVRTC) once per moduli count; the including code prepends a
+// generated header defining, as compile-time constants:
+//   NMOD                      number of moduli
+//   NLIMB                     32-bit limbs holding any value in [0, M)
+//   MOD[NMOD]                 the moduli (<= 256)
+//   INV[NMOD]                 (m_0 ... m_{q-1})^{-1} mod m_q
+//   W[NMOD][NMOD]             (m_0 ... m_{p-1}) mod m_q for p < q
+//   MLIMB[NLIMB]              M in little-endian 32-bit limbs
+// The arithmetic mirrors ozgemm/crt/residues.py, crt/garner.py and precision/rounding.py
+// step for step (integers only), so CPU and GPU results are bit-identical.
+
+typedef long long i64;
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+// --- scaling + residues --------------------------------------------------------------
+// x: r x k row-major doubles (ld = ldx). shift[i] = s_i. out: NMOD slabs of rp x kp int8
+// (row-major, K-contiguous); padding (i >= r or l >= k) is written as 0.
+extern "C" __global__ void scaled_residues(const double* __restrict__ x, i64 ldx,
+                                           const i64* __restrict__ shift,
+                                           int r, int k, int rp, int kp,
+                                           signed char* __restrict__ out) {
+    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    i64 total = (i64)rp * kp;
+    if (idx >= total) return;
+    int i = (int)(idx / kp);
+    int l = (int)(idx - (i64)i * kp);
+    i64 slab = total;
+    if (i >= r || l >= k) {
+#pragma unroll
+        for (int q = 0; q < NMOD; ++q) out[q * slab + idx] = 0;
+        return;
+    }
+    double xv = x[(i64)i * ldx + l];
+    u64 bits = (u64)__double_as_longlong(xv);
+    int eb = (int)((bits >> 52) & 0x7ff);
+    i64 frac = (i64)(bits & ((1ULL << 52) - 1));
+    i64 mant, ex;
+    if (eb == 0) { mant = frac; ex = -1074; } else { mant = frac | (1LL << 52); ex = eb - 1075; }
+    if (bits >> 63) mant = -mant;
+    i64 d = ex + shift[i];
+    i64 v;
+    int d2 = 0;
+    if (mant == 0) {
+        v = 0;
+    } else if (d >= 0) {
+        int d1 = d < 9 ? (int)d : 9;
+        v = mant << d1;  // |v| < 2^62
+        d2 = (int)(d - d1);
+    } else {
+        int rsh = (-d) > 60 ? 60 : (int)(-d);
+        v = (mant + (1LL << (rsh - 1))) >> rsh;  // round half up (arithmetic shift)
+    }
+#pragma unroll
+    for (int q = 0; q < NMOD; ++q) {
+        const int m = MOD[q];
+        i64 rr = v % m;
+        if (rr < 0) rr += m;
+        if (d2 > 0) {  // times 2^d2 mod m (square-and-multiply)
+            i64 p = 1, b = 2 % m;
+            int e = d2;
+            while (e) { if (e & 1) p = (p * b) % m; b = (b * b) % m; e >>= 1; }
+            rr = (rr * p) % m;
+        }
+        if (rr > (m - 1) / 2) rr -= m;
+        out[q * slab + idx] = (signed char)rr;
+    }
+}
+
+// --- CRT reconstruction + final rounding ------------------------------------------------
+// c: NMOD slabs of int32 exact products (row-major, row stride ldc, slab stride sc), or
+// residues already reduced. s[m], t[n]: shifts. out: m x n (ld = ldo) of OUT_T.
+template <typename OUT_T, int P, int EMIN_SUB>
+__device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 sc, i64 off,
+                                                i64 e, OUT_T* o) {
+    int v[NMOD];
+#pragma unroll
+    for (int q = 0; q < NMOD; ++q) {
+        const int m = MOD[q];
+        int cq = c[q * sc + off] % m;
+        if (cq < 0) cq += m;
+        int acc = 0;
+#pragma unroll
+        for (int p = 0; p < q; ++p) acc += v[p] * W[p][q];
+        int t = (cq - acc) % m;
+        if (t < 0) t += m;
+        v[q] = (t * INV[q]) % m;
+    }
+    // Horner: X = v0 + m0 (v1 + m1 (...))
+    u32 x[NLIMB];
+#pragma unroll
+    for (int j = 0; j < NLIMB; ++j) x[j] = 0;
+    x[0] = (u32)v[NMOD - 1];
+#pragma unroll
+    for (int q = NMOD - 2; q >= 0; --q) {
+        u64 carry = (u64)v[q];
+#pragma unroll
+        for (int j = 0; j < NLIMB; ++j) {
+            u64 tt = (u64)x[j] * (u64)MOD[q] + carry;
+            x[j] = (u32)tt;
+            carry = tt >> 32;
+        }
+    }
+    // D = M - X; negative iff X > D
+    u32 dl[NLIMB];
+    i64 borrow = 0;
+#pragma unroll
+    for (int j = 0; j < NLIMB; ++j) {
+        i64 tt = (i64)MLIMB[j] - (i64)x[j] - borrow;
+        borrow = tt < 0;
+        dl[j] = (u32)(tt + (borrow << 32));
+    }
+    bool gt = false, decided = false;
+#pragma unroll
+    for (int j = NLIMB - 1; j >= 0; --j) {
+        if (!decided) {
+            if (x[j] != dl[j]) { gt = x[j] > dl[j]; decided = true; }
+        }
+    }
+    const bool neg = gt;
+#pragma unroll
+    for (int j = 0; j < NLIMB; ++j) if (neg) x[j] = dl[j];
+    // top limb, 64-bit window, sticky
+    int tt = -1;
+#pragma unroll
+    for (int j = 0; j < NLIMB; ++j) if (x[j] != 0) tt = j;
+    if (tt < 0) { *o = (OUT_T)0.0; return; }
+    u64 hi = 0, mid = 0, lo = 0;
+    bool sticky = false;
+#pragma unroll
+    for (int j = 0; j < NLIMB; ++j) {
+        if (j == tt) hi = x[j];
+        else if (j == tt - 1) mid = x[j];
+        else if (j == tt - 2) lo = x[j];
+        else if (j < tt - 2 && x[j] != 0) sticky = true;
+    }
+    int b = 32 - __clz((u32)hi);  // 1..32
+    int sh = 32 - b;
+    u64 w = (hi << (32 + sh)) | (mid << sh) | (lo >> (32 - sh));
+    if (lo & ((1ULL << (32 - sh)) - 1)) sticky = true;
+    i64 g = 32 * (i64)(tt - 1) - sh + e;
+    i64 qexp = g + 63 - (P - 1);
+    if (qexp < EMIN_SUB) qexp = EMIN_SUB;
+    i64 d = qexp - g;
+    u64 mant;
+    if (d > 64) {
+        mant = 0;
+    } else {
+        int dd = (int)d;
+        u64 top = w >> (dd - 1);
+        u64 kept = top >> 1;
+        u64 rb = top & 1;
+        u64 rest = w & ((1ULL << (dd - 1)) - 1);
+        bool st = sticky || rest != 0;
+        mant = kept + ((rb && (st || (kept & 1))) ? 1 : 0);
+    }
+    if (qexp > 3000) qexp = 3000;
+    if (qexp < -3000) qexp = -3000;
+    double res = scalbn((double)mant, (int)qexp);
+    if (neg) res = -res;
+    *o = (OUT_T)res;
+}
+
+extern "C" __global__ void crt_round_f64(const int* __restrict__ c, i64 ldc, i64 sc,
+                                         const i64* __restrict__ s, const i64* __restrict__ t,
+                                         int m, int n, double* __restrict__ out, i64 ldo) {
+    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)m * n) return;
+    int i = (int)(idx / n);
+    int j = (int)(idx - (i64)i * n);
+    reconstruct_one<double, 53, -1074>(c, sc, (i64)i * ldc + j, -(s[i] + t[j]), out + (i64)i * ldo + j);
+}
+
+extern "C" __global__ void crt_round_f32(const int* __restrict__ c, i64 ldc, i64 sc,
+                                         const i64* __restrict__ s, const i64* __restrict__ t,
+                                         int m, int n, float* __restrict__ out, i64 ldo) {
+    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)m * n) return;
+    int i = (int)(idx / n);
+    int j = (int)(idx - (i64)i * n);
+    reconstruct_one<float, 24, -149>(c, sc, (i64)i * ldc + j, -(s[i] + t[j]), out + (i64)i * ldo + j);
+}

@@ -1,0 +1,180 @@
+"""GPU benchmark (``ozgemm bench --device gpu``), following BENCHMARKING.md.
+
+Side by side in one run, on the same device-generated inputs
+A, B = (rand - 0.5) exp(phi randn) (cupy's generator, seeded): native cuBLAS DGEMM / SGEMM
+through ``cupy.matmul``, cuBLAS's own FP64 emulation forced on (CUBLAS_EMULATE_DOUBLE_PRECISION=1,
+CUBLAS_EMULATION_STRATEGY=EAGER, in a subprocess: the variables are read at cuBLAS start-up),
+and ozgemm. Timing: CUDA events around the whole call (planning, bound GEMM, residues, INT8
+GEMMs, reconstruction/rounding, specials check), median of ``--reps`` after a warm-up that
+also compiles the kernels; no host<->device transfers inside. TFLOPS = 2 n^3 / time. A phase
+breakdown comes from one extra run with a synchronisation between phases. Accuracy in the
+same run: max / median error in units of u (|A||B|)_ij and the share correctly rounded on the
+top-left ``--block`` x ``--block`` block, against the exact product (python-flint / gmpy2).
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+__all__ = ["run_gpu_bench", "gpu_context"]
+
+_EMU_SCRIPT = r"""
+import json, sys, cupy as cp
+sizes = json.loads(sys.argv[1]); phi = float(sys.argv[2]); seed = int(sys.argv[3]); reps = int(sys.argv[4])
+out = {}
+for n in sizes:
+    rs = cp.random.RandomState(seed)
+    a = (rs.random_sample((n, n)) - 0.5) * cp.exp(phi * rs.standard_normal((n, n)))
+    b = (rs.random_sample((n, n)) - 0.5) * cp.exp(phi * rs.standard_normal((n, n)))
+    cp.matmul(a, b); cp.cuda.Device().synchronize()
+    ts = []
+    for _ in range(reps):
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record(); c = cp.matmul(a, b); e1.record(); e1.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(e0, e1) / 1e3)
+    ts.sort()
+    c = cp.matmul(a, b)
+    out[n] = {"s": ts[len(ts) // 2], "block": cp.asnumpy(c[:BLOCK, :BLOCK]).tolist()}
+print("JSON" + json.dumps(out))
+"""
+
+
+def gpu_context() -> dict:
+    import cupy as cp
+
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    try:
+        from cupy_backends.cuda.libs import cublas
+
+        cublas_v = cublas.getVersion(cp.cuda.device.get_cublas_handle())
+    except Exception:
+        cublas_v = None
+    return {"gpu": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
+            "sms": props["multiProcessorCount"], "driver": cp.cuda.runtime.driverGetVersion(),
+            "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(), "cublas": cublas_v,
+            "cupy": cp.__version__, "numpy": np.__version__, "python": sys.version.split()[0]}
+
+
+def _inputs(n, phi, seed, dtype):
+    import cupy as cp
+
+    rs = cp.random.RandomState(seed)
+    a = (rs.random_sample((n, n)) - 0.5) * cp.exp(phi * rs.standard_normal((n, n)))
+    b = (rs.random_sample((n, n)) - 0.5) * cp.exp(phi * rs.standard_normal((n, n)))
+    return a.astype(dtype), b.astype(dtype)
+
+
+def _time(fn, reps):
+    import cupy as cp
+
+    fn()
+    cp.cuda.Device().synchronize()
+    ts = []
+    for _ in range(reps):
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        fn()
+        e1.record()
+        e1.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(e0, e1) / 1e3)
+    return statistics.median(ts)
+
+
+def _emulation(sizes, phi, seed, reps, block):
+    env = dict(os.environ, CUBLAS_EMULATE_DOUBLE_PRECISION="1", CUBLAS_EMULATION_STRATEGY="EAGER")
+    try:
+        r = subprocess.run([sys.executable, "-c", _EMU_SCRIPT.replace("BLOCK", str(block)), json.dumps(sizes),
+                            str(phi), str(seed), str(reps)], env=env, capture_output=True, text=True, timeout=900)
+        line = next(ln for ln in r.stdout.splitlines() if ln.startswith("JSON"))
+        return {int(k): v for k, v in json.loads(line[4:]).items()}
+    except Exception as exc:  # report, do not hide
+        print(f"cuBLAS emulation run failed: {exc}", file=sys.stderr)
+        return {}
+
+
+def run_gpu_bench(args) -> int:
+    import cupy as cp
+
+    from ..api import matmul
+    from ..bench import sampled_accuracy
+    from ..crt.scheme import execute
+    from ..precision.contract import as_contract
+    from ..precision.planner import make_plan
+    from . import get_engine
+
+    ctx = gpu_context()
+    eng = get_engine("cuda")
+    rows = []
+    phis = [args.phi] + ([2.0] if args.phi != 2.0 else [])
+    emu = {}
+    if any(as_contract(c).fmt.name == "binary64" for c in args.contracts):
+        emu = _emulation(args.sizes, args.phi, args.seed, args.reps, args.block)
+    for name in args.contracts:
+        contract = as_contract(name)
+        dt = contract.fmt.dtype
+        for n in args.sizes:
+            for phi in (phis if n == max(args.sizes) else [args.phi]):
+                a, b = _inputs(n, phi, args.seed, dt)
+                c, plans = matmul(a, b, contract=contract, return_plan=True)
+                t_oz = _time(lambda: matmul(a, b, contract=contract), args.reps)
+                t_nat = _time(lambda: cp.matmul(a, b), args.reps)
+                # phase breakdown (one synchronised run)
+                tm = {}
+                eng.synchronize()
+                t0 = time.perf_counter()
+                p = make_plan(contract, a, b, eng)
+                eng.synchronize()
+                tm["plan"] = time.perf_counter() - t0
+                execute(p, eng, a, b, tm)
+                acc_oz = sampled_accuracy(a, b, c, contract, args.block)
+                acc_nat = sampled_accuracy(a, b, cp.matmul(a, b), contract, args.block)
+                row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "moduli": plans[0].n_moduli,
+                       "beta": plans[0].beta, "ozgemm_s": t_oz, "native_s": t_nat,
+                       "ozgemm_tflops": 2 * n**3 / t_oz / 1e12, "native_tflops": 2 * n**3 / t_nat / 1e12,
+                       "speedup": t_nat / t_oz, "phases": tm,
+                       "gemm_share": tm.get("gemms", 0) / sum(tm.values()),
+                       "oz_max_err_u": acc_oz["max_err_u"], "oz_med_err_u": acc_oz["median_err_u"],
+                       "oz_cr": acc_oz["correctly_rounded"], "oz_breaches": acc_oz["breaches"],
+                       "nat_max_err_u": acc_nat["max_err_u"], "nat_med_err_u": acc_nat["median_err_u"],
+                       "nat_cr": acc_nat["correctly_rounded"]}
+                if dt == np.float64 and phi == args.phi and n in emu:
+                    e = emu[n]
+                    row["emu_s"] = e["s"]
+                    row["emu_tflops"] = 2 * n**3 / e["s"] / 1e12
+                    blk = np.asarray(e["block"])
+                    acc_e = sampled_accuracy(a, b, _pad_block(blk, args.block), contract, args.block) if blk.size else None
+                    row["emu_max_err_u"] = acc_e["max_err_u"] if acc_e else None
+                rows.append(row)
+                print(f"  {contract.name} n={n} phi={phi}: ozgemm {t_oz * 1e3:.2f} ms ({row['ozgemm_tflops']:.1f} TF), "
+                      f"native {t_nat * 1e3:.2f} ms ({row['native_tflops']:.1f} TF)", file=sys.stderr)
+                del a, b, c
+                cp.get_default_memory_pool().free_all_blocks()
+    print(f"\nozgemm bench (GPU) — {ctx['gpu']} ({ctx['sms']} SMs), driver {ctx['driver']}, CUDA runtime "
+          f"{ctx['cuda_runtime']}, cuBLAS {ctx['cublas']}, CuPy {ctx['cupy']}, NumPy {ctx['numpy']}")
+    print(f"input: (rand-0.5)*exp(phi*randn) generated on the device, seed {args.seed}, square n; timing: CUDA events, "
+          f"whole call, median of {args.reps} after warm-up; accuracy on the top-left {args.block}x{args.block} block vs "
+          "the exact product, err in u*(|A||B|)_ij (u of the output format)")
+    print(f"{'contract':9} {'n':>6} {'phi':>4} {'mod':>3} {'oz ms':>9} {'oz TF':>6} {'nat TF':>6} {'x nat':>5} "
+          f"{'emu TF':>6} {'gemm%':>5} {'oz max':>7} {'oz CR%':>6} {'nat max':>7} {'emu max':>7}  phases ms (plan/res/gemm/rec)")
+    for r in rows:
+        ph = r["phases"]
+        print(f"{r['contract']:9} {r['n']:>6} {r['phi']:>4} {r['moduli']:>3} {r['ozgemm_s'] * 1e3:>9.2f} "
+              f"{r['ozgemm_tflops']:>6.1f} {r['native_tflops']:>6.1f} {r['speedup']:>5.2f} "
+              f"{(r.get('emu_tflops') or float('nan')):>6.1f} {100 * r['gemm_share']:>5.1f} {r['oz_max_err_u']:>7.3f} "
+              f"{100 * r['oz_cr']:>6.2f} {r['nat_max_err_u']:>7.3f} {(r.get('emu_max_err_u') or float('nan')):>7.3f}  "
+              f"{ph.get('plan', 0) * 1e3:.1f}/{ph.get('residues', 0) * 1e3:.1f}/{ph.get('gemms', 0) * 1e3:.1f}/"
+              f"{ph.get('reconstruction', 0) * 1e3:.1f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"context": ctx, "rows": rows}, f, indent=2)
+    return 0
+
+
+def _pad_block(blk, block):
+    return blk.astype(np.float64)
