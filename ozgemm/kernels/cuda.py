@@ -134,13 +134,18 @@ class CudaEngine(Engine):
         return out
 
     def reconstruct_round(self, c, s, t, n_moduli, fmt, out=None):
-        """Fused Garner + Horner + sign + rounding of (N, m, ldc) int32/int64 products."""
-        N, m, ldc = c.shape
+        """Fused Garner + Horner + sign + rounding of (N, m, >=n) int32/int64 products.
+
+        ``c`` may be a row/column slice of a padded product buffer: its strides are passed
+        to the kernel (no copy)."""
+        N, m, _ = c.shape
         n = t.shape[0]
         if c.dtype != cp.int32:  # long-k path: reduce the int64 sums first (exact)
             mods = cp.asarray(np.asarray(garner_constants(n_moduli).moduli, dtype=np.int64)).reshape(-1, 1, 1)
             c = (c % mods).astype(cp.int32)
-        c = cp.ascontiguousarray(c)
+        if c.strides[2] != c.itemsize:
+            c = cp.ascontiguousarray(c)
+        sc, ldc = c.strides[0] // c.itemsize, c.strides[1] // c.itemsize
         dtype = cp.float64 if fmt.name == "binary64" else cp.float32
         if out is None:
             out = cp.empty((m, n), dtype=dtype)
@@ -148,8 +153,9 @@ class CudaEngine(Engine):
             name = "crt_round_f64" if dtype == cp.float64 else "crt_round_f32"
             f = _module(n_moduli).get_function(name)
             f((((m * n) + _THREADS - 1) // _THREADS,), (_THREADS,),
-              (c, np.int64(ldc), np.int64(m * ldc), cp.ascontiguousarray(s, dtype=cp.int64),
-               cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n), out, np.int64(out.strides[0] // out.itemsize)))
+              (c, np.int64(ldc), np.int64(sc), cp.ascontiguousarray(s, dtype=cp.int64),
+               cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n), out,
+               np.int64(out.strides[0] // out.itemsize)))
         return out
 
     def execute(self, plan, a, b, timings=None):
