@@ -80,3 +80,28 @@ def test_repeatable_and_tiled():
 def test_mixed_libraries_rejected():
     with pytest.raises(TypeError, match="mixed"):
         ozgemm.matmul(np.ones((2, 2)), cp.ones((2, 2)))
+
+
+def test_fused_stats_and_width_match_numpy():
+    from ozgemm.kernels import get_engine
+    from ozgemm.precision.planner import required_beta
+    from ozgemm.precision.stats import row_stats
+
+    eng = get_engine("cuda")
+    cpu = get_engine("cpu")
+    rng = np.random.default_rng(11)
+    for spread in (0, 10, 60):
+        x = rng.standard_normal((37, 300)) * np.exp2(rng.integers(-spread, spread + 1, (37, 300)))
+        x[3] = 0.0
+        x[5, :4] = [5e-324, -2.0 ** -1050, 1e308, 0.0]
+        y = rng.standard_normal((300, 23)) * np.exp2(rng.integers(-spread, spread + 1, (300, 23)))
+        s_np, s_gpu = row_stats(x, np), eng.row_stats(cp.asarray(x))
+        for f in ("E", "width", "norm1", "q", "zero_row"):
+            assert np.array_equal(getattr(s_np, f), cp.asnumpy(getattr(s_gpu, f))), f
+        t_np, t_gpu = row_stats(y.T, np), eng.row_stats(cp.asarray(y.T))
+        lb_np = cpu.gemm_exact(s_np.q, t_np.q)
+        lb_gpu = eng.gemm_exact(s_gpu.q, t_gpu.q)
+        assert np.array_equal(lb_np, cp.asnumpy(lb_gpu))
+        b_np = int(required_beta(s_np, t_np, lb_np, 53, 300, 2.0 ** -53, np))
+        b_gpu = int(eng.required_beta(s_gpu, t_gpu, lb_gpu, 53, 300, 2.0 ** -53, cp))
+        assert b_np == b_gpu

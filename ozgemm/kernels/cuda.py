@@ -17,6 +17,7 @@ import cupy as cp
 import numpy as np
 
 from ..crt.moduli import garner_constants
+from ..precision.stats import RowStats
 from .cuda_src import kernel_source
 from ..precision.planner import KBLOCK_INT32
 from .base import Engine
@@ -42,6 +43,14 @@ def _module(n: int):
     # full unrolling NVRTC folds them into immediates.
     src = kernel_source(n).replace("__device__ __constant__ const", "__device__ const")
     return cp.RawModule(code=src, options=("-std=c++17",), name_expressions=None)
+
+
+@functools.lru_cache(maxsize=None)
+def _stats_module():
+    from importlib import resources
+
+    src = (resources.files("ozgemm.kernels") / "cuda" / "stats.cu").read_text()
+    return cp.RawModule(code=src, options=("-std=c++17",))
 
 
 class CudaEngine(Engine):
@@ -119,6 +128,34 @@ class CudaEngine(Engine):
         mods = cp.asarray(np.asarray(moduli, dtype=np.int64)).reshape(-1, 1, 1)
         return c.astype(cp.int64) % mods
 
+    # -- planner hooks (fused; mirror precision/stats.py and planner.required_beta) ------
+    def row_stats(self, x):
+        """Fused :class:`~ozgemm.precision.stats.RowStats` of the rows of ``x`` (r, k)."""
+        x = cp.ascontiguousarray(x, dtype=cp.float64)
+        r, k = x.shape
+        E = cp.zeros((r,), dtype=cp.int64)
+        width = cp.zeros((r,), dtype=cp.int64)
+        norm1 = cp.zeros((r,), dtype=cp.float64)
+        zero = cp.ones((r,), dtype=cp.bool_)
+        q = cp.zeros((r, k), dtype=cp.int8)
+        if r and k:
+            f = _stats_module().get_function("row_stats")
+            f((r,), (256,), (x, np.int64(k), np.int32(r), np.int32(k), E, width, norm1, zero, q,
+                             np.int64(k), np.int32(k)))
+        return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero, src=x)
+
+    def required_beta(self, sa, sb, lb, bits, k, u, xp):
+        m, n = lb.shape
+        out = cp.ones((1,), dtype=cp.uint64)
+        if m * n:
+            lb = cp.ascontiguousarray(lb, dtype=cp.int64)
+            fac = (1.0 + u) * (1.0 + 2.0 ** -40)
+            f = _stats_module().get_function("required_beta")
+            f((((m * n) + 255) // 256,), (256,), (lb, np.int64(n), np.int32(m), np.int32(n), sa.width, sb.width,
+                                                  sa.norm1, sb.norm1, np.int32(bits), np.float64(k * 2.0 ** (1 - bits)),
+                                                  np.float64(fac), out))
+        return out[0].astype(cp.int64)
+
     # -- fused phases ------------------------------------------------------------------
     def residues_padded(self, x, shift, n_moduli, rp, kp):
         """Scaled residues of the rows of float64 ``x`` (r, k) into (N, rp, kp) int8."""
@@ -174,7 +211,9 @@ class CudaEngine(Engine):
             return time.perf_counter()
 
         t0 = time.perf_counter()
-        rb = self.residues_padded(cp.ascontiguousarray(b.T), plan.t, N, np_, kp)
+        sa, sb = plan._stats
+        bt = sb.src if sb.src is not None else cp.ascontiguousarray(b.T, dtype=cp.float64)
+        rb = self.residues_padded(bt, plan.t, N, np_, kp)
         t0 = lap("residues", t0)
         # workspace per row of A: N kp (residues) + N np 4 (int32 products)
         per_row = N * kp + N * np_ * 4
@@ -189,7 +228,8 @@ class CudaEngine(Engine):
             i1 = min(m, i0 + tm)
             rows = _ceil(i1 - i0, _PAD)
             t0 = time.perf_counter()
-            ra = self.residues_padded(a[i0:i1], plan.s[i0:i1], N, rows, kp)
+            asrc = sa.src if sa.src is not None else a
+            ra = self.residues_padded(asrc[i0:i1], plan.s[i0:i1], N, rows, kp)
             t0 = lap("residues", t0)
             c = self._gemm_exact_padded(ra, rb)
             del ra

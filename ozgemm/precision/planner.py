@@ -245,8 +245,9 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
                             "release; use method = \"crt\" (Ozaki scheme II)")
     m, k = a.shape
     n = b.shape[1]
-    sa = row_stats(a, xp)
-    sb = row_stats(b.T, xp)
+    stats = getattr(engine, "row_stats", None) or (lambda x: row_stats(x, xp))
+    sa = stats(a)
+    sb = stats(b.T)
     # Cmax uses S >= min(max_i na_i, max_j nb_j); normwise contracts take S = k (data-
     # independent: no device->host read), componentwise ones read it with beta.
     S = float(k)
@@ -263,7 +264,8 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
     elif contract.bound_kind == "componentwise":
         lb = engine.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
         beta_max = min(contract.bits + contract.exponent_range, _BETA_CAP)
-        rb = required_beta(sa, sb, lb, contract.bits, k, u, xp)
+        rbeta = getattr(engine, "required_beta", None) or required_beta
+        rb = rbeta(sa, sb, lb, contract.bits, k, u, xp)
         sn = xp.minimum(sa.norm1.max() if m else xp.float64(0), sb.norm1.max() if n else xp.float64(0))
         host = xp.stack([xp.asarray(rb, dtype=xp.float64), xp.asarray(sn, dtype=xp.float64)])
         host = host.get() if hasattr(host, "get") else host  # the one device->host read

@@ -37,7 +37,8 @@ class RowStats:
 
     Attributes
     ----------
-    mant, exp : (r, k) int64   exact decomposition (see :func:`split_float`)
+    mant, exp : (r, k) int64   exact decomposition (see :func:`split_float`); None where an
+                               engine with fused residue kernels computed the stats
     E : (r,) int64             |x_il| < 2**E_i for all l (0 for an all-zero row)
     width : (r,) int64         bits to hold row i exactly as integers: at integer width
                                beta (shift s_i = beta - E_i) the row is exact iff beta >= width_i
@@ -56,6 +57,7 @@ class RowStats:
     norm1: object
     q: object
     zero_row: object
+    src: object = None  # the contiguous float64 rows the stats came from (fused engines reuse it)
 
 
 def row_stats(x, xp) -> RowStats:
