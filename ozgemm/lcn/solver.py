@@ -198,7 +198,7 @@ def _evaluate_cpu(ev: MoveEvaluator, c, Wt, v, nx, ny):
 
 def _calibrate_cpu(d, p, seed, ev, c, Wt):
     T0s = []
-    r = _radius(p, 0)
+    r = _radius(p, CAL_IT)  # the candidates of iteration CAL_IT, exactly as the GPU draws them
     for j in range(CAL_BATCH):
         v, nx, ny, triv = _candidate(seed, CAL_IT, j, p, d, c, ev.x, ev.y, r, ev.inc)
         if triv:
