@@ -16,11 +16,18 @@ __all__ = ["matmul", "plan"]
 
 
 def _check_operand(x, name):
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a masked array; masks are not supported: pass x.filled(...) or x.data")
     if not (isinstance(x, np.ndarray) or is_cupy_array(x)):
         raise TypeError(f"{name} must be a numpy or cupy array, got {type(x).__name__}; "
                         "convert with numpy.asarray(...) first")
     if x.ndim == 0:
         raise ValueError(f"matmul: {name} is 0-dimensional; it needs at least 1 dimension")
+    if isinstance(x, np.ndarray) and type(x) is not np.ndarray:  # np.matrix and other subclasses
+        x = np.asarray(x)
+    if x.dtype.kind == "f" and not x.dtype.isnative:  # big-endian data: same values, native order
+        x = x.astype(x.dtype.newbyteorder("="))
+    return x
 
 
 def _check_dtype(x, name, contract: Contract):
@@ -38,8 +45,8 @@ def _check_dtype(x, name, contract: Contract):
 
 
 def _prepare(a, b, contract):
-    _check_operand(a, "a")
-    _check_operand(b, "b")
+    a = _check_operand(a, "a")
+    b = _check_operand(b, "b")
     xp = array_namespace(a, b)
     contract = as_contract(contract)
     _check_dtype(a, "a", contract)
@@ -60,7 +67,7 @@ def _prepare(a, b, contract):
         final = final[:-2] + final[-1:]
     if b.ndim == 1:
         final = final[:-1]
-    return xp, contract, a2, b2, batch, full, final
+    return xp, contract, a, b, a2, b2, batch, full, final
 
 
 def _product_2d(a, b, contract, engine, xp):
@@ -128,12 +135,16 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
     ContractError
         The contract cannot be proven for these inputs, or is malformed.
     """
-    xp, contract, a2, b2, batch, full, final = _prepare(a, b, contract)
+    xp, contract, a, b, a2, b2, batch, full, final = _prepare(a, b, contract)
     eng = get_engine(engine, xp)
     dtype = contract.fmt.dtype
     if out is not None:
+        if not (isinstance(out, np.ndarray) or is_cupy_array(out)):
+            raise TypeError(f"out must be a numpy or cupy array, got {type(out).__name__}")
         if array_namespace(out) is not xp:
             raise TypeError("out must come from the same array library as the operands")
+        if isinstance(out, np.ndarray) and not out.flags.writeable:
+            raise ValueError("out is read-only")
         if tuple(out.shape) != tuple(final) or out.dtype != dtype:
             raise ValueError(f"out has shape {tuple(out.shape)} and dtype {out.dtype}; the result needs "
                              f"shape {tuple(final)} and dtype {np.dtype(dtype)}")
@@ -151,6 +162,8 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
     if out is not None:
         out[...] = res
         res = out
+    elif res.ndim == 0 and xp is np:
+        res = res[()]  # numpy.matmul returns a scalar for 1-D @ 1-D
     return (res, plans) if return_plan else res
 
 
@@ -163,7 +176,7 @@ def plan(a, b, contract="fp64", *, engine=None) -> Plan:
 
     Raises the same errors as :func:`matmul`; ValueError for batched (> 2-D) operands.
     """
-    xp, contract, a2, b2, batch, full, final = _prepare(a, b, contract)
+    xp, contract, a, b, a2, b2, batch, full, final = _prepare(a, b, contract)
     if batch:
         raise ValueError("plan() takes 1-D or 2-D operands; use matmul(..., return_plan=True) for batches")
     eng = get_engine(engine, xp)

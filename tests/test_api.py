@@ -137,3 +137,31 @@ def test_plan_info(rng):
     assert ozgemm.plan(a, b, "fp64-fast").n_moduli == 17
     with pytest.raises(ValueError):
         ozgemm.plan(np.ones((2, 2, 2)), np.ones((2, 2)))
+
+
+def test_numpy_semantics_details(rng):
+    x = rng.standard_normal((2, 3))
+    assert np.array_equal(ozgemm.matmul(x.astype(">f8"), x.T), ozgemm.matmul(x, x.T))  # big-endian
+    s = ozgemm.matmul(np.ones(3), np.ones(3))
+    assert isinstance(s, np.float64) and s == 3.0  # scalar like numpy
+    assert np.array_equal(ozgemm.matmul(np.matrix(x), x.T), ozgemm.matmul(x, x.T))
+    with pytest.raises(TypeError, match="masked"):
+        ozgemm.matmul(np.ma.masked_array(x), x.T)
+    with pytest.raises(TypeError, match="out must be"):
+        ozgemm.matmul(x, x.T, out=[0.0])
+    ro_out = np.empty((2, 2))
+    ro_out.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        ozgemm.matmul(x, x.T, out=ro_out)
+
+
+def test_overflow_threshold_allowance():
+    """Near the overflow threshold the result may be +-inf although RN(AB) is finite, when
+    |AB| + bound reaches the threshold (README); the audit accepts exactly that."""
+    from ozgemm.verify.reference import exact_product, measure
+
+    mx = np.finfo(float).max
+    a = np.array([[mx, 2.0 ** 970, -(2.0 ** 900)]])
+    b = np.ones((3, 1))
+    c = ozgemm.matmul(a, b)
+    assert measure(c, exact_product(a, b), ozgemm.load_contract("fp64")).breaches == 0

@@ -45,3 +45,20 @@ def test_audit_bad_args(capsys, tmp_path):
     np.save(tmp_path / "A.npy", np.ones((2, 3)))
     np.save(tmp_path / "B.npy", np.ones((2, 3)))
     assert main(["audit", str(tmp_path / "A.npy"), str(tmp_path / "B.npy")]) == 2
+
+
+def test_audit_nonfinite_and_refusal(capsys, tmp_path):
+    a = np.array([[1.0, np.nan], [2.0, 3.0]])
+    b = np.array([[1.0, np.inf], [0.5, 2.0]])
+    np.save(tmp_path / "A.npy", a)
+    np.save(tmp_path / "B.npy", b)
+    assert main(["audit", str(tmp_path / "A.npy"), str(tmp_path / "B.npy")]) == 0
+    # a refusal (ContractError) is exit 3, not a breach
+    np.save(tmp_path / "W.npy", np.array([[1.0, 1e-45]]))
+    np.save(tmp_path / "I.npy", np.eye(2))
+    capsys.readouterr()
+    rc = main(["audit", str(tmp_path / "W.npy"), str(tmp_path / "I.npy")])
+    out = capsys.readouterr().out
+    assert rc == 3 and "REFUSED" in out and "BROKEN" not in out
+    assert main(["audit", "--size", "0"]) == 2
+    assert main(["audit", "--json", str(tmp_path / "missing" / "x.json")]) == 2

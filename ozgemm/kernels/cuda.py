@@ -45,6 +45,16 @@ def _module(n: int):
     return cp.RawModule(code=src, options=("-std=c++17",), name_expressions=None)
 
 
+_POW2_WIDTH = 1024  # d2 = d - 9 <= beta - 62 < 1000 (beta <= 1000)
+
+
+@functools.lru_cache(maxsize=None)
+def _pow2_table(n: int):
+    from ..crt.residues import pow2_mod_table
+
+    return pow2_mod_table(garner_constants(n).moduli, _POW2_WIDTH - 1, cp).astype(cp.int16)
+
+
 @functools.lru_cache(maxsize=None)
 def _stats_module():
     from importlib import resources
@@ -164,10 +174,11 @@ class CudaEngine(Engine):
         out = cp.empty((n_moduli, rp, kp), dtype=cp.int8)
         total = rp * kp
         if total:
+            tab = _pow2_table(n_moduli)
             f = _module(n_moduli).get_function("scaled_residues")
             f(((total + _THREADS - 1) // _THREADS,), (_THREADS,),
               (x, np.int64(max(k, 1)), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r), np.int32(k),
-               np.int32(rp), np.int32(kp), out))
+               np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]), out))
         return out
 
     def reconstruct_round(self, c, s, t, n_moduli, fmt, out=None):

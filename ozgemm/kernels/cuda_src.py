@@ -16,7 +16,8 @@ def _header(n: int) -> str:
              "__device__ __constant__ const int W[NMOD][NMOD] = {" + ", ".join(
                  "{" + ", ".join(str(int(v)) for v in row) + "}" for row in gc.w) + "};",
              "__device__ __constant__ const unsigned int MLIMB[NLIMB] = {" + ", ".join(
-                 f"{int(v)}u" for v in gc.M_limbs) + "};"]
+                 f"{int(v)}u" for v in gc.M_limbs) + "};",
+             "__device__ __constant__ const int P31[NMOD] = {" + ", ".join(str((1 << 31) % m) for m in gc.moduli) + "};"]
     return "\n".join(lines) + "\n"
 
 

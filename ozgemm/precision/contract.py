@@ -10,9 +10,10 @@ The promises (u_f = 2**-p is the unit roundoff of the output format, p its preci
 ``bound_kind = "componentwise"`` (contracts ``fp64``, ``fp32``)
     for all finite inputs, every entry satisfies
     ``|C - AB|_ij <= u_f * |AB|_ij + 2**-(bits-1) * (|A||B|)_ij``
-    (plus half the smallest subnormal where the result underflows; ``+-inf`` where the
-    exact result overflows the format). With bits = p this is never worse than the classic
-    DGEMM/SGEMM bound ``gamma_k (|A||B|)_ij`` for any k >= 2.
+    (plus half the smallest subnormal where the result underflows; see the README for the
+    overflow threshold). With bits = p this is at most 3u (|A||B|)_ij, never worse than the
+    classic DGEMM/SGEMM bound ``gamma_k (|A||B|)_ij``, gamma_k = ku/(1-ku), for any k >= 3
+    (for k = 2 it can exceed gamma_2 ~ 2u by up to u |AB|).
 ``bound_kind = "normwise"`` (contract ``fp64-fast``)
     ``|C - AB|_ij <= 2**-(bits-1) * k * max_l |A_il| * max_l |B_lj|`` (same underflow note).
 """
@@ -49,8 +50,8 @@ class Contract:
         Name used in reports.
     format : str
         Output (and input) format: ``"binary64"`` or ``"binary32"`` in this release.
-    bits : int
-        Promised bits, ``2 <= bits <= p`` of the format. The bound constant is
+    bits : int, optional
+        Promised bits, ``2 <= bits <= p`` of the format (default: p). The bound constant is
         ``2**-(bits-1)``.
     exponent_range : int
         Componentwise contracts: how many bits beyond ``bits`` the integer width of the
@@ -75,7 +76,7 @@ class Contract:
 
     name: str
     format: str = "binary64"
-    bits: int = 53
+    bits: int | None = None
     exponent_range: int = 64
     method: str = "crt"
     moduli: int | str = "auto"
@@ -91,6 +92,10 @@ class Contract:
         except ValueError as exc:
             raise ContractError(f"{where}: key 'format': {exc}") from None
         object.__setattr__(self, "format", fmt.name)
+        if not isinstance(self.name, str) or not self.name:
+            raise ContractError(f"{where}: key 'name' must be a non-empty string, got {self.name!r}")
+        if self.bits is None:
+            object.__setattr__(self, "bits", fmt.p)
         if not isinstance(self.bits, int) or isinstance(self.bits, bool) or not 2 <= self.bits <= fmt.p:
             raise ContractError(f"{where}: key 'bits' must be an integer in [2, {fmt.p}] for {fmt.name}, got {self.bits!r}")
         if not isinstance(self.exponent_range, int) or isinstance(self.exponent_range, bool) or not 0 <= self.exponent_range <= 4096:
@@ -120,6 +125,7 @@ class Contract:
 
     def with_(self, **changes) -> "Contract":
         """A copy with some keys changed (validated again)."""
+        changes.setdefault("source", f"derived from {self.source}")
         return replace(self, **changes)
 
 
@@ -154,7 +160,9 @@ def load_contract(name_or_path) -> Contract:
     p = Path(s)
     if s.endswith(".toml") or p.is_file():
         try:
-            text = p.read_text()
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ContractError(f"contract file {s} is not UTF-8 text: {exc}") from None
         except OSError as exc:
             raise ContractError(f"cannot read contract file {s}: {exc}") from None
         source, default = str(p), p.stem

@@ -239,10 +239,11 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
     xp = engine.xp
     fmt = contract.fmt
     if not fmt.supported:
-        raise ContractError(f"contract {contract.name!r}: format {fmt.name} has no engine path in this release")
+        raise ContractError(f"contract {contract.name!r} ({contract.source}): format {fmt.name} has no engine "
+                            "path in this release (binary64 and binary32 have)")
     if contract.method != "crt":
-        raise ContractError(f"contract {contract.name!r}: method {contract.method!r} is not available in this "
-                            "release; use method = \"crt\" (Ozaki scheme II)")
+        raise ContractError(f"contract {contract.name!r} ({contract.source}): method {contract.method!r} is not "
+                            "available in this release; use method = \"crt\" (Ozaki scheme II)")
     m, k = a.shape
     n = b.shape[1]
     stats = getattr(engine, "row_stats", None) or (lambda x: row_stats(x, xp))
@@ -272,13 +273,20 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
         beta_min, S = int(host[0]), float(host[1])
         if beta_min > beta_max:
             need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
+            cap = _max_beta_for(moduli_product(len(MODULI)), S, k)
+            if beta_min <= cap:
+                fix = (f"use a contract with exponent_range >= {beta_min - contract.bits} (the "
+                       f"{len(MODULI)}-moduli table holds widths up to {cap} bits at k = {k})")
+            else:
+                fix = (f"no contract can: width {beta_min} exceeds the {cap} bits the {len(MODULI)}-moduli "
+                       f"table holds at k = {k}")
             raise ContractError(
                 f"{where}: the componentwise bound 2^-{contract.bits - 1}|A||B| cannot be proven "
                 f"within exponent_range={contract.exponent_range} (integer width <= {beta_max} bits; "
-                f"these inputs need {beta_min}); the rows/columns span up to {need} bits "
-                f"(exponent spread + precision). Fix: use a contract with exponent_range >= "
-                f"{beta_min - contract.bits}, a normwise contract (e.g. 'fp64-fast'), or "
-                "rescale rows/columns with widely spread magnitudes.")
+                f"these inputs need {beta_min}: their rows/columns span up to {need} bits, exponent "
+                f"spread plus precision, and small entries meet large ones). Fix: {fix}; or use a "
+                "normwise contract (e.g. 'fp64-fast'), or rescale rows/columns with widely spread "
+                "magnitudes.")
         nmod = _min_moduli_for(beta_min, S, k)
         if nmod is None:
             raise ContractError(

@@ -15,7 +15,9 @@ def register(sub):
         description=(
             "Audit ozgemm's contract on standard inputs (phi-distributed matrices and Hilbert x "
             "inverse Hilbert) side by side with numpy.matmul, or audit a user's data: "
-            "'ozgemm audit A.npy B.npy [--result C.npy]'. Exits 1 if the contract is broken."),
+            "'ozgemm audit A.npy B.npy [--result C.npy]'. Exit status: 0 contract kept, 1 contract "
+            "broken (an entry beyond the promised bound), 2 bad arguments, 3 refused (ContractError: "
+            "the contract cannot be proven for these inputs)."),
     )
     p.add_argument("arrays", nargs="*", metavar="A.npy B.npy", help="operands to audit (2-D .npy files)")
     p.add_argument("--result", metavar="C.npy", help="audit this result of A @ B (from any matmul) instead of ozgemm's")
@@ -89,6 +91,18 @@ def run_audit(args) -> int:
     except ContractError as exc:
         print(f"ozgemm audit: {exc}", file=sys.stderr)
         return 2
+    if args.size < 1 or (args.shape and min(args.shape) < 1):
+        print("ozgemm audit: --size and --shape need positive integers", file=sys.stderr)
+        return 2
+    import os
+
+    for opt in ("json", "plot"):
+        path = getattr(args, opt)
+        if path:
+            d = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(d) or not os.access(d, os.W_OK):
+                print(f"ozgemm audit: cannot write --{opt} {path}: folder {d} missing or not writable", file=sys.stderr)
+                return 2
     dtype = contract.fmt.dtype
     rows = []
     if args.arrays:
@@ -129,10 +143,15 @@ def run_audit(args) -> int:
     _print_table(rows, contract)
     if args.json:
         to_json(rows, args.json, extra | {"contract": contract.name})
-    broken = [r for r in rows if r.broken or (r.who == "given result" and (r.summary.get("breaches") or 0) > 0)]
+    broken = [r for r in rows if r.broken]
+    refused = [r for r in rows if r.refused]
     if broken:
         print(f"\nCONTRACT BROKEN on {len(broken)} case(s): " + ", ".join(r.case for r in broken))
         return 1
+    if refused:
+        print(f"\ncontract {contract.name} REFUSED (ContractError, no result delivered) on {len(refused)} case(s): "
+              + ", ".join(r.case for r in refused) + "; kept on the others")
+        return 3
     print(f"\ncontract {contract.name} kept on all {len({r.case for r in rows})} case(s)")
     return 0
 

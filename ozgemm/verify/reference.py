@@ -192,7 +192,8 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
     All comparisons are exact integer arithmetic; ratios are rounded to float64 only for
     reporting. ``contract`` (optional) adds the promised-bound ratio and the exact breach
     count (``|C - AB| > bound``, with half the smallest subnormal allowed where |AB| is below
-    the normal range); ``cr`` may pass a precomputed correctly rounded reference.
+    the normal range, and +-inf allowed where |AB| + bound reaches the overflow threshold);
+    ``cr`` may pass a precomputed correctly rounded reference.
     """
     from .._xp import to_numpy
 
@@ -203,6 +204,7 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
     p = 24 if fmt_name == "binary32" else 53
     emin_sub = -149 if fmt_name == "binary32" else -1074
     emin = -126 if fmt_name == "binary32" else -1022
+    emax = 127 if fmt_name == "binary32" else 1023
     if cr is None:
         cr = correctly_rounded(ex, fmt_name)
     err_u = np.zeros((m, n))
@@ -250,6 +252,13 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
                 bf = Fraction(bn, bd) + Fraction(2) ** (emin_sub - 1)
                 bn, bd = bf.numerator, bf.denominator
             if err_int is None:
+                # +-inf is allowed where AB is within the bound of the overflow threshold
+                # Omega = 2**(emax+1) - 2**(emax-p) (values >= Omega round to inf)
+                omega = 2 ** (emax + 1) - 2 ** (emax - p)
+                same_sign = (cij > 0 and X > 0) or (cij < 0 and X < 0)
+                if same_sign and math.isinf(cij) and (abs(Fraction(X) * Fraction(2) ** e) + Fraction(bn, bd)) >= omega:
+                    ratio[i, j] = 1.0
+                    continue
                 breaches += 1
                 ratio[i, j] = math.inf
                 continue

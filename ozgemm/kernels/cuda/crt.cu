@@ -8,6 +8,7 @@
 //   INV[NMOD]                 (m_0 ... m_{q-1})^{-1} mod m_q
 //   W[NMOD][NMOD]             (m_0 ... m_{p-1}) mod m_q for p < q
 //   MLIMB[NLIMB]              M in little-endian 32-bit limbs
+//   P31[NMOD]                 2^31 mod m_q
 // The arithmetic mirrors ozgemm/crt/residues.py, crt/garner.py and precision/rounding.py
 // step for step (integers only), so CPU and GPU results are bit-identical.
 
@@ -21,49 +22,46 @@ typedef unsigned int u32;
 extern "C" __global__ void scaled_residues(const double* __restrict__ x, i64 ldx,
                                            const i64* __restrict__ shift,
                                            int r, int k, int rp, int kp,
+                                           const short* __restrict__ pow2tab, int tabw,
                                            signed char* __restrict__ out) {
+    // pow2tab[q * tabw + d] = 2^d mod MOD[q], for 0 <= d < tabw
     i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     i64 total = (i64)rp * kp;
     if (idx >= total) return;
     int i = (int)(idx / kp);
     int l = (int)(idx - (i64)i * kp);
     i64 slab = total;
-    if (i >= r || l >= k) {
-#pragma unroll
-        for (int q = 0; q < NMOD; ++q) out[q * slab + idx] = 0;
-        return;
-    }
-    double xv = x[(i64)i * ldx + l];
-    u64 bits = (u64)__double_as_longlong(xv);
-    int eb = (int)((bits >> 52) & 0x7ff);
-    i64 frac = (i64)(bits & ((1ULL << 52) - 1));
-    i64 mant, ex;
-    if (eb == 0) { mant = frac; ex = -1074; } else { mant = frac | (1LL << 52); ex = eb - 1075; }
-    if (bits >> 63) mant = -mant;
-    i64 d = ex + shift[i];
-    i64 v;
+    i64 v = 0;
     int d2 = 0;
-    if (mant == 0) {
-        v = 0;
-    } else if (d >= 0) {
-        int d1 = d < 9 ? (int)d : 9;
-        v = mant << d1;  // |v| < 2^62
-        d2 = (int)(d - d1);
-    } else {
-        int rsh = (-d) > 60 ? 60 : (int)(-d);
-        v = (mant + (1LL << (rsh - 1))) >> rsh;  // round half up (arithmetic shift)
+    if (i < r && l < k) {
+        double xv = x[(i64)i * ldx + l];
+        u64 bits = (u64)__double_as_longlong(xv);
+        int eb = (int)((bits >> 52) & 0x7ff);
+        i64 frac = (i64)(bits & ((1ULL << 52) - 1));
+        i64 mant, ex;
+        if (eb == 0) { mant = frac; ex = -1074; } else { mant = frac | (1LL << 52); ex = eb - 1075; }
+        if (bits >> 63) mant = -mant;
+        i64 d = ex + shift[i];
+        if (mant == 0) {
+            v = 0;
+        } else if (d >= 0) {
+            int d1 = d < 9 ? (int)d : 9;
+            v = mant << d1;  // |v| < 2^62
+            d2 = (int)(d - d1);
+        } else {
+            int rsh = (-d) > 60 ? 60 : (int)(-d);
+            v = (mant + (1LL << (rsh - 1))) >> rsh;  // round half up (arithmetic shift)
+        }
     }
+    // v = hi 2^31 + lo, |hi| < 2^31, 0 <= lo < 2^31: 32-bit modular arithmetic only
+    const int hi = (int)(v >> 31);
+    const int lo = (int)(v & 0x7fffffffLL);
 #pragma unroll
     for (int q = 0; q < NMOD; ++q) {
         const int m = MOD[q];
-        i64 rr = v % m;
+        int rr = ((hi % m) * P31[q] + lo % m) % m;
         if (rr < 0) rr += m;
-        if (d2 > 0) {  // times 2^d2 mod m (square-and-multiply)
-            i64 p = 1, b = 2 % m;
-            int e = d2;
-            while (e) { if (e & 1) p = (p * b) % m; b = (b * b) % m; e >>= 1; }
-            rr = (rr * p) % m;
-        }
+        if (d2 > 0) rr = (rr * (int)pow2tab[q * tabw + d2]) % m;
         if (rr > (m - 1) / 2) rr -= m;
         out[q * slab + idx] = (signed char)rr;
     }
