@@ -39,7 +39,8 @@ ROW_TUNED: dict = {}
 
 def row_candidates(L: int, logv: int, acc_size: int) -> list:
     """All valid (TB, CB, CSB) for a row of 2**L: 2**TB threads (128..1024), 2**(LOGV+CB) =
-    8..32 values per thread, CTA tile 2**LT (LT = LOGV+TB+CB) with shared memory <= 227 KiB;
+    8..32 values per thread (8 only for L <= 11), CTA tile 2**LT (LT = LOGV+TB+CB, at most
+    4 rows beyond 2**11) with shared memory <= 227 KiB;
     CSB = 0: tile >= row; CSB = 1, 2: the row spans a cluster of 2**CSB CTAs (LT + CSB = L)."""
     out = []
     for loge in (3, 4, 5):
@@ -48,9 +49,7 @@ def row_candidates(L: int, logv: int, acc_size: int) -> list:
         for tb in range(7, 11):
             lt = loge + tb
             phase_b = tb > 5 and logv + 5 < min(L, lt)
-            if phase_b and tb - 5 > loge:
-                continue
-            if lt >= L and lt <= max(L, 11) + 1:
+            if lt >= L and lt <= max(L, 11) + 2:
                 if not phase_b or (acc_size << lt) <= _SMEM_OPTIN:
                     out.append((tb, loge - logv, 0))
             for csb in (1, 2):
@@ -71,7 +70,7 @@ def row_config(L: int, logv: int, dtype_name: str = None):
         loge = 5
         tb = L - loge
     cb = loge - logv
-    assert tb <= 10 and tb - 5 <= loge and cb >= 0
+    assert tb <= 10 and cb >= 0
     return tb, cb, 0
 
 

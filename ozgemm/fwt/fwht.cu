@@ -251,29 +251,38 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     }
   }
 
-  // ---- phase B: warp bits [LOGV+5, LOGV+TB) through shared memory
+  // ---- phase B: warp bits [LOGV+5, LOGV+TB) through shared memory, in groups of at most
+  // LOGE bits (one exchange per group). For a group of g bits starting at index bit b0:
+  // lanes -> index bits [0,5); register e's low g bits -> [b0, b0+g);
+  // q = (e >> g) | (wid << (LOGE - g)) -> the remaining bits [5, b0) and [b0+g, LT), in order.
   if (TB > 5 && LOGV + 5 < L) {
-    constexpr int WB = TB > 5 ? TB - 5 : 0;   // warp bits (host guarantees WB <= LOGE)
-    constexpr int W = 1 << WB;
-    constexpr int XB = LOGE - WB;             // extra register bits
+    constexpr int WB = TB > 5 ? TB - 5 : 0;            // warp bits
+    constexpr int GB = WB < LOGE ? WB : LOGE;          // bits per group
+    constexpr int NG = GB > 0 ? (WB + GB - 1) / GB : 0;
     const int wid = tid >> 5;
 #pragma unroll
     for (int c = 0; c < C; ++c) sstore<V>(sm + ((c * NTH + tid) << LOGV), r + c * V);
     __syncthreads();
-    // register e <-> index: lane bits [0,5); e's low WB bits -> warp bits [LOGV+5, LOGV+TB);
-    // q = (e >> WB) | (wid << XB): low LOGV bits -> [5, 5+LOGV), high CB bits -> [LOGV+TB, LT)
-    auto pos = [&](int e) -> int {
-      const int q = (e >> WB) | (wid << XB);
-      return lane + ((q & (V - 1)) << 5) + ((e & (W - 1)) << (LOGV + 5)) + ((q >> LOGV) << (LOGV + TB));
-    };
 #pragma unroll
-    for (int e = 0; e < E; ++e) r[e] = sm[pos(e)];
+    for (int gi = 0; gi < NG; ++gi) {
+      const int b0 = LOGV + 5 + gi * GB;
+      const int g = (WB - gi * GB) < GB ? (WB - gi * GB) : GB;
+      if (b0 < L) {  // uniform over the block
+        const int lowb = b0 - 5;
+        auto pos = [&](int e) -> int {
+          const int q = (e >> g) | (wid << (LOGE - g));
+          return lane | ((e & ((1 << g) - 1)) << b0) | ((q & ((1 << lowb) - 1)) << 5) | ((q >> lowb) << (b0 + g));
+        };
 #pragma unroll
-    for (int j = 0; j < WB; ++j)
-      if (LOGV + 5 + j < L) reg_stage<A, E>(r, 1 << j);
+        for (int e = 0; e < E; ++e) r[e] = sm[pos(e)];
 #pragma unroll
-    for (int e = 0; e < E; ++e) sm[pos(e)] = r[e];
-    __syncthreads();
+        for (int jj = 0; jj < GB; ++jj)
+          if (jj < g && b0 + jj < L) reg_stage<A, E>(r, 1 << jj);
+#pragma unroll
+        for (int e = 0; e < E; ++e) sm[pos(e)] = r[e];
+        __syncthreads();
+      }
+    }
 #pragma unroll
     for (int c = 0; c < C; ++c) sload<V>(sm + ((c * NTH + tid) << LOGV), r + c * V);
   }
