@@ -78,16 +78,37 @@ __device__ __forceinline__ void gstore(long long* p, const long long* a, long lo
 }
 
 // ---- shared-memory vector store/load of V compute values (16-byte pieces) --------------
+// V = 8 floats per lane (binary16 tiles computed in float32): consecutive lanes are 32 B
+// apart, so two plain float4 accesses would hit each bank group twice per 8-lane phase.
+// Lanes with bit 2 set access their two halves in the opposite order: conflict-free.
+// (Same locations either way; only which instruction moves which half changes.)
 template <int V> __device__ __forceinline__ void sstore(float* p, const float* a) {
+  if constexpr (V == 8) {
+    const bool sw = (threadIdx.x >> 2) & 1;
+    const float4 v0 = make_float4(a[0], a[1], a[2], a[3]);
+    const float4 v1 = make_float4(a[4], a[5], a[6], a[7]);
+    *reinterpret_cast<float4*>(p + (sw ? 4 : 0)) = sw ? v1 : v0;
+    *reinterpret_cast<float4*>(p + (sw ? 0 : 4)) = sw ? v0 : v1;
+  } else {
 #pragma unroll
-  for (int k = 0; k < V; k += 4)
-    *reinterpret_cast<float4*>(p + k) = make_float4(a[k], a[k + 1], a[k + 2], a[k + 3]);
+    for (int k = 0; k < V; k += 4)
+      *reinterpret_cast<float4*>(p + k) = make_float4(a[k], a[k + 1], a[k + 2], a[k + 3]);
+  }
 }
 template <int V> __device__ __forceinline__ void sload(const float* p, float* a) {
+  if constexpr (V == 8) {
+    const bool sw = (threadIdx.x >> 2) & 1;
+    const float4 u = *reinterpret_cast<const float4*>(p + (sw ? 4 : 0));
+    const float4 w = *reinterpret_cast<const float4*>(p + (sw ? 0 : 4));
+    const float4 v0 = sw ? w : u, v1 = sw ? u : w;
+    a[0] = v0.x; a[1] = v0.y; a[2] = v0.z; a[3] = v0.w;
+    a[4] = v1.x; a[5] = v1.y; a[6] = v1.z; a[7] = v1.w;
+  } else {
 #pragma unroll
-  for (int k = 0; k < V; k += 4) {
-    float4 u = *reinterpret_cast<const float4*>(p + k);
-    a[k] = u.x; a[k + 1] = u.y; a[k + 2] = u.z; a[k + 3] = u.w;
+    for (int k = 0; k < V; k += 4) {
+      float4 u = *reinterpret_cast<const float4*>(p + k);
+      a[k] = u.x; a[k + 1] = u.y; a[k + 2] = u.z; a[k + 3] = u.w;
+    }
   }
 }
 template <int V> __device__ __forceinline__ void sstore(double* p, const double* a) {
