@@ -96,7 +96,7 @@ def test_fused_stats_and_width_match_numpy():
         x[5, :4] = [5e-324, -2.0 ** -1050, 1e308, 0.0]
         y = rng.standard_normal((300, 23)) * np.exp2(rng.integers(-spread, spread + 1, (300, 23)))
         s_np, s_gpu = row_stats(x, np), eng.row_stats(cp.asarray(x))
-        for f in ("E", "width", "norm1", "q", "zero_row"):
+        for f in ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int"):
             assert np.array_equal(getattr(s_np, f), cp.asnumpy(getattr(s_gpu, f))), f
         t_np, t_gpu = row_stats(y.T, np), eng.row_stats(cp.asarray(y.T))
         lb_np = cpu.gemm_exact(s_np.q, t_np.q)

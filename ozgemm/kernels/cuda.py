@@ -148,11 +148,14 @@ class CudaEngine(Engine):
         norm1 = cp.zeros((r,), dtype=cp.float64)
         zero = cp.ones((r,), dtype=cp.bool_)
         q = cp.zeros((r, k), dtype=cp.int8)
+        n1 = cp.zeros((r,), dtype=cp.int64)
+        n2 = cp.zeros((r,), dtype=cp.int64)
         if r and k:
             f = _stats_module().get_function("row_stats")
-            f((r,), (256,), (x, np.int64(k), np.int32(r), np.int32(k), E, width, norm1, zero, q,
+            f((r,), (256,), (x, np.int64(k), np.int32(r), np.int32(k), E, width, norm1, zero, n1, n2, q,
                              np.int64(k), np.int32(k)))
-        return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero, src=x)
+        return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero,
+                        n1_int=n1, n2_int=n2, src=x)
 
     def required_beta(self, sa, sb, lb, bits, k, u, xp):
         m, n = lb.shape
@@ -176,7 +179,8 @@ class CudaEngine(Engine):
         if total:
             tab = _pow2_table(n_moduli)
             f = _module(n_moduli).get_function("scaled_residues")
-            f(((total + _THREADS - 1) // _THREADS,), (_THREADS,),
+            total4 = total // 4  # kp is a multiple of 16: four entries per thread, one int store
+            f(((total4 + _THREADS - 1) // _THREADS,), (_THREADS,),
               (x, np.int64(max(k, 1)), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r), np.int32(k),
                np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]), out))
         return out

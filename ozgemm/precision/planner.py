@@ -8,8 +8,9 @@ with equality to zero where a_il * 2**s_i is already an integer (always, once
 beta >= width_i). Columns of B likewise with t_j = beta - F_j.
 
 Exactness. C' = A'B' is an integer matrix with
-|C'_ij| <= 2**(2 beta) * min(max_i na_i, max_j nb_j) + 2**(beta-1) k =: Cmax,
-na_i = sum_l |a_il| 2**-E_i, nb_j = sum_l |b_lj| 2**-F_j. It is recovered exactly from its
+|C'_ij| <= 2**(2 beta) S + 2**beta k + k =: Cmax, where S bounds sum_l |a~_il||b~_lj|
+(a~ = a 2**-E, b~ = b 2**-F) by min(max_i na_i, max_j nb_j, max_i |a~_i|_2 max_j |b~_j|_2),
+na_i = sum_l |a~_il|, nb_j = sum_l |b~_lj| (normwise contracts use S = k). It is recovered exactly from its
 residues modulo m_1..m_N when M = prod m_q > 2 Cmax.
 
 Scaling error. With x_i = [row i inexact at width beta], y_j likewise,
@@ -31,6 +32,7 @@ which is <= 2**-(bits-1) k max|A_i,:| max|B_:,j| whenever beta >= bits + 3.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -38,7 +40,7 @@ import numpy as np
 
 from ..crt.moduli import MODULI, moduli_product
 from .contract import Contract, ContractError
-from .stats import LB_BITS, RowStats, row_stats
+from .stats import LB_BITS, NORM_BITS, RowStats, row_stats
 
 __all__ = ["Plan", "make_plan", "KBLOCK_INT32"]
 
@@ -138,8 +140,10 @@ def _xp_of(x):
     return array_namespace(x)
 
 
-def _cmax(beta: int, S: float, k: int) -> Fraction:
-    return Fraction(S) * 2 ** (2 * beta) + Fraction(k) * Fraction(2) ** (beta - 1)
+def _cmax(beta: int, S, k: int) -> Fraction:
+    """Upper bound on max |A'B'| at width beta: 2**(2 beta) S + 2**beta k + k, where S bounds
+    sum_l |a~_il||b~_lj| (row/column-max-normalised) for every (i, j)."""
+    return Fraction(S) * 2 ** (2 * beta) + Fraction(k) * Fraction(2) ** beta + k
 
 
 def _max_beta_for(M: int, S: float, k: int, lo: int = 1) -> int:
@@ -267,10 +271,17 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
         beta_max = min(contract.bits + contract.exponent_range, _BETA_CAP)
         rbeta = getattr(engine, "required_beta", None) or required_beta
         rb = rbeta(sa, sb, lb, contract.bits, k, u, xp)
-        sn = xp.minimum(sa.norm1.max() if m else xp.float64(0), sb.norm1.max() if n else xp.float64(0))
-        host = xp.stack([xp.asarray(rb, dtype=xp.float64), xp.asarray(sn, dtype=xp.float64)])
+        z = xp.zeros((1,), dtype=xp.int64)
+        host = xp.concatenate([xp.asarray(rb, dtype=xp.int64).reshape(1),
+                               sa.n1_int.max(keepdims=True) if m else z, sb.n1_int.max(keepdims=True) if n else z,
+                               sa.n2_int.max(keepdims=True) if m else z, sb.n2_int.max(keepdims=True) if n else z])
         host = host.get() if hasattr(host, "get") else host  # the one device->host read
-        beta_min, S = int(host[0]), float(host[1])
+        beta_min = int(host[0])
+        n1a, n1b, n2a, n2b = (int(v) for v in host[1:])
+        # S >= sum_l |a~||b~|: the smaller of min(max 1-norm) and the Cauchy-Schwarz bound
+        cs = math.isqrt(n2a * n2b)
+        cs += cs * cs < n2a * n2b
+        S = min(Fraction(min(n1a, n1b), 2**NORM_BITS), Fraction(cs, 2**NORM_BITS))
         if beta_min > beta_max:
             need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
             cap = _max_beta_for(moduli_product(len(MODULI)), S, k)

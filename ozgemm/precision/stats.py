@@ -57,6 +57,8 @@ class RowStats:
     norm1: object
     q: object
     zero_row: object
+    n1_int: object = None  # (r,) int64: sum_l ceil(|x_il| 2**(30-E_i))        (norm1 = n1_int 2**-30)
+    n2_int: object = None  # (r,) int64: sum_l ceil(|x_il| 2**(15-E_i))**2  (>= 2**30 sum_l x~_il**2)
     src: object = None  # the contiguous float64 rows the stats came from (fused engines reuse it)
 
 
@@ -82,7 +84,12 @@ def row_stats(x, xp) -> RowStats:
     if k:
         qs = xp.ceil(xp.ldexp(ax, (NORM_BITS - E)[:, None].astype(xp.int32))).astype(xp.int64).sum(axis=1)
         norm1 = xp.ldexp(qs.astype(xp.float64), -NORM_BITS)  # exact: qs < k 2**30 < 2**53
+        h = xp.ceil(xp.ldexp(ax, (NORM_BITS // 2 - E)[:, None].astype(xp.int32))).astype(xp.int64)
+        n2 = (h * h).sum(axis=1)
     else:
+        qs = xp.zeros((r,), dtype=xp.int64)
+        n2 = xp.zeros((r,), dtype=xp.int64)
         norm1 = xp.zeros((r,), dtype=xp.float64)
     q = xp.floor(xp.ldexp(ax, (LB_BITS - E)[:, None].astype(xp.int32))).astype(xp.int8) if k else xp.zeros((r, 0), dtype=xp.int8)
-    return RowStats(mant=mant, exp=exp, E=E, width=width, norm1=norm1, q=q, zero_row=zero_row)
+    return RowStats(mant=mant, exp=exp, E=E, width=width, norm1=norm1, q=q, zero_row=zero_row,
+                    n1_int=qs, n2_int=n2)

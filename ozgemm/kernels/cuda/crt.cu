@@ -19,51 +19,70 @@ typedef unsigned int u32;
 // --- scaling + residues --------------------------------------------------------------
 // x: r x k row-major doubles (ld = ldx). shift[i] = s_i. out: NMOD slabs of rp x kp int8
 // (row-major, K-contiguous); padding (i >= r or l >= k) is written as 0.
+__device__ __forceinline__ void split_scaled(double xv, i64 sh, int* hi, int* lo, int* d2) {
+    u64 bits = (u64)__double_as_longlong(xv);
+    int eb = (int)((bits >> 52) & 0x7ff);
+    i64 frac = (i64)(bits & ((1ULL << 52) - 1));
+    i64 mant, ex;
+    if (eb == 0) { mant = frac; ex = -1074; } else { mant = frac | (1LL << 52); ex = eb - 1075; }
+    if (bits >> 63) mant = -mant;
+    i64 d = ex + sh;
+    i64 v;
+    *d2 = 0;
+    if (mant == 0) {
+        v = 0;
+    } else if (d >= 0) {
+        int d1 = d < 9 ? (int)d : 9;
+        v = mant << d1;  // |v| < 2^62
+        *d2 = (int)(d - d1);
+    } else {
+        int rsh = (-d) > 60 ? 60 : (int)(-d);
+        v = (mant + (1LL << (rsh - 1))) >> rsh;  // round half up (arithmetic shift)
+    }
+    // v = hi 2^31 + lo, |hi| < 2^31, 0 <= lo < 2^31: 32-bit modular arithmetic only
+    *hi = (int)(v >> 31);
+    *lo = (int)(v & 0x7fffffffLL);
+}
+
+__device__ __forceinline__ int sym_residue(int hi, int lo, int d2, int q, int m,
+                                           const short* __restrict__ pow2tab, int tabw) {
+    int rr = ((hi % m) * P31[q] + lo % m) % m;
+    if (rr < 0) rr += m;
+    if (d2 > 0) rr = (rr * (int)pow2tab[q * tabw + d2]) % m;
+    if (rr > (m - 1) / 2) rr -= m;
+    return rr;
+}
+
+// Four consecutive entries of a row per thread (kp is a multiple of 16): one 4-byte store
+// per modulus. Padding (i >= r or l >= k) is written as 0.
 extern "C" __global__ void scaled_residues(const double* __restrict__ x, i64 ldx,
                                            const i64* __restrict__ shift,
                                            int r, int k, int rp, int kp,
                                            const short* __restrict__ pow2tab, int tabw,
-                                           signed char* __restrict__ out) {
-    // pow2tab[q * tabw + d] = 2^d mod MOD[q], for 0 <= d < tabw
-    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    i64 total = (i64)rp * kp;
-    if (idx >= total) return;
-    int i = (int)(idx / kp);
-    int l = (int)(idx - (i64)i * kp);
-    i64 slab = total;
-    i64 v = 0;
-    int d2 = 0;
-    if (i < r && l < k) {
-        double xv = x[(i64)i * ldx + l];
-        u64 bits = (u64)__double_as_longlong(xv);
-        int eb = (int)((bits >> 52) & 0x7ff);
-        i64 frac = (i64)(bits & ((1ULL << 52) - 1));
-        i64 mant, ex;
-        if (eb == 0) { mant = frac; ex = -1074; } else { mant = frac | (1LL << 52); ex = eb - 1075; }
-        if (bits >> 63) mant = -mant;
-        i64 d = ex + shift[i];
-        if (mant == 0) {
-            v = 0;
-        } else if (d >= 0) {
-            int d1 = d < 9 ? (int)d : 9;
-            v = mant << d1;  // |v| < 2^62
-            d2 = (int)(d - d1);
-        } else {
-            int rsh = (-d) > 60 ? 60 : (int)(-d);
-            v = (mant + (1LL << (rsh - 1))) >> rsh;  // round half up (arithmetic shift)
-        }
+                                           int* __restrict__ out) {
+    // pow2tab[q * tabw + d] = 2^d mod MOD[q], for 0 <= d < tabw; out viewed as int (char4)
+    i64 idx4 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    i64 total4 = (i64)rp * kp / 4;
+    if (idx4 >= total4) return;
+    int kp4 = kp / 4;
+    int i = (int)(idx4 / kp4);
+    int l0 = (int)(idx4 - (i64)i * kp4) * 4;
+    int hi[4], lo[4], d2[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        hi[e] = 0; lo[e] = 0; d2[e] = 0;
+        if (i < r && l0 + e < k) split_scaled(x[(i64)i * ldx + l0 + e], shift[i], &hi[e], &lo[e], &d2[e]);
     }
-    // v = hi 2^31 + lo, |hi| < 2^31, 0 <= lo < 2^31: 32-bit modular arithmetic only
-    const int hi = (int)(v >> 31);
-    const int lo = (int)(v & 0x7fffffffLL);
 #pragma unroll
     for (int q = 0; q < NMOD; ++q) {
         const int m = MOD[q];
-        int rr = ((hi % m) * P31[q] + lo % m) % m;
-        if (rr < 0) rr += m;
-        if (d2 > 0) rr = (rr * (int)pow2tab[q * tabw + d2]) % m;
-        if (rr > (m - 1) / 2) rr -= m;
-        out[q * slab + idx] = (signed char)rr;
+        unsigned int packed = 0;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            int rr = sym_residue(hi[e], lo[e], d2[e], q, m, pow2tab, tabw);
+            packed |= ((unsigned int)(rr & 0xff)) << (8 * e);
+        }
+        out[q * total4 + idx4] = (int)packed;
     }
 }
 

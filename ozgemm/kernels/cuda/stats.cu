@@ -32,10 +32,12 @@ __device__ __forceinline__ void top_lsb(double x, int* top, int* lsb) {
 extern "C" __global__ void row_stats(const double* __restrict__ x, i64 ldx, int r, int k,
                                      i64* __restrict__ E_out, i64* __restrict__ width_out,
                                      double* __restrict__ norm_out, bool* __restrict__ zero_out,
+                                     i64* __restrict__ n1_out, i64* __restrict__ n2_out,
                                      signed char* __restrict__ q, i64 ldq, int kq) {
     __shared__ int s_top[STATS_THREADS];
     __shared__ int s_lsb[STATS_THREADS];
     __shared__ i64 s_sum[STATS_THREADS];
+    __shared__ i64 s_sq[STATS_THREADS];
     int i = blockIdx.x;
     if (i >= r) return;
     const double* row = x + (i64)i * ldx;
@@ -61,20 +63,26 @@ extern "C" __global__ void row_stats(const double* __restrict__ x, i64 ldx, int 
     }
     const bool zero = s_top[0] == -100000;
     const int E = zero ? 0 : s_top[0];
-    i64 acc = 0;
+    i64 acc = 0, acc2 = 0;
     for (int l = threadIdx.x; l < kq; l += blockDim.x) {
         signed char qq = 0;
         if (l < k) {
             double a = fabs(row[l]);
             acc += (i64)ceil(scalbn(a, NORM_BITS - E));
+            i64 h = (i64)ceil(scalbn(a, NORM_BITS / 2 - E));
+            acc2 += h * h;
             qq = (signed char)floor(scalbn(a, LB_BITS - E));
         }
         q[(i64)i * ldq + l] = qq;
     }
     s_sum[threadIdx.x] = acc;
+    s_sq[threadIdx.x] = acc2;
     __syncthreads();
     for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) s_sum[threadIdx.x] += s_sum[threadIdx.x + s];
+        if (threadIdx.x < s) {
+            s_sum[threadIdx.x] += s_sum[threadIdx.x + s];
+            s_sq[threadIdx.x] += s_sq[threadIdx.x + s];
+        }
         __syncthreads();
     }
     if (threadIdx.x == 0) {
@@ -82,6 +90,8 @@ extern "C" __global__ void row_stats(const double* __restrict__ x, i64 ldx, int 
         width_out[i] = zero ? 0 : (i64)E - s_lsb[0];
         norm_out[i] = scalbn((double)s_sum[0], -NORM_BITS);
         zero_out[i] = zero;
+        n1_out[i] = s_sum[0];
+        n2_out[i] = s_sq[0];
     }
 }
 
