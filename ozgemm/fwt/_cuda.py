@@ -34,7 +34,33 @@ _SMEM_OPTIN = 227 * 1024
 
 # Measured best (TB, CB, CSB, mma) per (dtype name, L) on an H200, from the sweep in
 # ozgemm/fwt/bench.py:tune (see benchmarks/results_fwt.md); missing entries use the rule.
-ROW_TUNED: dict = {}
+ROW_TUNED: dict = {
+    # (dtype, log2 n): (TB, CB, CSB, mma, GB/s measured in the sweep), H200 run 3 (2026-11-29)
+    ("float16", 8): (7, 0, 0, True, 4006),
+    ("float16", 9): (7, 2, 0, True, 3139),
+    ("float16", 10): (7, 1, 0, True, 3060),
+    ("float16", 11): (7, 1, 0, True, 3011),
+    ("float16", 12): (7, 2, 0, True, 2954),
+    ("float16", 13): (9, 1, 0, True, 2607),
+    ("float16", 14): (9, 2, 0, True, 1863),
+    ("float16", 15): (10, 2, 0, True, 1658),
+    ("float32", 8): (7, 1, 0, False, 4074),
+    ("float32", 9): (7, 1, 0, False, 4055),
+    ("float32", 10): (7, 1, 0, False, 4074),
+    ("float32", 11): (7, 3, 0, False, 3903),
+    ("float32", 12): (8, 2, 0, False, 3885),
+    ("float32", 13): (9, 2, 0, False, 3790),
+    ("float32", 14): (9, 3, 0, False, 2760),
+    ("float32", 15): (10, 3, 0, False, 2275),
+    ("float64", 8): (7, 4, 0, False, 3938),
+    ("float64", 9): (7, 4, 0, False, 3919),
+    ("float64", 10): (7, 4, 0, False, 3921),
+    ("float64", 11): (7, 4, 0, False, 3897),
+    ("float64", 12): (7, 4, 0, False, 3924),
+    ("float64", 13): (8, 3, 1, False, 3101),
+    ("float64", 14): (10, 3, 0, False, 2747),
+    ("float64", 15): (9, 4, 1, False, 1992),
+}
 
 
 def row_candidates(L: int, logv: int, acc_size: int) -> list:
