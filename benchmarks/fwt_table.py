@@ -14,8 +14,8 @@ def main(bench_json, log=None):
     print("| dtype | n | rows | passes | time (µs) | GB/s | % of copy | max rel err | err / bound |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in d["results"]:
-        err = "—" if r["dtype"] == "float64" else f"{r['max_rel_err']:.2e}"
-        eb = "—" if r["dtype"] == "float64" else f"{r['err_over_bound']:.3f}"
+        err = f"{r['max_rel_err']:.1e}"
+        eb = "—" if r["dtype"] != "float32" else f"{r['err_over_bound']:.3f}"
         print(f"| {r['dtype']} | 2^{r['L']} | {r['rows']} | {r['passes']} | {r['time_s'] * 1e6:.1f} | "
               f"{r['bw'] / 1e9:.0f} | {r['pct_memcpy']:.1f} | {err} | {eb} |")
     if log:

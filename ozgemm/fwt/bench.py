@@ -9,7 +9,9 @@ L2 of an H200, so no rotation is needed. Inputs: uniform (rand − 0.5), seed 0,
 
 Accuracy (same run, same inputs): float16/float32 against a float64 CPU (numpy) transform
 of the same (exactly widened) inputs on the first ≤ 2**20 elements (at least one row):
-``max|y − ref| / max|ref|`` and the ratio to the a-priori bound ``L·u·c·||x||_1``.
+``max|y − ref| / max|ref|`` and the ratio to the a-priori bound ``L·u·c·||x||_1`` (float16:
+plus ``passes · 2**-11 · |ref|`` for the output roundings; added after the H200 run of
+2026-11-29, whose float16 ratios were computed without this term).
 """
 from __future__ import annotations
 
@@ -92,6 +94,8 @@ def run_case(dtype, L: int, nbytes: int, reps: int, variant: str = "auto") -> di
     err = np.abs(yy - ref)
     u = {"float16": 2.0**-24, "float32": 2.0**-24, "float64": 2.0**-53}[dt.name]
     bound = max(L, 1) * u * n**-0.5 * np.abs(xs).sum(axis=1, keepdims=True)
+    if dt.name == "float16":  # plus one float16 rounding of the output per pass
+        bound = bound + len(_cuda.plan(L, dt)) * 2.0**-11 * np.abs(ref)
     res["max_rel_err"] = float(err.max() / np.abs(ref).max())
     res["err_over_bound"] = float((err / bound).max())
     res["finite"] = bool(np.isfinite(yy).all())
