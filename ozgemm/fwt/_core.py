@@ -315,8 +315,9 @@ def fwht(x, axis=-1, *, norm="backward", order="natural", out=None):
     stages (Fino & Algazi, "Unified matrix treatment of the fast Walsh–Hadamard transform",
     IEEE Trans. Computers 1976). CPU: vectorised numpy stages over reshaped views, rows
     blocked for cache. GPU (cupy): CUDA kernels in ``ozgemm/fwt/fwht.cu``, one pass through
-    memory for rows up to 2**15 (float16/32) or 2**14 (float64/int64) elements, a
-    multi-pass (row pass + strided passes) scheme beyond; see docs/fwt.md. The input is
+    memory for rows up to 2**15 elements (int64: 2**14), a multi-pass (row pass + strided
+    passes) scheme beyond; float16 uses tensor cores (mma) for 4 of the butterfly levels
+    where measured faster; see docs/fwt.md and benchmarks/results_fwt.md. The input is
     never modified (``out`` may alias it).
     """
     return _fwht_impl(x, axis, norm, order, out, inverse=False)

@@ -56,7 +56,12 @@ def _cmd_transform(args) -> int:
 
 
 def _cmd_bench(args) -> int:
+    from .._xp import gpu_available
     from .bench import main as bench_main
+
+    if not gpu_available():
+        print("ozgemm fwt bench: needs CuPy and a CUDA GPU (none found)", file=sys.stderr)
+        return 1
 
     return bench_main(dtypes=args.dtypes.split(","), lmin=args.lmin, lmax=args.lmax,
                       mbytes=args.mbytes, reps=args.reps, json_path=args.json)
