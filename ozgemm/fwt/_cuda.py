@@ -63,7 +63,32 @@ ROW_TUNED: dict = {
 }
 
 
-def row_candidates(L: int, logv: int, acc_size: int) -> list:
+@functools.lru_cache(maxsize=None)
+def _device_cc(device_id: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).compute_capability)
+
+
+def _cc() -> int:
+    """Compute capability (e.g. 90) of the current CUDA device; 90 without CuPy/GPU."""
+    try:
+        import cupy
+
+        return _device_cc(cupy.cuda.Device().id)
+    except Exception:
+        return 90
+
+
+def _tuned(dtype_name: str, L: int):
+    """The ``ROW_TUNED`` entry, used only on sm_90 devices (it was measured on an H200, and
+    thread-block clusters need sm_90); elsewhere the fixed rule (no clusters, no mma)."""
+    if _cc() < 90:
+        return None
+    return ROW_TUNED.get((dtype_name, L))
+
+
+def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> list:
     """All valid (TB, CB, CSB) for a row of 2**L: 2**TB threads (128..1024), 2**(LOGV+CB) =
     8..32 values per thread (8 only for L <= 11), CTA tile 2**LT (LT = LOGV+TB+CB, at most
     4 rows beyond 2**11) with shared memory <= 227 KiB;
@@ -78,7 +103,7 @@ def row_candidates(L: int, logv: int, acc_size: int) -> list:
             if lt >= L and lt <= max(L, 11) + 2:
                 if not phase_b or (acc_size << lt) <= _SMEM_OPTIN:
                     out.append((tb, loge - logv, 0))
-            for csb in (1, 2):
+            for csb in ((1, 2) if clusters else ()):
                 if lt + csb == L and lt >= 10 and (acc_size << lt) <= _SMEM_OPTIN:
                     out.append((tb, loge - logv, csb))
     return out
@@ -87,8 +112,9 @@ def row_candidates(L: int, logv: int, acc_size: int) -> list:
 def row_config(L: int, logv: int, dtype_name: str = None):
     """(TB, CB, CSB) for the row kernel: 2**TB threads, 2**CB 16-byte vectors per thread,
     cluster of 2**CSB CTAs. The measured choice (``ROW_TUNED``) if any, else a fixed rule."""
-    if dtype_name is not None and (dtype_name, L) in ROW_TUNED:
-        return tuple(ROW_TUNED[(dtype_name, L)][:3])
+    t = _tuned(dtype_name, L) if dtype_name is not None else None
+    if t is not None:
+        return tuple(t[:3])
     if L <= 13:
         loge = 4
         tb = max(L - loge, 7)
@@ -105,7 +131,7 @@ def lmax_single(dtype) -> int:
     configuration exists for every length up to it."""
     dt = np.dtype(dtype)
     lm = _TYPES[dt][4]
-    while (dt.name, lm + 1) in ROW_TUNED:
+    while _tuned(dt.name, lm + 1) is not None:
         lm += 1
     return lm
 
@@ -120,7 +146,7 @@ def _row_score(dtype, L1: int) -> float:
     else the first H200 run: rows up to 2**13 (float64: 2**12) reached ~95 % of copy,
     longer single-CTA rows ~60 %)."""
     dt = np.dtype(dtype)
-    t = ROW_TUNED.get((dt.name, L1))
+    t = _tuned(dt.name, L1)
     if t is not None and len(t) > 4:
         return float(t[4])
     return 1.0 if L1 <= (12 if dt.itemsize == 8 else 13) else 0.6
@@ -173,21 +199,23 @@ def _row_name(dtype, L, mma=False, cfg=None) -> str:
 MMA_DEFAULT_L: frozenset = frozenset()
 
 
-def _names(dtype) -> list:
+def _names(dtype, cc: int = 90) -> list:
+    """Kernel instantiations compiled for ``dtype`` on a device of compute capability ``cc``
+    (cluster kernels need sm_90, the mma variant sm_80)."""
     T, A, _, logv, lmax1 = _TYPES[np.dtype(dtype)]
     names = set()
     acc = np.dtype(_TYPES[np.dtype(dtype)][2]).itemsize
     swept = np.dtype(dtype).kind == "f"  # the integer kernels use the fixed rule only
     for L in range(0, lmax1 + 3):
-        cands = set(row_candidates(L, logv, acc)) if swept else set()
+        cands = set(row_candidates(L, logv, acc, clusters=cc >= 90)) if swept else set()
         if L <= lmax1:
             cands.add(row_config(L, logv))
-        tuned = ROW_TUNED.get((np.dtype(dtype).name, L))
+        tuned = ROW_TUNED.get((np.dtype(dtype).name, L)) if cc >= 90 else None
         if tuned:
             cands.add(tuple(tuned[:3]))
         for cfg in cands:
             names.add(_row_name(dtype, L, cfg=cfg))
-            if np.dtype(dtype) == np.float16:
+            if np.dtype(dtype) == np.float16 and cc >= 80:
                 names.add(_row_name(dtype, L, mma=True, cfg=cfg))
     for mb in (3, 6, 9):
         names.add(f"fwht_cols<{T}, {A}, {logv}, {mb}, {col_config(mb)}>")
@@ -201,7 +229,7 @@ def _module(dtype_str: str, device_id: int):
     dtype = np.dtype(dtype_str)
     with cupy.cuda.Device(device_id):
         mod = cupy.RawModule(code=_SRC.read_text(), options=("-std=c++17",),
-                             name_expressions=_names(dtype))
+                             name_expressions=_names(dtype, _device_cc(device_id)))
         mod.compile()
     return mod
 
@@ -254,7 +282,9 @@ def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
         raise TypeError("the tensor-core (mma) variant is for float16 only")
     passes = plan(L, dtype) if cfg is None else [("rows", L)]
     l1 = passes[0][1]
-    tuned = ROW_TUNED.get((dtype.name, l1))
+    if variant == "mma" and _cc() < 80:
+        raise TypeError("the tensor-core (mma) variant needs an sm_80 or newer GPU")
+    tuned = _tuned(dtype.name, l1)
     mma = variant == "mma" or (variant == "auto" and dtype == np.float16
                                and (tuned[3] if tuned else l1 in MMA_DEFAULT_L))
     y = xp.empty_like(x2) if out is None else out

@@ -45,9 +45,13 @@ __device__ __forceinline__ void gload(const half_bits* p, float* a) {
   }
 }
 __device__ __forceinline__ unsigned f2h2(float lo, float hi) {  // one cvt for two values
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   unsigned d;
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
   return d;
+#else
+  return (unsigned)f2h(lo) | ((unsigned)f2h(hi) << 16);
+#endif
 }
 __device__ __forceinline__ void gstore(half_bits* p, const float* a, float s) {
   unsigned w[4];
@@ -167,6 +171,7 @@ __device__ __forceinline__ void reg_stage(A* r, int h) {
 // D fragments land on the same 8 positions, so the plain pipeline continues from there.
 __device__ __forceinline__ void mma_h16(const uint4& u, unsigned b00, unsigned b01, unsigned b10,
                                         unsigned b11, float* r) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   float d0, d1, d2, d3;
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -180,6 +185,9 @@ __device__ __forceinline__ void mma_h16(const uint4& u, unsigned b00, unsigned b
       : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
       : "r"(u.x), "r"(u.z), "r"(u.y), "r"(u.w), "r"(b10), "r"(b11), "f"(0.f));
   r[2] = d0; r[3] = d1; r[6] = d2; r[7] = d3;     // n = 2t+8, 2t+9
+#else
+  __trap();  // the host code never selects the mma variant below sm_80
+#endif
 }
 __device__ __forceinline__ unsigned h16_pm1(int k, int n) {
   return (__popc(k & n) & 1) ? 0xBC00u : 0x3C00u;  // -1.0 / +1.0 in binary16
@@ -187,18 +195,38 @@ __device__ __forceinline__ unsigned h16_pm1(int k, int n) {
 
 // ============================================================================ row kernel
 // ---- thread-block cluster helpers (sm_90): distributed shared memory, cluster barrier ----
+// Below sm_90 they compile to traps; the host code never launches cluster kernels there.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define OZ_FWT_CLUSTERS 1
+#else
+#define OZ_FWT_CLUSTERS 0
+#endif
 __device__ __forceinline__ unsigned cluster_rank() {
+#if OZ_FWT_CLUSTERS
   unsigned r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
+#else
+  __trap();
+  return 0;
+#endif
 }
 __device__ __forceinline__ void cluster_sync() {
+#if OZ_FWT_CLUSTERS
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
+  __trap();
+#endif
 }
 template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank) {
+#if OZ_FWT_CLUSTERS
   unsigned long long q;
   asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
   return reinterpret_cast<P*>(q);
+#else
+  __trap();
+  return p;
+#endif
 }
 
 // CSB = log2(cluster size): with CSB > 0 a row of 2^(LT+CSB) elements spans the 2^CSB CTAs
@@ -348,6 +376,7 @@ __global__ void __launch_bounds__(1 << TB)
 fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
   rows_body<T, A, LOGV, TB, CB, MMA, 0>(x, y, total, L, scale);
 }
+#if OZ_FWT_CLUSTERS
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB)
 fwht_rows_cluster2(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
@@ -358,6 +387,7 @@ __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1 << TB)
 fwht_rows_cluster4(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
   rows_body<T, A, LOGV, TB, CB, MMA, 2>(x, y, total, L, scale);
 }
+#endif  // OZ_FWT_CLUSTERS
 
 // ========================================================================= strided kernel
 template <typename T, typename A, int LOGV, int MB, int TPLB>
