@@ -16,7 +16,7 @@ __all__ = [
     "Drawing", "DrawingFormatError", "from_arrays", "load", "save",
     "CoordinateRangeError", "Crossings", "MoveEvaluator", "Violation", "crossing_pairs",
     "crossings", "int64_exact", "is_valid", "move_delta", "move_is_valid", "repair",
-    "segments_intersect", "validate", "anneal", "AnnealParams", "AnnealResult",
+    "segments_intersect", "validate", "anneal", "AnnealParams", "AnnealResult", "crossings_gpu",
 ]
 
 
@@ -24,4 +24,7 @@ def __getattr__(name):  # lazy: the solver pulls in more machinery
     if name in ("anneal", "AnnealParams", "AnnealResult"):
         from . import solver as _a
         return getattr(_a, name)
+    if name == "crossings_gpu":
+        from .gpu import crossings_gpu
+        return crossings_gpu
     raise AttributeError(name)
