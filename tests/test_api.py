@@ -139,6 +139,7 @@ def test_plan_info(rng):
         ozgemm.plan(np.ones((2, 2, 2)), np.ones((2, 2)))
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
 def test_numpy_semantics_details(rng):
     x = rng.standard_normal((2, 3))
     assert np.array_equal(ozgemm.matmul(x.astype(">f8"), x.T), ozgemm.matmul(x, x.T))  # big-endian

@@ -21,7 +21,8 @@ def round_limbs(mag, neg, e, fmt, xp):
 
     Returns
     -------
-    array of ``fmt.dtype``, shape ``mag.shape[1:]``; +0.0 where mag == 0.
+    array of ``fmt.dtype``, shape ``mag.shape[1:]``. A result that rounds to zero is +0.0
+    whatever its sign (numpy.matmul's accumulation from +0 gives +0 for every zero sum).
     """
     L = mag.shape[0]
     shape = mag.shape[1:]
@@ -59,7 +60,7 @@ def round_limbs(mag, neg, e, fmt, xp):
     qe = xp.clip(qexp, -3000, 3000)
     with _errstate(xp):
         res = xp.ldexp(mant.astype(xp.float64), qe.astype(xp.int32))
-        res = xp.where(neg, -res, res)
+        res = xp.where(neg & (mant != 0), -res, res)  # zero results are +0, as numpy.matmul gives
         if fmt.dtype != xp.float64:
             res = res.astype(fmt.dtype)
     return res

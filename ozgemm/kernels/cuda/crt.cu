@@ -176,7 +176,7 @@ __device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 s
     if (qexp > 3000) qexp = 3000;
     if (qexp < -3000) qexp = -3000;
     double res = scalbn((double)mant, (int)qexp);
-    if (neg) res = -res;
+    if (neg && mant != 0) res = -res;  // zero results are +0, as numpy.matmul gives
     *o = (OUT_T)res;
 }
 
