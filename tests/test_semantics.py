@@ -1,0 +1,72 @@
+"""The IEEE semantics table of docs/semantics.md, row by row, on the CPU engine.
+
+Each row: operands, numpy's float64/float32 result (computed here), and the expected ozgemm
+result. All rows agree with numpy except row 10 (numpy overflows in an intermediate sum; the
+exact product is finite and ozgemm returns it correctly rounded).
+"""
+import numpy as np
+import pytest
+
+import ozgemm
+from ozgemm import ContractError
+
+inf, nan = np.inf, np.nan
+
+
+def rows(dt):
+    big = float(np.finfo(dt).max)
+    tiny = float(np.finfo(dt).smallest_subnormal)
+    half_big = big / 2
+    return [
+        # (id, A, B, expected ozgemm value or "numpy")
+        (1, [[nan, 1.0]], [[1.0], [1.0]], "numpy"),
+        (2, [[1.0, 1.0]], [[nan], [1.0]], "numpy"),
+        (3, [[inf, 1.0]], [[0.0], [1.0]], "numpy"),
+        (4, [[inf, -inf]], [[1.0], [1.0]], "numpy"),
+        (5, [[inf, 1.0]], [[2.0], [1.0]], "numpy"),
+        (6, [[inf, 1.0]], [[-2.0], [1.0]], "numpy"),
+        (7, [[-inf, 1.0]], [[-2.0], [1.0]], "numpy"),
+        (8, [[inf, 1.0], [1.0, 2.0]], [[1.0, -1.0, 0.0], [1.0, 1.0, 1.0]], "numpy"),
+        (9, [[half_big, half_big, half_big]], [[1.0], [1.0], [1.0]], "numpy"),
+        (10, [[big, big, -big]], [[1.0], [1.0], [1.0]], big),
+        (11, [[1.0, -1.0]], [[1.0], [1.0]], "numpy"),
+        (12, [[-0.0, -0.0]], [[1.0], [1.0]], "numpy"),
+        (13, [[-tiny ** 0.5 if dt == np.float64 else -1e-30]], [[tiny ** 0.5 if dt == np.float64 else 1e-30]], "numpy"),
+        (14, [[tiny]], [[3.0]], "numpy"),
+        (15, [[tiny]], [[0.75]], "numpy"),
+        (16, [[tiny]], [[0.5]], "numpy"),
+        (17, np.zeros((2, 0)), np.zeros((0, 3)), "numpy"),
+    ]
+
+
+CONTRACTS = [("fp64", np.float64), ("fp64-fast", np.float64), ("fp32", np.float32)]
+
+
+@pytest.mark.parametrize("contract,dt", CONTRACTS)
+def test_semantics_table(contract, dt):
+    for rid, A, B, expect in rows(dt):
+        a = np.array(A, dtype=dt)
+        b = np.array(B, dtype=dt)
+        with np.errstate(all="ignore"):
+            want = np.matmul(a, b)
+        got = ozgemm.matmul(a, b, contract=contract)
+        assert got.shape == want.shape, rid
+        if expect == "numpy":
+            assert np.array_equal(np.isnan(got), np.isnan(want)), (rid, got, want)
+            fin = ~np.isnan(want)
+            assert np.array_equal(got[fin], want[fin]), (rid, got, want)
+            assert np.array_equal(np.signbit(got[fin]), np.signbit(want[fin])), (rid, got, want)
+        else:
+            # numpy float64 overflows in an intermediate sum (inf); the exact value is finite
+            assert got[0, 0] == dt(expect), (rid, got)
+            if dt == np.float64:
+                assert np.all(np.isinf(want)), rid
+
+
+def test_specials_raise():
+    c = ozgemm.load_contract("fp64").with_(specials="raise", name="strict")
+    with pytest.raises(ContractError, match="non-finite"):
+        ozgemm.matmul(np.array([[nan, 1.0]]), np.ones((2, 1)), contract=c)
+    with pytest.raises(ContractError, match="non-finite"):
+        ozgemm.matmul(np.ones((1, 2)), np.array([[inf], [1.0]]), contract=c)
+    assert ozgemm.matmul(np.ones((1, 2)), np.ones((2, 1)), contract=c)[0, 0] == 2.0
