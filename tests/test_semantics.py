@@ -57,10 +57,17 @@ def test_semantics_table(contract, dt):
             assert np.array_equal(got[fin], want[fin]), (rid, got, want)
             assert np.array_equal(np.signbit(got[fin]), np.signbit(want[fin])), (rid, got, want)
         else:
-            # numpy float64 overflows in an intermediate sum (inf); the exact value is finite
-            assert got[0, 0] == dt(expect), (rid, got)
+            # numpy float64 overflows in an intermediate sum (inf); the exact value is finite.
+            # ozgemm returns it, or +inf where the overflow allowance of the contract applies
+            # (|AB| + bound reaches the threshold): the audit must count no breach either way.
+            from ozgemm.verify.reference import exact_product, measure
+
+            assert got[0, 0] in (dt(expect), np.inf), (rid, got)
+            assert measure(got, exact_product(a, b), ozgemm.load_contract(contract)).breaches == 0
             if dt == np.float64:
                 assert np.all(np.isinf(want)), rid
+                if contract == "fp64":
+                    assert got[0, 0] == expect
 
 
 def test_specials_raise():
