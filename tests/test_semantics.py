@@ -36,6 +36,7 @@ def rows(dt):
         (15, [[tiny]], [[0.75]], "numpy"),
         (16, [[tiny]], [[0.5]], "numpy"),
         (17, np.zeros((2, 0)), np.zeros((0, 3)), "numpy"),
+        (18, [[inf, -big]], [[1.0], [big]], inf),
     ]
 
 
@@ -62,12 +63,27 @@ def test_semantics_table(contract, dt):
             # (|AB| + bound reaches the threshold): the audit must count no breach either way.
             from ozgemm.verify.reference import exact_product, measure
 
+            if rid == 18:  # an Inf term and a finite term beyond the range: the sum is +Inf
+                assert got[0, 0] == np.inf, (got, want)  # numpy: NaN or +Inf, by BLAS path
+                continue
             assert got[0, 0] in (dt(expect), np.inf), (rid, got)
             assert measure(got, exact_product(a, b), ozgemm.load_contract(contract)).breaches == 0
             if dt == np.float64:
                 assert np.all(np.isinf(want)), rid
                 if contract == "fp64":
                     assert got[0, 0] == expect
+
+
+def test_regression_overflowing_finite_term_next_to_inf():
+    """Found by the property test: numpy's class depends on its BLAS path (FMA or not) when a
+    finite product overflows next to an Inf term; ozgemm decides the class exactly."""
+    from ozgemm.verify.audit import measure_any
+
+    a = np.array([[5.8e-3, inf, -8.76, 5.49, 5e-324, -6.8, 3.4e-3]])
+    b = np.array([[3.2e-3], [7.2], [1e308], [-53.6], [-0.56], [0.6], [72.3]])
+    c = ozgemm.matmul(a, b, contract="fp64-fast")
+    assert c[0, 0] == inf
+    assert measure_any(c, a, b, ozgemm.load_contract("fp64-fast"))["breaches"] == 0
 
 
 def test_specials_raise():

@@ -37,16 +37,34 @@ def execute(plan, engine, a=None, b=None, timings=None):
             timings[name] = timings.get(name, 0.0) + time.perf_counter() - t0
         return time.perf_counter()
 
+    m, k, n = plan.shape
+    N = plan.n_moduli
+    L = (sum(int(x).bit_length() for x in plan.moduli) + 31) // 32 + 1
+    # workspace per row of A: residues (N k) + their float32 copy (4 N k) + products (8 N n)
+    # + Garner digits and limbs (8 (N + 2 L + 4) n); fixed: residues of B (5 N n k)
+    per_row = 5 * N * k + 8 * (2 * N + 2 * L + 6) * n
+    fixed = 5 * N * n * k
+    budget = engine.memory_budget() if hasattr(engine, "memory_budget") else 1 << 62
+    if fixed + per_row > budget:
+        raise MemoryError(
+            f"ozgemm: this {m}x{k}x{n} product needs at least {(fixed + per_row) / 2**30:.2f} GiB of "
+            f"workspace ({N} moduli), more than the budget of {budget / 2**30:.2f} GiB; split k, or "
+            "raise the engine's memory_budget_bytes")
+    tm = max(1, min(m, (budget - fixed) // per_row))
     t0 = time.perf_counter()
-    ra = scaled_residues(sa.mant, sa.exp, plan.s, plan.moduli, xp)
     rb = scaled_residues(sb.mant, sb.exp, plan.t, plan.moduli, xp)
     t0 = lap("residues", t0)
-    c = engine.gemm_residues(ra, rb, plan.moduli)
-    del ra, rb
-    t0 = lap("gemms", t0)
-    mag, neg = crt_reconstruct(c, plan.n_moduli, xp)
-    del c
-    e = -(plan.s[:, None] + plan.t[None, :])
-    out = round_limbs(mag, neg, e, plan.contract.fmt, xp)
-    lap("reconstruction", t0)
+    out = xp.empty((m, n), dtype=plan.contract.fmt.dtype)
+    for i0 in range(0, m, tm):
+        i1 = min(m, i0 + tm)
+        ra = scaled_residues(sa.mant[i0:i1], sa.exp[i0:i1], plan.s[i0:i1], plan.moduli, xp)
+        t0 = lap("residues", t0)
+        c = engine.gemm_residues(ra, rb, plan.moduli)
+        del ra
+        t0 = lap("gemms", t0)
+        mag, neg = crt_reconstruct(c, N, xp)
+        del c
+        e = -(plan.s[i0:i1, None] + plan.t[None, :])
+        out[i0:i1] = round_limbs(mag, neg, e, plan.contract.fmt, xp)
+        t0 = lap("reconstruction", t0)
     return out

@@ -14,7 +14,19 @@ import numpy as np
 
 from .base import Engine
 
-__all__ = ["CpuEngine", "SGEMM_EXACT_K"]
+__all__ = ["CpuEngine", "SGEMM_EXACT_K", "available_memory"]
+
+
+def available_memory() -> int:
+    """Bytes of memory the OS reports available (MemAvailable), or 4 GiB if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 4 << 30
 
 #: largest k-block for which float32 accumulation of int8 products is provably exact
 SGEMM_EXACT_K = 2**24 // 2**14
@@ -25,11 +37,20 @@ class CpuEngine(Engine):
 
     xp = np
 
+    #: bytes of workspace one call may use; None: half of the memory the OS reports available
+    memory_budget_bytes = None
+
     def __init__(self, kind: str = "blas"):
         if kind not in ("blas", "int64"):
             raise ValueError(f"unknown CPU engine kind {kind!r}")
         self.kind = kind
         self.name = "cpu" if kind == "blas" else "cpu-int64"
+
+    def memory_budget(self) -> int:
+        """Workspace budget in bytes (``memory_budget_bytes`` or half of MemAvailable)."""
+        if self.memory_budget_bytes is not None:
+            return int(self.memory_budget_bytes)
+        return available_memory() // 2
 
     def _mm(self, a, bt):
         """Exact (..., m, k) int8 @ (..., n, k)^T int8 -> (..., m, n) int64."""

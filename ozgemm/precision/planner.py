@@ -250,6 +250,11 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
                             "available in this release; use method = \"crt\" (Ozaki scheme II)")
     m, k = a.shape
     n = b.shape[1]
+    if hasattr(engine, "memory_budget"):  # statistics keep ~48 bytes per input entry
+        need = 48 * (m * k + k * n)
+        if need > engine.memory_budget():
+            raise MemoryError(f"ozgemm: planning a {m}x{k}x{n} product needs about {need / 2**30:.2f} GiB, more "
+                              f"than the budget of {engine.memory_budget() / 2**30:.2f} GiB; split the product")
     stats = getattr(engine, "row_stats", None) or (lambda x: row_stats(x, xp))
     sa = stats(a)
     sb = stats(b.T)

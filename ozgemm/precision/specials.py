@@ -3,8 +3,9 @@
 Every entry of a row of A (column of B) holding NaN or +-Inf is itself NaN or +-Inf in
 IEEE arithmetic (x * NaN = NaN, Inf * 0 = NaN, Inf * y = +-Inf, and any sum holding such a
 term is non-finite). So: rows/columns with non-finite values are zeroed for the integer
-path, and their result entries are recomputed in floating point on those rows/columns
-alone, which yields exactly numpy's classes (NaN vs +Inf vs -Inf).
+path, and the class of each of their entries is decided exactly from the terms' classes
+(order-independent, identical on every backend). It equals numpy's class except where
+numpy's float evaluation overflows a finite product or partial sum (docs/semantics.md).
 """
 from __future__ import annotations
 
@@ -34,23 +35,45 @@ def split_nonfinite(a, b, contract, xp):
     return a0, b0, bad_rows, bad_cols
 
 
+def _special_block(a, b, xp):
+    """Exact IEEE class of every entry of ``a @ b`` where each entry has a non-finite term.
+
+    A term a_l b_l is NaN if either factor is NaN or it is Inf * 0; it is +-Inf if a factor
+    is infinite and the other is non-zero (sign = product of signs); finite terms, however
+    large, never produce an infinity (the sum is exact). Entry = NaN if some term is NaN or
+    +Inf and -Inf terms meet; else the infinity's sign. Counts come from float64 products of
+    0/1 indicator matrices: every partial sum is an integer <= k < 2**53, hence exact.
+    """
+    f = xp.float64
+    nan_a, nan_b = xp.isnan(a), xp.isnan(b)
+    inf_a, inf_b = xp.isinf(a), xp.isinf(b)
+    pos_a, neg_a = a > 0, a < 0  # infinities included, NaN excluded
+    pos_b, neg_b = b > 0, b < 0
+    zero_a, zero_b = a == 0, b == 0
+    ones_a = xp.ones(a.shape, dtype=f)
+    ones_b = xp.ones(b.shape, dtype=f)
+
+    def mm(x, y):
+        return xp.matmul(x.astype(f), y.astype(f))
+
+    n_nan = mm(nan_a, ones_b) + mm(ones_a, nan_b) + mm(inf_a, zero_b) + mm(zero_a, inf_b)
+    n_pos = (mm(inf_a & pos_a, pos_b) + mm(inf_a & neg_a, neg_b)
+             + mm(pos_a & ~inf_a, inf_b & pos_b) + mm(neg_a & ~inf_a, inf_b & neg_b))
+    n_neg = (mm(inf_a & pos_a, neg_b) + mm(inf_a & neg_a, pos_b)
+             + mm(pos_a & ~inf_a, inf_b & neg_b) + mm(neg_a & ~inf_a, inf_b & pos_b))
+    nan = (n_nan > 0) | ((n_pos > 0) & (n_neg > 0))
+    return xp.where(nan, xp.nan, xp.where(n_pos > 0, xp.inf, -xp.inf))
+
+
 def patch_nonfinite(c, a, b, bad_rows, bad_cols, xp):
-    """Overwrite the non-finite rows/columns of ``c`` with their IEEE (NaN/Inf) values."""
+    """Overwrite the rows/columns of ``c`` fed by non-finite operands with their IEEE class
+    (NaN / +Inf / -Inf, see :func:`_special_block`)."""
     if bad_rows is None:
         return c
-    with xp.errstate(invalid="ignore", over="ignore") if hasattr(xp, "errstate") else _null():
-        if bool(bad_rows.any()):
-            idx = xp.nonzero(bad_rows)[0]
-            c[idx, :] = xp.matmul(a[idx, :], b).astype(c.dtype)
-        if bool(bad_cols.any()):
-            idx = xp.nonzero(bad_cols)[0]
-            c[:, idx] = xp.matmul(a, b[:, idx]).astype(c.dtype)
+    if bool(bad_rows.any()):
+        idx = xp.nonzero(bad_rows)[0]
+        c[idx, :] = _special_block(a[idx, :], b, xp).astype(c.dtype)
+    if bool(bad_cols.any()):
+        idx = xp.nonzero(bad_cols)[0]
+        c[:, idx] = _special_block(a, b[:, idx], xp).astype(c.dtype)
     return c
-
-
-class _null:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *a):
-        return False
