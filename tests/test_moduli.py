@@ -1,6 +1,5 @@
 from math import gcd, prod
 
-import numpy as np
 import pytest
 
 from ozgemm.crt.moduli import MODULI, garner_constants, moduli_for_bits, moduli_product

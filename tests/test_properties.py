@@ -1,6 +1,5 @@
 """Hypothesis: random small shapes and exponent spreads keep every contract's promise."""
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
