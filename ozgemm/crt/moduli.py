@@ -16,7 +16,7 @@ from math import gcd, prod
 
 import numpy as np
 
-__all__ = ["MODULI", "moduli_product", "moduli_for_bits", "GarnerConstants", "garner_constants"]
+__all__ = ["MODULI", "moduli_product", "moduli_exceeding", "moduli_for_bits", "GarnerConstants", "garner_constants"]
 
 MODULI: tuple[int, ...] = (
     256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197, 193, 191,
@@ -32,14 +32,20 @@ def moduli_product(n: int) -> int:
     return prod(MODULI[:n])
 
 
-def moduli_for_bits(bits_needed: float) -> int | None:
-    """Fewest moduli whose product exceeds ``2**bits_needed``; None if the table is too short."""
+def moduli_exceeding(bound) -> int | None:
+    """Fewest moduli whose product M exceeds ``bound`` (int, Fraction or float), exactly;
+    None if the whole table is too short."""
     acc = 1
     for i, m in enumerate(MODULI):
         acc *= m
-        if acc.bit_length() - 1 >= bits_needed and acc > 2 ** bits_needed:
+        if acc > bound:
             return i + 1
     return None
+
+
+def moduli_for_bits(bits_needed: float) -> int | None:
+    """Fewest moduli whose product exceeds ``2**bits_needed``; None if the table is too short."""
+    return moduli_exceeding(2 ** bits_needed)
 
 
 class GarnerConstants:

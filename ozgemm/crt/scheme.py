@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..precision.rounding import round_limbs
 from .garner import crt_reconstruct
+from .moduli import garner_constants
 from .residues import scaled_residues
 
 __all__ = ["execute"]
@@ -39,7 +40,7 @@ def execute(plan, engine, a=None, b=None, timings=None):
 
     m, k, n = plan.shape
     N = plan.n_moduli
-    L = (sum(int(x).bit_length() for x in plan.moduli) + 31) // 32 + 1
+    L = garner_constants(N).limbs
     # workspace per row of A: residues (N k) + their float32 copy (4 N k) + products (8 N n)
     # + Garner digits and limbs (8 (N + 2 L + 4) n); fixed: residues of B (5 N n k)
     per_row = 5 * N * k + 8 * (2 * N + 2 * L + 6) * n

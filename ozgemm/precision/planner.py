@@ -38,7 +38,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..crt.moduli import MODULI, moduli_product
+from ..crt.moduli import MODULI, moduli_exceeding, moduli_product
 from .contract import Contract, ContractError
 from .stats import LB_BITS, NORM_BITS, RowStats, row_stats
 
@@ -146,8 +146,8 @@ def _cmax(beta: int, S, k: int) -> Fraction:
     return Fraction(S) * 2 ** (2 * beta) + Fraction(k) * Fraction(2) ** beta + k
 
 
-def _max_beta_for(M: int, S: float, k: int, lo: int = 1) -> int:
-    """Largest beta with M > 2 Cmax(beta) (0 if none >= lo)."""
+def _max_beta_for(M: int, S, k: int, lo: int = 1) -> int:
+    """Largest beta <= _BETA_CAP with M > 2 Cmax(beta) (0 if none >= lo)."""
     b = max(lo, 1)
     if not M > 2 * _cmax(b, S, k):
         return 0
@@ -163,14 +163,9 @@ def _max_beta_for(M: int, S: float, k: int, lo: int = 1) -> int:
     return b
 
 
-def _min_moduli_for(beta: int, S: float, k: int) -> int | None:
-    need = 2 * _cmax(beta, S, k)
-    acc = 1
-    for q, m in enumerate(MODULI):
-        acc *= m
-        if acc > need:
-            return q + 1
-    return None
+def _min_moduli_for(beta: int, S, k: int) -> int | None:
+    """Fewest moduli that recover A'B' exactly at width beta (M > 2 Cmax(beta))."""
+    return moduli_exceeding(2 * _cmax(beta, S, k))
 
 
 def _delta_norm(beta, sa: RowStats, sb: RowStats, k, xp):
@@ -220,8 +215,8 @@ def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, x
 
     t_d = need((nb + na) + K)
     lo = xp.minimum(w, v)
-    t_b = xp.minimum(xp.maximum(w, need(na + 0.0 * nb)), v)  # regime w <= beta < v
-    t_c = xp.minimum(xp.maximum(v, need(nb + 0.0 * na)), w)  # regime v <= beta < w
+    t_b = xp.minimum(xp.maximum(w, need(na)), v)  # regime w <= beta < v (broadcasts to m x n)
+    t_c = xp.minimum(xp.maximum(v, need(nb)), w)  # regime v <= beta < w
     after = xp.where(w < v, t_b, xp.where(v < w, t_c, w))
     beta_ij = xp.where(t_d < lo, t_d, after)
     return xp.maximum(beta_ij.max(), 1) if beta_ij.size else xp.asarray(1)
@@ -258,8 +253,8 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
     stats = getattr(engine, "row_stats", None) or (lambda x: row_stats(x, xp))
     sa = stats(a)
     sb = stats(b.T)
-    # Cmax uses S >= min(max_i na_i, max_j nb_j); normwise contracts take S = k (data-
-    # independent: no device->host read), componentwise ones read it with beta.
+    # Cmax uses S >= sum_l |a~_il||b~_lj|; normwise contracts take S = k (data-independent:
+    # no device->host read), componentwise ones read the norm sums with beta.
     S = float(k)
     u = fmt.u
     where = f"contract {contract.name!r} ({contract.source})"
@@ -267,7 +262,7 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
     if force_moduli is not None:
         nmod = int(force_moduli)
         M = moduli_product(nmod)
-        beta = min(_max_beta_for(M, S, k), _BETA_CAP)
+        beta = _max_beta_for(M, S, k)
         if beta < 1:
             raise ContractError(f"{nmod} moduli cannot hold even a 1-bit scaling for k = {k}")
         widened = f"forced: {nmod} moduli, no bound proven"
@@ -320,13 +315,13 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
             nmod = contract.moduli
             widened = f"fixed: {nmod} moduli"
         M = moduli_product(nmod)
-        beta = min(_max_beta_for(M, S, k, beta_min), _BETA_CAP)
+        beta = _max_beta_for(M, S, k, beta_min)
     else:
         nmod = contract.moduli
         if nmod > len(MODULI):
             raise ContractError(f"{where}: moduli = {nmod} exceeds the table ({len(MODULI)} moduli)")
         M = moduli_product(nmod)
-        beta = min(_max_beta_for(M, S, k), _BETA_CAP)
+        beta = _max_beta_for(M, S, k)
         if beta < contract.bits + 3:
             need = _min_moduli_for(contract.bits + 3, S, k)
             raise ContractError(
