@@ -70,17 +70,24 @@ def _prepare(a, b, contract):
     return xp, contract, a, b, a2, b2, batch, full, final
 
 
+def _plan_2d(a, b, contract, engine, xp):
+    """Cast to the contract's working dtype, set non-finite rows/columns aside, plan.
+
+    Returns (a, b, a0, b0, bad_rows, bad_cols, plan) with a0/b0 the finite operands planned."""
+    if contract.fmt.name == "binary64":
+        a = a.astype(xp.float64, copy=False)
+        b = b.astype(xp.float64, copy=False)
+    a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, xp)
+    return a, b, a0, b0, bad_r, bad_c, make_plan(contract, a0, b0, engine)
+
+
 def _product_2d(a, b, contract, engine, xp):
     """One 2-D product; returns (C, Plan)."""
     m, k = a.shape
     n = b.shape[1]
-    fmt = contract.fmt
-    a = a.astype(xp.float64, copy=False) if fmt.name == "binary64" else a
-    b = b.astype(xp.float64, copy=False) if fmt.name == "binary64" else b
-    a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, xp)
-    p = make_plan(contract, a0, b0, engine)
+    a, b, a0, b0, bad_r, bad_c, p = _plan_2d(a, b, contract, engine, xp)
     if k == 0 or m == 0 or n == 0:
-        c = xp.zeros((m, n), dtype=fmt.dtype)
+        c = xp.zeros((m, n), dtype=contract.fmt.dtype)
     else:
         c = execute(p, engine, a0, b0)
     c = patch_nonfinite(c, a, b, bad_r, bad_c, xp)
@@ -179,9 +186,4 @@ def plan(a, b, contract="fp64", *, engine=None) -> Plan:
     xp, contract, a, b, a2, b2, batch, full, final = _prepare(a, b, contract)
     if batch:
         raise ValueError("plan() takes 1-D or 2-D operands; use matmul(..., return_plan=True) for batches")
-    eng = get_engine(engine, xp)
-    fmt = contract.fmt
-    a2 = a2.astype(xp.float64, copy=False) if fmt.name == "binary64" else a2
-    b2 = b2.astype(xp.float64, copy=False) if fmt.name == "binary64" else b2
-    a0, b0, _, _ = split_nonfinite(a2, b2, contract, xp)
-    return make_plan(contract, a0, b0, eng)
+    return _plan_2d(a2, b2, contract, get_engine(engine, xp), xp)[-1]
