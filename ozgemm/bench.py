@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-__all__ = ["register", "run_bench", "cpu_context", "sampled_accuracy"]
+__all__ = ["register", "run_bench", "cpu_context", "sampled_accuracy", "block_reference"]
 
 
 def register(sub):
@@ -65,17 +65,29 @@ def cpu_context() -> dict:
             "numpy": np.__version__, "scipy": scipy.__version__, "blas": blas}
 
 
-def sampled_accuracy(a, b, c, contract, block=64):
-    """Exact error metrics of c on its top-left block x block corner."""
+def sampled_accuracy(a, b, c, contract, block=64, ref=None):
+    """Exact error metrics of c on its top-left block x block corner.
+
+    ``ref``: a :func:`~ozgemm.verify.audit.reference` of that corner, computed once and shared
+    by the results compared in one row of the table."""
     from ._xp import to_numpy
     from .precision.contract import as_contract
-    from .verify.reference import exact_product, measure
+    from .verify.audit import measure_any
 
-    a = to_numpy(a)[:block]
-    b = to_numpy(b)[:, :block]
+    contract = as_contract(contract)
     c = to_numpy(c)[:block, :block]
-    rep = measure(c, exact_product(a, b), as_contract(contract))
-    return rep.summary()
+    if ref is None:
+        ref = block_reference(a, b, contract, block)
+    return measure_any(c, None, None, contract, contract.fmt.name, ref)
+
+
+def block_reference(a, b, contract, block=64):
+    """Exact reference of the top-left block x block corner of ``a @ b``."""
+    from ._xp import to_numpy
+    from .precision.contract import as_contract
+    from .verify.audit import reference
+
+    return reference(to_numpy(a)[:block], to_numpy(b)[:, :block], as_contract(contract).fmt.name)
 
 
 def _median_time(fn, reps, sync=lambda: None):
@@ -110,8 +122,9 @@ def run_bench(args) -> int:
             c, plans = matmul(a, b, contract=contract, return_plan=True)
             t_oz = _median_time(lambda: matmul(a, b, contract=contract), args.reps)
             t_np = _median_time(lambda: np.matmul(a, b), args.reps)
-            acc_oz = sampled_accuracy(a, b, c, contract, args.block)
-            acc_np = sampled_accuracy(a, b, np.matmul(a, b), contract, args.block)
+            ref = block_reference(a, b, contract, args.block)
+            acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
+            acc_np = sampled_accuracy(a, b, np.matmul(a, b), contract, args.block, ref)
             row = {"contract": contract.name, "n": n, "phi": args.phi, "seed": args.seed,
                    "moduli": plans[0].n_moduli, "ozgemm_s": t_oz, "numpy_s": t_np, "ratio": t_oz / t_np,
                    "ozgemm_max_err_u": acc_oz["max_err_u"], "ozgemm_median_err_u": acc_oz["median_err_u"],

@@ -102,7 +102,7 @@ def run_gpu_bench(args) -> int:
     import cupy as cp
 
     from ..api import matmul
-    from ..bench import sampled_accuracy
+    from ..bench import block_reference, sampled_accuracy
     from ..crt.scheme import execute
     from ..precision.contract import as_contract
     from ..precision.planner import make_plan
@@ -132,8 +132,9 @@ def run_gpu_bench(args) -> int:
                 eng.synchronize()
                 tm["plan"] = time.perf_counter() - t0
                 execute(p, eng, a, b, tm)
-                acc_oz = sampled_accuracy(a, b, c, contract, args.block)
-                acc_nat = sampled_accuracy(a, b, cp.matmul(a, b), contract, args.block)
+                ref = block_reference(a, b, contract, args.block)
+                acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
+                acc_nat = sampled_accuracy(a, b, cp.matmul(a, b), contract, args.block, ref)
                 row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "moduli": plans[0].n_moduli,
                        "beta": plans[0].beta, "ozgemm_s": t_oz, "native_s": t_nat,
                        "ozgemm_tflops": 2 * n**3 / t_oz / 1e12, "native_tflops": 2 * n**3 / t_nat / 1e12,
@@ -148,7 +149,7 @@ def run_gpu_bench(args) -> int:
                     row["emu_s"] = e["s"]
                     row["emu_tflops"] = 2 * n**3 / e["s"] / 1e12
                     blk = np.asarray(e["block"])
-                    acc_e = sampled_accuracy(a, b, _pad_block(blk, args.block), contract, args.block) if blk.size else None
+                    acc_e = sampled_accuracy(a, b, blk, contract, args.block, ref) if blk.size else None
                     row["emu_max_err_u"] = acc_e["max_err_u"] if acc_e else None
                 rows.append(row)
                 print(f"  {contract.name} n={n} phi={phi}: ozgemm {t_oz * 1e3:.2f} ms ({row['ozgemm_tflops']:.1f} TF), "
@@ -175,6 +176,3 @@ def run_gpu_bench(args) -> int:
             json.dump({"context": ctx, "rows": rows}, f, indent=2)
     return 0
 
-
-def _pad_block(blk, block):
-    return blk.astype(np.float64)
