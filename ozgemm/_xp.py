@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["cupy_or_none", "gpu_available", "is_cupy_array", "array_namespace", "to_numpy"]
+__all__ = ["cupy_or_none", "gpu_available", "is_cupy_array", "array_namespace", "to_numpy", "as_float64"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -65,3 +65,43 @@ def to_numpy(x):
     if is_cupy_array(x):
         return x.get()
     return np.asarray(x)
+
+
+_WIDEN_F32 = r"""
+unsigned int e = (u >> 23) & 0xffu, f = u & 0x7fffffu;
+unsigned long long s = (unsigned long long)(u >> 31) << 63;
+if (e == 255u) {
+    y = __longlong_as_double((long long)(s | (0x7ffULL << 52) | ((unsigned long long)f << 29)));
+} else {
+    double v = (e == 0u) ? ldexp((double)f, -149) : ldexp((double)(f | 0x800000u), (int)e - 150);
+    y = s ? -v : v;
+}
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _widen_kernel():
+    import cupy
+
+    return cupy.ElementwiseKernel("uint32 u", "float64 y", _WIDEN_F32, "ozgemm_widen_f32")
+
+
+def as_float64(x, contiguous=False):
+    """``x`` (float32 or float64, numpy or cupy) as float64, exactly.
+
+    CuPy compiles every kernel, its own casts included, with ``-ftz=true``, so
+    ``cupy_array.astype(float64)`` flushes float32 subnormals to zero. The GPU path widens
+    float32 with integer operations on the bit pattern instead (exact for every value,
+    NaN payloads and signed zeros kept). Returns ``x`` itself when nothing needs to change.
+    """
+    if not is_cupy_array(x):
+        x = x.astype(np.float64, copy=False)
+        return np.ascontiguousarray(x) if contiguous else x
+    import cupy
+
+    if x.dtype == cupy.float32:
+        out = cupy.empty(x.shape, dtype=cupy.float64)
+        _widen_kernel()(x.view(cupy.uint32), out)  # out is C-contiguous
+        return out
+    x = x.astype(cupy.float64, copy=False)
+    return cupy.ascontiguousarray(x) if contiguous else x

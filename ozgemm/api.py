@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 
-from ._xp import array_namespace, is_cupy_array
+from ._xp import array_namespace, as_float64, is_cupy_array
 from .crt.scheme import execute
 from .kernels import get_engine
 from .precision.contract import Contract, as_contract
@@ -75,8 +75,7 @@ def _plan_2d(a, b, contract, engine, xp):
 
     Returns (a, b, a0, b0, bad_rows, bad_cols, plan) with a0/b0 the finite operands planned."""
     if contract.fmt.name == "binary64":
-        a = a.astype(xp.float64, copy=False)
-        b = b.astype(xp.float64, copy=False)
+        a, b = as_float64(a), as_float64(b)
     a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, xp)
     return a, b, a0, b0, bad_r, bad_c, make_plan(contract, a0, b0, engine)
 

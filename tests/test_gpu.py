@@ -161,3 +161,38 @@ def test_output_beyond_2_31_entries():
     assert np.allclose(got, want, rtol=1e-6, atol=1e-6)
     del c
     cp.get_default_memory_pool().free_all_blocks()
+
+
+def test_float32_widening_keeps_subnormals():
+    """CuPy compiles its kernels with -ftz=true (its astype flushes float32 subnormals):
+    the GPU path's widening must give numpy's exact float64 for every float32 class."""
+    from ozgemm._xp import as_float64
+
+    rng = np.random.default_rng(5)
+    bits = np.concatenate([rng.integers(0, 2**32, 20000, dtype=np.uint64),
+                           np.arange(0, 300), 0x80000000 + np.arange(0, 300),
+                           [0x7f800000, 0xff800000, 0x7f7fffff, 0x00800000, 0x007fffff]]).astype(np.uint32)
+    x = bits.view(np.float32).reshape(-1, 5)
+    want = x.astype(np.float64)
+    got = cp.asnumpy(as_float64(cp.asarray(x)))
+    assert np.array_equal(np.isnan(want), np.isnan(got))
+    assert np.array_equal(want[~np.isnan(want)].view(np.uint64), got[~np.isnan(got)].view(np.uint64))
+    # strided (transposed) view
+    got_t = cp.asnumpy(as_float64(cp.asarray(x).T))
+    assert np.array_equal(np.isnan(want.T), np.isnan(got_t))
+    fin = ~np.isnan(want.T)
+    assert np.array_equal(want.T[fin].view(np.uint64), got_t[fin].view(np.uint64))
+
+
+@pytest.mark.parametrize("contract", ["fp64", "fp32"])
+def test_float32_subnormal_operands_and_results(contract):
+    """Subnormal float32 inputs are exact and subnormal float32 results correctly rounded on
+    the GPU (bit-identical to the CPU engine)."""
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    rng = np.random.default_rng(9)
+    a = (rng.integers(-40, 40, (9, 13)) * tiny).astype(np.float32)
+    b = rng.integers(-3, 4, (13, 11)).astype(np.float32) * np.float32(0.375)
+    want = ozgemm.matmul(a, b, contract=contract)
+    got = cp.asnumpy(ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=contract))
+    assert np.array_equal(want.view(np.uint8), got.view(np.uint8))
+    assert np.any(want != 0)

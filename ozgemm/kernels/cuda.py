@@ -16,6 +16,7 @@ import functools
 import cupy as cp
 import numpy as np
 
+from .._xp import as_float64
 from ..crt.moduli import garner_constants
 from ..precision.stats import RowStats
 from .cuda_src import kernel_source
@@ -144,7 +145,7 @@ class CudaEngine(Engine):
     # -- planner hooks (fused; mirror precision/stats.py and planner.required_beta) ------
     def row_stats(self, x):
         """Fused :class:`~ozgemm.precision.stats.RowStats` of the rows of ``x`` (r, k)."""
-        x = cp.ascontiguousarray(x, dtype=cp.float64)
+        x = as_float64(x, contiguous=True)
         r, k = x.shape
         E = cp.zeros((r,), dtype=cp.int64)
         width = cp.zeros((r,), dtype=cp.int64)
@@ -175,7 +176,7 @@ class CudaEngine(Engine):
     # -- fused phases ------------------------------------------------------------------
     def residues_padded(self, x, shift, n_moduli, rp, kp):
         """Scaled residues of the rows of float64 ``x`` (r, k) into (N, rp, kp) int8."""
-        x = cp.ascontiguousarray(x, dtype=cp.float64)
+        x = as_float64(x, contiguous=True)
         r, k = x.shape
         out = cp.empty((n_moduli, rp, kp), dtype=cp.int8)
         total = rp * kp
@@ -230,7 +231,7 @@ class CudaEngine(Engine):
 
         t0 = time.perf_counter()
         sa, sb = plan._stats
-        bt = sb.src if sb.src is not None else cp.ascontiguousarray(b.T, dtype=cp.float64)
+        bt = sb.src if sb.src is not None else as_float64(b.T, contiguous=True)
         rb = self.residues_padded(bt, plan.t, N, np_, kp)
         t0 = lap("residues", t0)
         # workspace per row of A: N kp (residues) + N np 4 (int32 products)

@@ -89,6 +89,31 @@ extern "C" __global__ void scaled_residues(const double* __restrict__ x, i64 ldx
 // --- CRT reconstruction + final rounding ------------------------------------------------
 // c: NMOD slabs of int32 exact products (row-major, row stride ldc, slab stride sc), or
 // residues already reduced. s[m], t[n]: shifts. out: m x n (ld = ldo) of OUT_T.
+// Store (-1)^neg mant 2^qexp, already rounded to the output format (mant < 2^P + 1,
+// qexp >= the format's subnormal exponent). Zero results are +0, as numpy.matmul gives.
+__device__ __forceinline__ void store_rounded(double* o, u64 mant, i64 qexp, bool neg) {
+    if (qexp > 3000) qexp = 3000;
+    double res = scalbn((double)mant, (int)qexp);  // exact, or +-Inf beyond the range
+    *o = (neg && mant != 0) ? -res : res;
+}
+
+// binary32 from its bit pattern: CuPy compiles with -ftz=true, under which a double ->
+// float conversion flushes subnormal results to zero.
+__device__ __forceinline__ void store_rounded(float* o, u64 mant, i64 qexp, bool neg) {
+    u32 bits = 0;
+    if (mant != 0) {
+        if (mant == (1ULL << 24)) { mant >>= 1; qexp += 1; }  // rounding carried out
+        if (mant < (1ULL << 23)) {
+            bits = (u32)mant;                                 // subnormal: qexp == -149
+        } else {
+            i64 be = qexp + 150;                              // biased exponent
+            bits = be >= 255 ? 0x7f800000u : ((u32)be << 23) | ((u32)mant & 0x7fffffu);
+        }
+        if (neg) bits |= 0x80000000u;
+    }
+    *o = __uint_as_float(bits);
+}
+
 template <typename OUT_T, int P, int EMIN_SUB>
 __device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 sc, i64 off,
                                                 i64 e, OUT_T* o) {
@@ -173,11 +198,7 @@ __device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 s
         bool st = sticky || rest != 0;
         mant = kept + ((rb && (st || (kept & 1))) ? 1 : 0);
     }
-    if (qexp > 3000) qexp = 3000;
-    if (qexp < -3000) qexp = -3000;
-    double res = scalbn((double)mant, (int)qexp);
-    if (neg && mant != 0) res = -res;  // zero results are +0, as numpy.matmul gives
-    *o = (OUT_T)res;
+    store_rounded(o, mant, qexp, neg);
 }
 
 extern "C" __global__ void crt_round_f64(const int* __restrict__ c, i64 ldc, i64 sc,
