@@ -2,9 +2,21 @@
 
 A format is described by its precision ``p`` (significand bits, hidden bit included), its
 exponent range and the numpy dtype that carries it. The unit roundoff is ``u = 2**-p``.
-binary32 / binary64 follow IEEE 754-2019, Table 3.5. ``dd`` and ``binary128`` are declared
-so that contracts can name them, but this release has no engine path for them yet
-(:class:`~ozgemm.precision.contract.ContractError` is raised if they are requested).
+binary32 / binary64 / binary128 follow IEEE 754-2019, Table 3.5. ``dd`` (double-double) is
+an unevaluated sum ``hi + lo`` of two binary64 numbers, normalised so that ``hi = RN(hi + lo)``
+(hence ``|lo| <= ulp(hi)/2``); its precision is taken as p = 106 with binary64's exponent
+range (Hida, Li, Bailey, "Algorithms for quad-double precision floating point arithmetic",
+ARITH 2001, Sec. 2).
+
+How the wide formats travel:
+
+* dd: :class:`DD`, two arrays (numpy or cupy) of float64, ``hi`` and ``lo``, that unpack
+  like a tuple: ``hi, lo = ozgemm.matmul(a, b, contract="dd")``.
+* binary128 on the CPU: numpy arrays of ``numpy_quaddtype.QuadPrecDType()`` (package
+  numpy-quaddtype). On the GPU (CuPy has no quad dtype): :class:`Binary128`, which holds the
+  raw IEEE encodings as a ``(..., 2)`` uint64 array, little-endian words ``[low, high]`` —
+  exactly the bytes of a numpy quad array. :func:`quad_to_bits` / :func:`quad_from_bits`
+  convert both ways; ``Binary128.from_numpy(x, device=True)`` and ``.to_numpy()`` move them.
 """
 from __future__ import annotations
 
@@ -12,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Format", "FORMATS", "get_format", "format_of_dtype"]
+__all__ = ["Format", "FORMATS", "get_format", "format_of_dtype", "DD", "Binary128", "quad_dtype",
+           "quad_to_bits", "quad_from_bits"]
 
 
 @dataclass(frozen=True)
@@ -56,9 +69,10 @@ class Format:
 FORMATS = {
     "binary32": Format("binary32", 24, 127, -126, np.dtype(np.float32)),
     "binary64": Format("binary64", 53, 1023, -1022, np.dtype(np.float64)),
-    # Declared for contracts; not computed in this release.
-    "dd": Format("dd", 106, 1023, -1022 + 53, None, supported=False),
-    "binary128": Format("binary128", 113, 16383, -16382, None, supported=False),
+    # dd: values hi + lo; the precision 106 holds for |x| >= 2**(-1022 + 53) ("emin"); below,
+    # lo is subnormal and the spacing is binary64's smallest subnormal 2**-1074 (= emin_sub).
+    "dd": Format("dd", 106, 1023, -1022 + 53, None),
+    "binary128": Format("binary128", 113, 16383, -16382, None),
 }
 _ALIASES = {"fp32": "binary32", "float32": "binary32", "single": "binary32",
             "fp64": "binary64", "float64": "binary64", "double": "binary64",
@@ -87,3 +101,133 @@ def format_of_dtype(dtype) -> Format:
         if f.dtype is not None and f.dtype == dt:
             return f
     raise TypeError(f"no floating-point format for dtype {dt}")
+
+
+def quad_dtype():
+    """numpy-quaddtype's ``QuadPrecDType()`` (IEEE binary128, SLEEF backend).
+
+    Raises ImportError naming the package when numpy-quaddtype is not installed."""
+    try:
+        import numpy_quaddtype
+    except ImportError as e:  # pragma: no cover - it is a dependency
+        raise ImportError("binary128 arrays need the package numpy-quaddtype (pip install numpy-quaddtype)") from e
+    return numpy_quaddtype.QuadPrecDType()
+
+
+def is_quad_array(x) -> bool:
+    """True for a numpy array of numpy-quaddtype's binary128 dtype."""
+    return isinstance(x, np.ndarray) and "QuadPrec" in type(x.dtype).__name__
+
+
+def quad_to_bits(x) -> np.ndarray:
+    """Raw IEEE binary128 encodings of a numpy quad array: uint64 ``x.shape + (2,)``,
+    words ``[low, high]`` (exact; a copy)."""
+    if not is_quad_array(x):
+        raise TypeError(f"quad_to_bits takes a numpy QuadPrecDType array, got {type(x).__name__} "
+                        f"{getattr(x, 'dtype', '')}")
+    return np.ascontiguousarray(x).view(np.uint64).reshape(x.shape + (2,)).copy()
+
+
+def quad_from_bits(bits) -> np.ndarray:
+    """numpy quad array from raw binary128 encodings ``(..., 2)`` uint64 (numpy or cupy)."""
+    from .._xp import to_numpy
+
+    b = np.ascontiguousarray(to_numpy(bits), dtype=np.uint64)
+    if b.ndim < 1 or b.shape[-1] != 2:
+        raise ValueError(f"binary128 encodings need a trailing axis of 2 uint64 words, got shape {b.shape}")
+    return b.view(quad_dtype()).reshape(b.shape[:-1])
+
+
+class DD:
+    """A double-double array: the unevaluated sums ``hi + lo`` of two float64 arrays.
+
+    ``hi`` and ``lo`` are numpy or cupy float64 arrays of one shape (float32 is widened
+    exactly). Results of ``ozgemm.matmul(..., contract="dd")`` are normalised
+    (``hi = RN(hi + lo)``); inputs need not be (they are renormalised exactly, TwoSum).
+    Unpacks like a tuple: ``hi, lo = result``. Indexing applies to both parts.
+    """
+
+    __slots__ = ("hi", "lo")
+
+    def __init__(self, hi, lo=None):
+        from .._xp import array_namespace
+
+        if lo is None:
+            lo = hi * 0
+        xp = array_namespace(hi, lo)
+        if hi.shape != lo.shape:
+            raise ValueError(f"DD: hi and lo have different shapes {hi.shape} and {lo.shape}")
+        for nm, v in (("hi", hi), ("lo", lo)):
+            if v.dtype not in (np.float64, np.float32):
+                raise TypeError(f"DD: {nm} has dtype {v.dtype}; float64 (or float32) arrays are needed")
+        from .._xp import as_float64
+
+        self.hi = as_float64(hi) if xp is not np else np.asarray(hi, dtype=np.float64)
+        self.lo = as_float64(lo) if xp is not np else np.asarray(lo, dtype=np.float64)
+
+    def __iter__(self):
+        return iter((self.hi, self.lo))
+
+    def __len__(self):
+        return 2
+
+    @property
+    def shape(self):
+        return self.hi.shape
+
+    @property
+    def ndim(self):
+        return self.hi.ndim
+
+    def __getitem__(self, idx):
+        return DD(self.hi[idx], self.lo[idx])
+
+    def __repr__(self):
+        return f"DD(hi={self.hi!r}, lo={self.lo!r})"
+
+
+class Binary128:
+    """IEEE binary128 values as raw encodings: ``bits`` is a ``shape + (2,)`` uint64 array
+    (numpy or cupy), words ``[low, high]`` — the GPU carrier of quad values.
+
+    ``Binary128.from_numpy(x, device=False)`` takes a numpy QuadPrecDType array (to cupy
+    with ``device=True``); ``.to_numpy()`` returns a numpy QuadPrecDType array.
+    """
+
+    __slots__ = ("bits",)
+
+    def __init__(self, bits):
+        if bits.dtype != np.uint64 or bits.ndim < 1 or bits.shape[-1] != 2:
+            raise ValueError(f"Binary128 needs a (..., 2) uint64 array of encodings, got {bits.dtype} "
+                             f"{tuple(bits.shape)}")
+        self.bits = bits
+
+    @classmethod
+    def from_numpy(cls, x, device=False):
+        b = quad_to_bits(x)
+        if device:
+            import cupy
+
+            b = cupy.asarray(b)
+        return cls(b)
+
+    def to_numpy(self):
+        return quad_from_bits(self.bits)
+
+    @property
+    def shape(self):
+        return tuple(self.bits.shape[:-1])
+
+    @property
+    def ndim(self):
+        return self.bits.ndim - 1
+
+    def __getitem__(self, idx):
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if any(i is Ellipsis for i in idx):
+            raise IndexError("Binary128: Ellipsis indexing is not supported")
+        return Binary128(self.bits[idx + (slice(None),)])
+
+    def __repr__(self):
+        return f"Binary128(shape={self.shape}, bits={type(self.bits).__module__})"

@@ -77,3 +77,148 @@ class _errstate:
     def __exit__(self, *a):
         if self.ctx is not None:
             self.ctx.__exit__(*a)
+
+
+# --- wide formats (dd, binary128): the same single rounding, p up to 113 ---------------------
+_M32 = 0xFFFFFFFF
+
+
+def _shift_limbs(x, sh, width, xp):
+    """``floor(X * 2**-sh)`` for base-2**32 limbs ``x`` (L, ...) uint64 and per-entry int64
+    shifts ``sh`` (negative: left shift), as ``width`` limbs (bits beyond them dropped)."""
+    L = x.shape[0]
+    shape = x.shape[1:]
+    pad = L + width + 2
+    z = xp.zeros((pad,) + shape, dtype=xp.uint64)
+    xp_ = xp.concatenate([z, x, z], axis=0)
+    ls = sh >> 5  # floor division by 32 (arithmetic shift)
+    bs = (sh & 31).astype(xp.uint64)
+    ls = xp.clip(ls, -(width + 1), L + 1)
+    out = xp.empty((width,) + shape, dtype=xp.uint64)
+    for j in range(width):
+        i0 = (j + ls + pad)[None]
+        lo = xp.take_along_axis(xp_, i0, axis=0)[0]
+        hi = xp.take_along_axis(xp_, i0 + 1, axis=0)[0]
+        out[j] = ((lo >> bs) | (hi << (xp.uint64(32) - bs))) & xp.uint64(_M32)
+    return out
+
+
+def _bitlen_limbs(x, xp):
+    """Bit length of each integer held in base-2**32 limbs ``x`` (L, ...) (0 for zero)."""
+    L = x.shape[0]
+    t = xp.full(x.shape[1:], -1, dtype=xp.int64)
+    for j in range(L):
+        t = xp.where(x[j] != 0, j, t)
+    top = xp.take_along_axis(x, xp.maximum(t, 0)[None], axis=0)[0]
+    b = xp.frexp(xp.maximum(top, xp.uint64(1)).astype(xp.float64))[1].astype(xp.int64)
+    return xp.where(t >= 0, 32 * t + b, 0)
+
+
+def _low_bits_nonzero(x, nb, xp):
+    """Whether ``X mod 2**nb`` != 0, per entry (nb int64 >= 0)."""
+    L = x.shape[0]
+    anyb = xp.zeros((L + 1,) + x.shape[1:], dtype=bool)  # anyb[j]: a limb below j is nonzero
+    for j in range(L):
+        anyb[j + 1] = anyb[j] | (x[j] != 0)
+    j0 = xp.clip(nb >> 5, 0, L)
+    full = xp.take_along_axis(anyb, j0[None], axis=0)[0]
+    part = xp.take_along_axis(xp.concatenate([x, xp.zeros((1,) + x.shape[1:], dtype=xp.uint64)]),
+                              j0[None], axis=0)[0]
+    mask = (xp.uint64(1) << (nb & 31).astype(xp.uint64)) - xp.uint64(1)
+    return full | ((part & mask) != 0)
+
+
+def round_to_precision(mag, e, p, emin_sub, xp):
+    """Round ``mag * 2**e`` (base-2**32 limbs, non-negative) to ``p`` bits, nearest-even,
+    with gradual underflow at ``2**emin_sub``.
+
+    Returns ``(mant, qexp)``: ``mant`` as ``ceil((p+1)/32)`` limbs (L', ...) uint64 with
+    ``mant * 2**qexp`` the rounded value, ``2**(p-1) <= mant < 2**p`` for normal results
+    (``mant < 2**(p-1)`` only at ``qexp == emin_sub``), ``mant == 0`` for zero. No overflow
+    handling (the encoder decides). Exact integer arithmetic only (IEEE 754-2019, 4.3.1).
+    """
+    W = (p + 1 + 31) // 32 + 1
+    nbits = _bitlen_limbs(mag, xp)
+    drop = nbits - p
+    qexp = e + drop
+    under = qexp < emin_sub
+    drop = xp.where(under, drop + (emin_sub - qexp), drop)
+    t = _shift_limbs(mag, drop - 1, W, xp)  # X >> (drop - 1): p + 1 bits (left shift if drop < 1)
+    rb = t[0] & xp.uint64(1)
+    sticky = _low_bits_nonzero(mag, xp.maximum(drop - 1, 0), xp)
+    mant = _shift_limbs(t, xp.ones_like(drop), W, xp)
+    up = (rb == 1) & (sticky | ((mant[0] & xp.uint64(1)) == 1))
+    carry = up.astype(xp.uint64)
+    for j in range(W):
+        v = mant[j] + carry
+        mant[j] = v & xp.uint64(_M32)
+        carry = v >> xp.uint64(32)
+    # rounding up to 2**p: renormalise to 2**(p-1), exponent + 1
+    pj, pb = p // 32, p % 32
+    ovf = ((mant[pj] >> xp.uint64(pb)) & xp.uint64(1)) == 1
+    mant = xp.where(ovf[None], _shift_limbs(mant, xp.ones_like(drop), W, xp), mant)
+    qexp = e + drop + ovf.astype(xp.int64)
+    zero = nbits == 0
+    mant = xp.where(zero[None], xp.uint64(0), mant)
+    qexp = xp.where(zero, 0, qexp)
+    return mant, qexp
+
+
+def _limbs_to_float64(mant, qexp, neg, xp):
+    """(-1)**neg * mant * 2**qexp as float64 for mant < 2**54 (2 limbs); exact or +-inf."""
+    v = mant[0] | (mant[1] << xp.uint64(32))
+    with _errstate(xp):
+        res = xp.ldexp(v.astype(xp.float64), xp.clip(qexp, -3000, 3000).astype(xp.int32))
+    return xp.where(neg & (v != 0), -res, res)
+
+
+def round_limbs_dd(mag, neg, e, xp):
+    """Correctly rounded double-double of ``(-1)**neg * mag * 2**e``: hi = RN(x),
+    lo = RN(x - hi) (binary64 rounding, gradual underflow), so ``|x - hi - lo| <= 2**-106 |x|``
+    for |x| >= 2**-969 and <= 2**-1075 below; hi = +-inf (lo = 0) beyond binary64's range.
+
+    Returns float64 (2, ...) = [hi, lo]; zero results are +0.
+    """
+    mant, qexp = round_to_precision(mag, e, 53, -1074, xp)
+    hi = _limbs_to_float64(mant, qexp, neg, xp)
+    # remainder R = X - mant 2**(qexp - e) (signed); qexp - e >= 0 wherever bits were dropped
+    L = mag.shape[0]
+    d = qexp - e
+    m2 = _shift_limbs(mant, -xp.maximum(d, 0), L + 1, xp)
+    xext = xp.concatenate([mag, xp.zeros((1,) + mag.shape[1:], dtype=xp.uint64)])
+    r = xp.empty_like(xext)
+    borrow = xp.zeros(mag.shape[1:], dtype=xp.uint64)
+    for j in range(L + 1):
+        v = xext[j] + xp.uint64(1 << 32) - m2[j] - borrow
+        r[j] = v & xp.uint64(_M32)
+        borrow = xp.uint64(1) - (v >> xp.uint64(32))
+    rneg = borrow == 1  # X < mant 2**d: two's complement -> magnitude
+    carry = rneg.astype(xp.uint64)
+    for j in range(L + 1):
+        v = xp.where(rneg, (r[j] ^ xp.uint64(_M32)), r[j]) + carry
+        r[j] = v & xp.uint64(_M32)
+        carry = xp.where(rneg, v >> xp.uint64(32), xp.uint64(0))
+    r = xp.where((d < 0)[None], xp.uint64(0), r)  # no bit dropped: hi is exact
+    mant2, qexp2 = round_to_precision(r, e, 53, -1074, xp)
+    lo = _limbs_to_float64(mant2, qexp2, neg ^ rneg, xp)
+    lo = xp.where(xp.isfinite(hi), lo, 0.0)
+    return xp.stack([hi, lo])
+
+
+def round_limbs_binary128(mag, neg, e, xp):
+    """Correctly rounded IEEE binary128 encodings of ``(-1)**neg * mag * 2**e``
+    (nearest-even, gradual underflow, overflow to +-inf), as uint64 ``(..., 2)`` words
+    ``[low, high]``; zero results are +0."""
+    mant, qexp = round_to_precision(mag, e, 113, -16494, xp)
+    u = xp.uint64
+    normal = ((mant[3] >> u(16)) & u(1)) == 1  # bit 112
+    be = xp.where(normal, qexp + 112 + 16383, 0)
+    inf = be >= 32767
+    frac_hi = mant[2] | ((mant[3] & u(0xFFFF)) << u(32))
+    lo = mant[0] | (mant[1] << u(32))
+    hi = frac_hi | (xp.clip(be, 0, 32767).astype(u) << u(48))
+    hi = xp.where(inf, u(0x7FFF) << u(48), hi)
+    lo = xp.where(inf, u(0), lo)
+    nz = (lo != 0) | (hi != 0)
+    hi = hi | ((neg & nz).astype(u) << u(63))
+    return xp.stack([lo, hi], axis=-1)
