@@ -34,8 +34,19 @@ _PAD = 16
 _THREADS = 256
 
 
+_RES_PER_THREAD = 8  # crt.cu RES_PER_THREAD
+
+
 def _ceil(x, a):
     return (x + a - 1) // a * a
+
+
+def _grid2d(nx: int, ny: int, threads: int = _THREADS):
+    """(grid, block) for a 2-D launch: x over ``nx`` (columns), y over ``ny`` rows with a
+    grid-stride loop in the kernel (grid y capped at 65535)."""
+    bx = min(threads, 1 << max(nx - 1, 0).bit_length())
+    by = threads // bx
+    return ((nx + bx - 1) // bx, min((ny + by - 1) // by, 65535)), (bx, by)
 
 
 @functools.lru_cache(maxsize=None)
@@ -179,14 +190,14 @@ class CudaEngine(Engine):
         x = as_float64(x, contiguous=True)
         r, k = x.shape
         out = cp.empty((n_moduli, rp, kp), dtype=cp.int8)
-        total = rp * kp
-        if total:
+        if rp * kp:
             tab = _pow2_table(n_moduli)
             f = _module(n_moduli).get_function("scaled_residues")
-            total4 = total // 4  # kp is a multiple of 16: four entries per thread, one int store
-            f(((total4 + _THREADS - 1) // _THREADS,), (_THREADS,),
-              (x, np.int64(max(k, 1)), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r), np.int32(k),
-               np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]), out))
+            vec = int(x.strides[0] % 16 == 0 and x.data.ptr % 16 == 0)  # double2 loads
+            grid, block = _grid2d(kp // _RES_PER_THREAD, rp)  # kp: multiple of 16
+            f(grid, block, (x, np.int64(max(x.strides[0] // 8, 1)), cp.ascontiguousarray(shift, dtype=cp.int64),
+                            np.int32(r), np.int32(k), np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]),
+                            np.int32(vec), out))
         return out
 
     def reconstruct_round(self, c, s, t, n_moduli, fmt, out=None):
@@ -208,7 +219,8 @@ class CudaEngine(Engine):
         if m * n:
             name = "crt_round_f64" if dtype == cp.float64 else "crt_round_f32"
             f = _module(n_moduli).get_function(name)
-            f((((m * n) + _THREADS - 1) // _THREADS,), (_THREADS,),
+            grid, block = _grid2d(n, m)
+            f(grid, block,
               (c, np.int64(ldc), np.int64(sc), cp.ascontiguousarray(s, dtype=cp.int64),
                cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n), out,
                np.int64(out.strides[0] // out.itemsize)))

@@ -1,16 +1,21 @@
 // ozgemm CUDA kernels for Ozaki scheme II (CRT): scaled residues and fused reconstruction.
 //
 // Compiled at run time by CuPy (NVRTC) once per moduli count; the including code prepends a
-// generated header defining, as compile-time constants:
+// generated header (ozgemm/kernels/cuda_src.py) defining, as compile-time constants:
 //   NMOD                      number of moduli
 //   NLIMB                     32-bit limbs holding any value in [0, M)
 //   MOD[NMOD]                 the moduli (<= 256)
 //   INV[NMOD]                 (m_0 ... m_{q-1})^{-1} mod m_q
-//   W[NMOD][NMOD]             (m_0 ... m_{p-1}) mod m_q for p < q
 //   MLIMB[NLIMB]              M in little-endian 32-bit limbs
-//   P31[NMOD]                 2^31 mod m_q
-// The arithmetic mirrors ozgemm/crt/residues.py, crt/garner.py and precision/rounding.py
-// step for step (integers only), so CPU and GPU results are bit-identical.
+//   FM[NMOD]                  ceil(2^32 / m_q) (fastmod)
+//   RW[NMOD][5], RC[NMOD]     residue limb weights 2^(14 j) mod m_q and (m_q/2 - 2^62) mod m_q
+//   P16[NMOD], G[NMOD][NMOD], KC[NMOD]   2^16 mod m_q, -W[p][q] INV_q mod m_q, -2^31 INV_q mod m_q
+//                             (W[p][q] = (m_0 ... m_{p-1}) mod m_q, the Garner weights)
+//   NGRP, GR[NGRP], GUSED[NGRP]          Horner groups of four moduli: radix, limbs in use
+// and checks (in Python, before emitting) every range bound the fastmod steps rely on.
+// The integer results equal those of ozgemm/crt/residues.py, crt/garner.py and
+// precision/rounding.py (the same residues, digits and limbs: each is unique), so CPU and
+// GPU results are bit-identical.
 
 typedef long long i64;
 typedef unsigned long long u64;
@@ -19,7 +24,26 @@ typedef unsigned int u32;
 // --- scaling + residues --------------------------------------------------------------
 // x: r x k row-major doubles (ld = ldx). shift[i] = s_i. out: NMOD slabs of rp x kp int8
 // (row-major, K-contiguous); padding (i >= r or l >= k) is written as 0.
-__device__ __forceinline__ void split_scaled(double xv, i64 sh, int* hi, int* lo, int* d2) {
+//
+// Residues without division (v2). For one entry, X' = v 2^d2 (see split_scaled). With
+// u = v + 2^62 in [0, 2^63) (|v| < 2^62) split in 14-bit limbs a_0..a_4 (a_4 < 2^7),
+//   X' + h ≡ (a_0 + RC_q + sum_{j>=1} a_j RW_q[j]) 2^d2 ... (d2 = 0 here)  (mod m),
+// h = m/2 (integer part), RW_q[j] = 2^(14 j) mod m, RC_q = (h - 2^62) mod m, so that
+// ((X' + h) mod m) - h is the symmetric residue in [-(m-1)/2 - (m even), (m-1)/2], the range
+// of ozgemm/crt/residues.py. The limb sum is < 2^24 and is reduced by fastmod (below); the
+// generated header checks every bound it relies on (cuda_src.py, _check_bounds).
+
+// n mod m for 0 <= n with e (n + m - 1) < 2^32, where FM = ceil(2^32 / m) = (2^32 + e) / m,
+// 0 <= e < m (Lemire, Kaser, Kurz 2019, "Faster remainder by direct computation").
+// Proof: n = Q m + r; FM n = Q 2^32 + (Q e + r FM). Q e + r FM <= (n e + (m-1)(2^32 + e)) / m
+// < 2^32 iff e (n + m - 1) < 2^32, so low := FM n mod 2^32 = Q e + r FM, and
+// floor(low m / 2^32) = floor((Q e m + r 2^32 + r e) / 2^32) = r + floor(e n / 2^32) = r.
+__device__ __forceinline__ unsigned int fastmod(unsigned int n, unsigned int fm, unsigned int m) {
+    return __umulhi(fm * n, m);
+}
+
+// v (|v| < 2^62) and d2 >= 0 with X' = round(x 2^sh) = v 2^d2, exactly as residues.py.
+__device__ __forceinline__ i64 split_scaled(double xv, i64 sh, int* d2) {
     u64 bits = (u64)__double_as_longlong(xv);
     int eb = (int)((bits >> 52) & 0x7ff);
     i64 frac = (i64)(bits & ((1ULL << 52) - 1));
@@ -27,62 +51,86 @@ __device__ __forceinline__ void split_scaled(double xv, i64 sh, int* hi, int* lo
     if (eb == 0) { mant = frac; ex = -1074; } else { mant = frac | (1LL << 52); ex = eb - 1075; }
     if (bits >> 63) mant = -mant;
     i64 d = ex + sh;
-    i64 v;
     *d2 = 0;
-    if (mant == 0) {
-        v = 0;
-    } else if (d >= 0) {
+    if (mant == 0) return 0;
+    if (d >= 0) {
         int d1 = d < 9 ? (int)d : 9;
-        v = mant << d1;  // |v| < 2^62
         *d2 = (int)(d - d1);
-    } else {
-        int rsh = (-d) > 60 ? 60 : (int)(-d);
-        v = (mant + (1LL << (rsh - 1))) >> rsh;  // round half up (arithmetic shift)
+        return mant << d1;  // |v| < 2^62
     }
-    // v = hi 2^31 + lo, |hi| < 2^31, 0 <= lo < 2^31: 32-bit modular arithmetic only
-    *hi = (int)(v >> 31);
-    *lo = (int)(v & 0x7fffffffLL);
+    int rsh = (-d) > 60 ? 60 : (int)(-d);
+    return (mant + (1LL << (rsh - 1))) >> rsh;  // round half up (arithmetic shift), |v| <= 2^52 + 1
 }
 
-__device__ __forceinline__ int sym_residue(int hi, int lo, int d2, int q, int m,
-                                           const short* __restrict__ pow2tab, int tabw) {
-    int rr = ((hi % m) * P31[q] + lo % m) % m;
-    if (rr < 0) rr += m;
-    if (d2 > 0) rr = (rr * (int)pow2tab[q * tabw + d2]) % m;
-    if (rr > (m - 1) / 2) rr -= m;
-    return rr;
-}
+#define RES_PER_THREAD 8
 
-// Four consecutive entries of a row per thread (kp is a multiple of 16): one 4-byte store
-// per modulus. Padding (i >= r or l >= k) is written as 0.
+// One thread: RES_PER_THREAD consecutive entries of a row (kp is a multiple of 16), one
+// 8-byte store per modulus. 2-D launch: x over column groups, y over rows (grid-stride).
+// vec != 0: x 16-byte aligned and ldx even (double2 loads).
 extern "C" __global__ void scaled_residues(const double* __restrict__ x, i64 ldx,
                                            const i64* __restrict__ shift,
                                            int r, int k, int rp, int kp,
-                                           const short* __restrict__ pow2tab, int tabw,
-                                           int* __restrict__ out) {
-    // pow2tab[q * tabw + d] = 2^d mod MOD[q], for 0 <= d < tabw; out viewed as int (char4)
-    i64 idx4 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    i64 total4 = (i64)rp * kp / 4;
-    if (idx4 >= total4) return;
-    int kp4 = kp / 4;
-    int i = (int)(idx4 / kp4);
-    int l0 = (int)(idx4 - (i64)i * kp4) * 4;
-    int hi[4], lo[4], d2[4];
+                                           const short* __restrict__ pow2tab, int tabw, int vec,
+                                           uint2* __restrict__ out) {
+    // pow2tab[q * tabw + d] = 2^d mod MOD[q], for 0 <= d < tabw
+    const int l0 = (blockIdx.x * blockDim.x + threadIdx.x) * RES_PER_THREAD;
+    if (l0 >= kp) return;
+    const i64 slab8 = (i64)rp * kp / RES_PER_THREAD;  // one modulus slab in uint2 units
+    for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < rp; i += gridDim.y * blockDim.y) {
+        double xv[RES_PER_THREAD];
+        const double* row = x + (i64)i * ldx;
+        if (i < r && vec && l0 + RES_PER_THREAD <= k) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        hi[e] = 0; lo[e] = 0; d2[e] = 0;
-        if (i < r && l0 + e < k) split_scaled(x[(i64)i * ldx + l0 + e], shift[i], &hi[e], &lo[e], &d2[e]);
-    }
+            for (int e = 0; e < RES_PER_THREAD; e += 2) {
+                double2 t = *reinterpret_cast<const double2*>(row + l0 + e);
+                xv[e] = t.x; xv[e + 1] = t.y;
+            }
+        } else {
 #pragma unroll
-    for (int q = 0; q < NMOD; ++q) {
-        const int m = MOD[q];
-        unsigned int packed = 0;
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            int rr = sym_residue(hi[e], lo[e], d2[e], q, m, pow2tab, tabw);
-            packed |= ((unsigned int)(rr & 0xff)) << (8 * e);
+            for (int e = 0; e < RES_PER_THREAD; ++e) xv[e] = (i < r && l0 + e < k) ? row[l0 + e] : 0.0;
         }
-        out[q * total4 + idx4] = (int)packed;
+        const i64 sh = i < r ? shift[i] : 0;
+        unsigned int a0[RES_PER_THREAD], a1[RES_PER_THREAD], a2[RES_PER_THREAD], a3[RES_PER_THREAD],
+            a4[RES_PER_THREAD];
+        int d2[RES_PER_THREAD];
+        int any_d2 = 0;
+#pragma unroll
+        for (int e = 0; e < RES_PER_THREAD; ++e) {
+            const u64 u = (u64)(split_scaled(xv[e], sh, &d2[e]) + (1LL << 62));  // 0 < u < 2^63
+            const unsigned int lo = (unsigned int)u, hi = (unsigned int)(u >> 32);
+            a0[e] = lo & 0x3fffu;
+            a1[e] = (lo >> 14) & 0x3fffu;
+            a2[e] = ((lo >> 28) | (hi << 4)) & 0x3fffu;
+            a3[e] = (hi >> 10) & 0x3fffu;
+            a4[e] = hi >> 24;  // < 2^7
+            any_d2 |= d2[e];
+        }
+        uint2* o = out + ((i64)i * kp + l0) / RES_PER_THREAD;
+#pragma unroll
+        for (int q = 0; q < NMOD; ++q) {
+            const unsigned int m = MOD[q], h = m / 2;
+            int b[RES_PER_THREAD];
+#pragma unroll
+            for (int e = 0; e < RES_PER_THREAD; ++e) {
+                // < 2^24 (checked in the header): (v + h) mod m
+                const unsigned int s = a0[e] + RC[q] + a1[e] * RW[q][1] + a2[e] * RW[q][2] +
+                                       a3[e] * RW[q][3] + a4[e] * RW[q][4];
+                b[e] = (int)fastmod(s, FM[q], m);
+            }
+            if (any_d2) {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
+#pragma unroll
+                for (int e = 0; e < RES_PER_THREAD; ++e) {
+                    const unsigned int t = d2[e] ? (unsigned int)pow2tab[q * tabw + d2[e]] : 1u;  // < m
+                    b[e] = (int)fastmod(((unsigned int)b[e] + m - h) * t + h, FM[q], m);  // < 2^17
+                }
+            }
+#pragma unroll
+            for (int e = 0; e < RES_PER_THREAD; ++e) b[e] -= (int)h;  // symmetric; low byte stored
+            uint2 w;
+            w.x = __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410);
+            w.y = __byte_perm(__byte_perm(b[4], b[5], 0x0040), __byte_perm(b[6], b[7], 0x0040), 0x5410);
+            o[q * slab8] = w;
+        }
     }
 }
 
@@ -114,35 +162,55 @@ __device__ __forceinline__ void store_rounded(float* o, u64 mant, i64 qexp, bool
     *o = __uint_as_float(bits);
 }
 
+// Garner's mixed-radix digits with one reduction per digit (v2). c_q is the exact int32
+// product (|c_q| < 2^31; or a residue in [0, m) on the long-k path). For q >= 1:
+//   y   = (c_q + 2^31) mod m_q       from (c + 2^31) = u_h 2^16 + u_l: u_h P16_q + u_l < 2^24
+//   v_q = (y INV_q + KC_q + sum_{p<q} v_p G[p][q]) mod m_q,
+// G[p][q] = -W[p][q] INV_q mod m_q, KC_q = -2^31 INV_q mod m_q: the digit garner.py computes,
+// ((c_q - sum_p v_p W[p][q]) mod m_q) INV_q mod m_q, with the sum kept unreduced (< 2^22).
+// Both fastmod arguments are within the bound the header checks. v_0 = c_0 mod 256.
+// Horner on groups of four digits: D_g = v_4g + m_4g (v_4g+1 + m_4g+1 (...)) < R_g =
+// m_4g ... m_4g+3 < 2^32, X = D_0 + R_0 (D_1 + R_1 (...)), one 32x32->64 step per limb.
 template <typename OUT_T, int P, int EMIN_SUB>
 __device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 sc, i64 off,
                                                 i64 e, OUT_T* o) {
-    int v[NMOD];
+    unsigned int v[NMOD];
 #pragma unroll
     for (int q = 0; q < NMOD; ++q) {
-        const int m = MOD[q];
-        int cq = c[q * sc + off] % m;
-        if (cq < 0) cq += m;
-        int acc = 0;
+        const unsigned int m = MOD[q];
+        const unsigned int cu = (unsigned int)__ldg(c + q * sc + off);
+        if (q == 0 && m == 256u) {
+            v[0] = cu & 255u;  // two's complement: c mod 256
+        } else {
+            const unsigned int cb = cu ^ 0x80000000u;  // c + 2^31 in [0, 2^32)
+            const unsigned int y = fastmod((cb >> 16) * P16[q] + (cb & 0xffffu), FM[q], m);
+            unsigned int z = y * INV[q] + KC[q];
 #pragma unroll
-        for (int p = 0; p < q; ++p) acc += v[p] * W[p][q];
-        int t = (cq - acc) % m;
-        if (t < 0) t += m;
-        v[q] = (t * INV[q]) % m;
+            for (int p = 0; p < q; ++p) z += v[p] * G[p][q];
+            v[q] = fastmod(z, FM[q], m);
+        }
     }
-    // Horner: X = v0 + m0 (v1 + m1 (...))
     u32 x[NLIMB];
 #pragma unroll
     for (int j = 0; j < NLIMB; ++j) x[j] = 0;
-    x[0] = (u32)v[NMOD - 1];
 #pragma unroll
-    for (int q = NMOD - 2; q >= 0; --q) {
-        u64 carry = (u64)v[q];
+    for (int g = NGRP - 1; g >= 0; --g) {
+        u32 dg = 0;
 #pragma unroll
-        for (int j = 0; j < NLIMB; ++j) {
-            u64 tt = (u64)x[j] * (u64)MOD[q] + carry;
-            x[j] = (u32)tt;
-            carry = tt >> 32;
+        for (int q = NMOD - 1; q >= 0; --q)
+            if (q / 4 == g) dg = dg * (u32)MOD[q] + v[q];  // highest digit of the group first
+        if (g == NGRP - 1) {
+            x[0] = dg;
+        } else {
+            u64 carry = dg;
+#pragma unroll
+            for (int j = 0; j < NLIMB; ++j) {
+                if (j < GUSED[g]) {
+                    const u64 tt = (u64)x[j] * (u64)GR[g] + carry;  // < 2^64
+                    x[j] = (u32)tt;
+                    carry = tt >> 32;
+                }
+            }
         }
     }
     // D = M - X; negative iff X > D
@@ -201,22 +269,18 @@ __device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 s
     store_rounded(o, mant, qexp, neg);
 }
 
-extern "C" __global__ void crt_round_f64(const int* __restrict__ c, i64 ldc, i64 sc,
-                                         const i64* __restrict__ s, const i64* __restrict__ t,
-                                         int m, int n, double* __restrict__ out, i64 ldo) {
-    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (i64)m * n) return;
-    int i = (int)(idx / n);
-    int j = (int)(idx - (i64)i * n);
-    reconstruct_one<double, 53, -1074>(c, sc, (i64)i * ldc + j, -(s[i] + t[j]), out + (i64)i * ldo + j);
-}
+// 2-D launch: x over columns, y over rows (grid-stride: m may exceed the 65535 grid rows).
+#define CRT_ROUND_KERNEL(NAME, OUT_T, P, EMIN_SUB)                                              \
+    extern "C" __global__ void NAME(const int* __restrict__ c, i64 ldc, i64 sc,                 \
+                                    const i64* __restrict__ s, const i64* __restrict__ t,       \
+                                    int m, int n, OUT_T* __restrict__ out, i64 ldo) {           \
+        const int j = blockIdx.x * blockDim.x + threadIdx.x;                                    \
+        if (j >= n) return;                                                                     \
+        const i64 tj = t[j];                                                                    \
+        for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < m; i += gridDim.y * blockDim.y) \
+            reconstruct_one<OUT_T, P, EMIN_SUB>(c, sc, (i64)i * ldc + j, -(s[i] + tj),          \
+                                                out + (i64)i * ldo + j);                        \
+    }
 
-extern "C" __global__ void crt_round_f32(const int* __restrict__ c, i64 ldc, i64 sc,
-                                         const i64* __restrict__ s, const i64* __restrict__ t,
-                                         int m, int n, float* __restrict__ out, i64 ldo) {
-    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (i64)m * n) return;
-    int i = (int)(idx / n);
-    int j = (int)(idx - (i64)i * n);
-    reconstruct_one<float, 24, -149>(c, sc, (i64)i * ldc + j, -(s[i] + t[j]), out + (i64)i * ldo + j);
-}
+CRT_ROUND_KERNEL(crt_round_f64, double, 53, -1074)
+CRT_ROUND_KERNEL(crt_round_f32, float, 24, -149)
