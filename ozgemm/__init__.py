@@ -7,5 +7,7 @@ __version__ = "0.1.0"
 
 from .api import matmul, plan
 from .precision.contract import Contract, ContractError, load_contract, named_contracts
+from .precision.formats import DD, Binary128, quad_from_bits, quad_to_bits
 
-__all__ = ["matmul", "plan", "Contract", "ContractError", "load_contract", "named_contracts", "__version__"]
+__all__ = ["matmul", "plan", "Contract", "ContractError", "load_contract", "named_contracts", "DD", "Binary128",
+           "quad_from_bits", "quad_to_bits", "__version__"]

@@ -9,13 +9,21 @@ from ._xp import array_namespace, as_float64, is_cupy_array
 from .crt.scheme import execute
 from .kernels import get_engine
 from .precision.contract import Contract, as_contract
+from .precision.formats import DD, Binary128, quad_from_bits
+from .precision.operands import as_wide, is_wide, operand_rows, raw, transpose
 from .precision.planner import Plan, make_plan
+from .precision.rounding import empty_result
 from .precision.specials import patch_nonfinite, split_nonfinite
 
 __all__ = ["matmul", "plan"]
 
 
 def _check_operand(x, name):
+    x = as_wide(x)  # numpy binary128 (numpy-quaddtype) arrays travel as their encodings
+    if is_wide(x):
+        if x.ndim == 0:
+            raise ValueError(f"matmul: {name} is 0-dimensional; it needs at least 1 dimension")
+        return x
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError(f"{name} is a masked array; masks are not supported: pass x.filled(...) or x.data")
     if not (isinstance(x, np.ndarray) or is_cupy_array(x)):
@@ -30,15 +38,25 @@ def _check_operand(x, name):
     return x
 
 
+_WIDE_OK = ("binary64", "dd", "binary128")  # output formats that take dd/binary128 operands
+
+
 def _check_dtype(x, name, contract: Contract):
     fmt = contract.fmt
+    if is_wide(x):
+        kind = "dd" if isinstance(x, DD) else "binary128"
+        if fmt.name not in _WIDE_OK:
+            raise TypeError(f"{name} is a {kind} operand; contract {contract.name!r} ({fmt.name}) takes float32 "
+                            "operands only: use contract 'fp64', 'dd' or 'fp128'")
+        return
     dt = x.dtype
     if dt.kind != "f":
         kind = {"c": "complex", "i": "integer", "u": "unsigned integer", "b": "boolean", "O": "object"}.get(dt.kind, str(dt))
         raise TypeError(f"{name} has dtype {dt} ({kind}); contract {contract.name!r} takes "
                         f"{'float32 or float64' if fmt.name == 'binary64' else 'float32'} operands")
-    if fmt.name == "binary64" and dt not in (np.float32, np.float64):
-        raise TypeError(f"{name} has dtype {dt}; contract {contract.name!r} takes float32 or float64")
+    if fmt.name in _WIDE_OK and dt not in (np.float32, np.float64):
+        raise TypeError(f"{name} has dtype {dt}; contract {contract.name!r} takes float32 or float64"
+                        + ("" if fmt.name == "binary32" else ", ozgemm.DD or binary128 (numpy-quaddtype) operands"))
     if fmt.name == "binary32" and dt != np.float32:
         raise TypeError(f"{name} has dtype {dt}; contract {contract.name!r} (binary32) takes float32 "
                         "operands only: cast with .astype(numpy.float32) or use contract='fp64'")
@@ -47,7 +65,7 @@ def _check_dtype(x, name, contract: Contract):
 def _prepare(a, b, contract):
     a = _check_operand(a, "a")
     b = _check_operand(b, "b")
-    xp = array_namespace(a, b)
+    xp = array_namespace(raw(a), raw(b))
     contract = as_contract(contract)
     _check_dtype(a, "a", contract)
     _check_dtype(b, "b", contract)
@@ -73,11 +91,26 @@ def _prepare(a, b, contract):
 def _plan_2d(a, b, contract, engine, xp):
     """Cast to the contract's working dtype, set non-finite rows/columns aside, plan.
 
-    Returns (a, b, a0, b0, bad_rows, bad_cols, plan) with a0/b0 the finite operands planned."""
-    if contract.fmt.name == "binary64":
-        a, b = as_float64(a), as_float64(b)
-    a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, xp)
-    return a, b, a0, b0, bad_r, bad_c, make_plan(contract, a0, b0, engine)
+    Returns (a, b, a0, b0, bad_rows, bad_cols, plan) with a0/b0 the finite operands planned
+    and a/b float arrays of the operands' IEEE classes for the specials pass (the operands
+    themselves for float32/float64). dd/binary128 operands become (C, r, k) components
+    (precision/operands.py)."""
+    if not (is_wide(a) or is_wide(b)):
+        if contract.fmt.name != "binary32":
+            a, b = as_float64(a), as_float64(b)
+        a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, xp)
+        return a, b, a0, b0, bad_r, bad_c, make_plan(contract, a0, b0, engine)
+    ra = operand_rows(a if is_wide(a) else as_float64(a), xp)
+    rb = operand_rows(transpose(b) if is_wide(b) else as_float64(b).T, xp)
+    pa, pb = ra.proxy, rb.proxy.T
+    _, _, bad_r, bad_c = split_nonfinite(pa, pb, contract, xp)
+    a0, b0 = ra.comps, (rb.comps.T if rb.comps.ndim == 2 else rb.comps.transpose(0, 2, 1))
+    if bad_r is not None:  # zero the non-finite rows/columns for the integer path
+        a0 = xp.where(bad_r[:, None], 0.0, a0)
+        b0 = xp.where(bad_c[None, :], 0.0, b0)
+    p = make_plan(contract, a0, b0, engine)
+    p.pa, p.pb = ra.pre, rb.pre
+    return pa, pb, a0, b0, bad_r, bad_c, p
 
 
 def _product_2d(a, b, contract, engine, xp):
@@ -85,11 +118,26 @@ def _product_2d(a, b, contract, engine, xp):
     m, k = a.shape
     n = b.shape[1]
     a, b, a0, b0, bad_r, bad_c, p = _plan_2d(a, b, contract, engine, xp)
+    fmt = contract.fmt
     if k == 0 or m == 0 or n == 0:
-        c = xp.zeros((m, n), dtype=contract.fmt.dtype)
+        c = empty_result(m, n, fmt, xp)
+        c[...] = 0
     else:
         c = execute(p, engine, a0, b0)
-    c = patch_nonfinite(c, a, b, bad_r, bad_c, xp)
+    if fmt.name in ("binary32", "binary64"):
+        return patch_nonfinite(c, a, b, bad_r, bad_c, xp), p
+    if bad_r is not None:  # wide results: the class pass on float64, then encoded
+        cls = patch_nonfinite(xp.zeros((m, n)), a, b, bad_r, bad_c, xp)
+        hit = bad_r[:, None] | bad_c[None, :]
+        if fmt.name == "dd":
+            c[0] = xp.where(hit, cls, c[0])
+            c[1] = xp.where(hit, xp.where(xp.isnan(cls), xp.nan, 0.0), c[1])
+        else:
+            u = xp.uint64
+            hi = xp.where(xp.isnan(cls), u(0x7FFF8) << u(44), u(0x7FFF) << u(48))
+            hi = hi | ((cls < 0).astype(u) << u(63))
+            c[..., 1] = xp.where(hit, hi, c[..., 1])
+            c[..., 0] = xp.where(hit, u(0), c[..., 0])
     return c, p
 
 
@@ -143,8 +191,12 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
     """
     xp, contract, a, b, a2, b2, batch, full, final = _prepare(a, b, contract)
     eng = get_engine(engine, xp)
-    dtype = contract.fmt.dtype
+    fmt = contract.fmt
+    dtype = fmt.dtype
     if out is not None:
+        if fmt.name in ("dd", "binary128"):
+            raise ValueError(f"out= is not supported for {fmt.name} results (they are returned as "
+                             f"{'ozgemm.DD' if fmt.name == 'dd' else 'binary128 arrays'})")
         if not (isinstance(out, np.ndarray) or is_cupy_array(out)):
             raise TypeError(f"out must be a numpy or cupy array, got {type(out).__name__}")
         if array_namespace(out) is not xp:
@@ -154,23 +206,44 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
         if tuple(out.shape) != tuple(final) or out.dtype != dtype:
             raise ValueError(f"out has shape {tuple(out.shape)} and dtype {out.dtype}; the result needs "
                              f"shape {tuple(final)} and dtype {np.dtype(dtype)}")
-        if xp.shares_memory(out, a) or xp.shares_memory(out, b):
+        if any(xp.shares_memory(out, x) for x in _arrays(a) + _arrays(b)):
             raise ValueError("out overlaps an input operand; pass a separate array")
-    res = xp.empty(full, dtype=dtype)
+    if fmt.name == "dd":
+        res = xp.empty((2,) + tuple(full), dtype=xp.float64)
+    elif fmt.name == "binary128":
+        res = xp.empty(tuple(full) + (2,), dtype=xp.uint64)
+    else:
+        res = xp.empty(full, dtype=dtype)
+    lead = (slice(None),) if fmt.name == "dd" else ()
     plans = []
     for idx in itertools.product(*[range(d) for d in batch]):
         ia = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (a2.ndim - 2):], a2.shape[:-2]))
         ib = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (b2.ndim - 2):], b2.shape[:-2]))
         c, p = _product_2d(a2[ia], b2[ib], contract, eng, xp)
-        res[idx] = c
+        res[lead + idx] = c
         plans.append(p)
-    res = res.reshape(final)
+    if fmt.name == "dd":
+        res = res.reshape((2,) + tuple(final))
+        res = DD(res[0], res[1])
+    elif fmt.name == "binary128":
+        res = res.reshape(tuple(final) + (2,))
+        res = quad_from_bits(res) if xp is np else Binary128(res)
+    else:
+        res = res.reshape(final)
     if out is not None:
         out[...] = res
         res = out
-    elif res.ndim == 0 and xp is np:
+    elif fmt.name in ("binary32", "binary64") and res.ndim == 0 and xp is np:
         res = res[()]  # numpy.matmul returns a scalar for 1-D @ 1-D
     return (res, plans) if return_plan else res
+
+
+def _arrays(x):
+    if isinstance(x, DD):
+        return [x.hi, x.lo]
+    if isinstance(x, Binary128):
+        return [x.bits]
+    return [x]
 
 
 def plan(a, b, contract="fp64", *, engine=None) -> Plan:

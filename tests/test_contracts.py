@@ -77,5 +77,3 @@ def test_unsupported_method_and_format():
     a = np.ones((2, 2))
     with pytest.raises(ContractError, match="method"):
         ozgemm.matmul(a, a, contract=Contract(name="oz", method="ozaki"))
-    with pytest.raises(ContractError, match="format"):
-        ozgemm.matmul(a, a, contract=Contract(name="q", format="binary128", bits=113))

@@ -37,7 +37,8 @@ def scaled_residues(mant, exp, shift, moduli, xp):
 
     Parameters
     ----------
-    mant, exp : (r, k) int64    exact decomposition of the input rows
+    mant, exp : (r, k) int64    exact decomposition of the input rows; (C, r, k) for operands
+                                held as C components (each rounded separately, residues added)
     shift : (r,) int64          s_i, the power of two applied to row i
     moduli : sequence of int    the moduli (<= 256)
 
@@ -48,7 +49,9 @@ def scaled_residues(mant, exp, shift, moduli, xp):
     Method: X' = v * 2**d2 with v = mant << min(d, 9) or the rounded right shift (|v| < 2**62,
     exact int64) and d2 = max(d - 9, 0); then X' mod m = (v mod m)(2**d2 mod m) mod m.
     """
-    d = exp + shift[:, None]
+    multi = mant.ndim == 3  # (C, r, k): X' = sum_c round(x_c 2**s_i), residues added mod m
+    sh = shift[None, :, None] if multi else shift[:, None]
+    d = exp + sh
     pos = d >= 0
     rsh = xp.clip(-d, 1, _SHIFT_CAP)
     small = (mant + (xp.int64(1) << (rsh - 1))) >> rsh  # round half up, exact int64
@@ -56,11 +59,13 @@ def scaled_residues(mant, exp, shift, moduli, xp):
     d2 = xp.clip(d - _LEFT_CAP, 0, None)
     d2max = int(d2.max()) if d2.size else 0
     T = pow2_mod_table(moduli, d2max, xp) if d2max else None
-    out = xp.empty((len(moduli),) + mant.shape, dtype=xp.int8)
+    out = xp.empty((len(moduli),) + mant.shape[-2:], dtype=xp.int8)
     for q, m in enumerate(moduli):
         r = v % m
         if T is not None:
             r = (r * T[q][d2]) % m
+        if multi:
+            r = r.sum(axis=0) % m
         r -= m * (r > (m - 1) // 2)
         out[q] = r
     return out

@@ -8,7 +8,7 @@ integers) and the only rounding is the final correctly rounded conversion.
 """
 from __future__ import annotations
 
-from ..precision.rounding import round_limbs
+from ..precision.rounding import empty_result, round_result
 from .garner import crt_reconstruct
 from .moduli import garner_constants
 from .residues import scaled_residues
@@ -26,7 +26,10 @@ def execute(plan, engine, a=None, b=None, timings=None):
     """
     import time
 
-    if hasattr(engine, "execute") and a is not None:
+    fmt = plan.contract.fmt
+    fused = (hasattr(engine, "execute") and a is not None and a.ndim == 2 and b.ndim == 2
+             and fmt.name in ("binary32", "binary64") and plan.pa is None and plan.pb is None)
+    if fused:  # the engine's fused kernels: one-component operands, binary32/64 results
         return engine.execute(plan, a, b, timings)
     xp = engine.xp
     sa, sb = plan._stats
@@ -55,17 +58,18 @@ def execute(plan, engine, a=None, b=None, timings=None):
     t0 = time.perf_counter()
     rb = scaled_residues(sb.mant, sb.exp, plan.t, plan.moduli, xp)
     t0 = lap("residues", t0)
-    out = xp.empty((m, n), dtype=plan.contract.fmt.dtype)
+    out = empty_result(m, n, fmt, xp)
+    col = (slice(None),) if fmt.name == "dd" else ()
     for i0 in range(0, m, tm):
         i1 = min(m, i0 + tm)
-        ra = scaled_residues(sa.mant[i0:i1], sa.exp[i0:i1], plan.s[i0:i1], plan.moduli, xp)
+        rows = (Ellipsis, slice(i0, i1), slice(None))  # (r, k) or (C, r, k) decompositions
+        ra = scaled_residues(sa.mant[rows], sa.exp[rows], plan.s[i0:i1], plan.moduli, xp)
         t0 = lap("residues", t0)
         c = engine.gemm_residues(ra, rb, plan.moduli)
         del ra
         t0 = lap("gemms", t0)
         mag, neg = crt_reconstruct(c, N, xp)
         del c
-        e = -(plan.s[i0:i1, None] + plan.t[None, :])
-        out[i0:i1] = round_limbs(mag, neg, e, plan.contract.fmt, xp)
+        out[col + (slice(i0, i1),)] = round_result(mag, neg, plan.out_exponent(i0, i1), fmt, xp)
         t0 = lap("reconstruction", t0)
     return out

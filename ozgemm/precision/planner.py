@@ -79,6 +79,17 @@ class Plan:
     kblock: int = KBLOCK_INT32
     widened: str = ""
     _stats: tuple = field(default=None, repr=False)
+    pa: object = None  # (m,) int64: rows of A were rescaled by 2**-pa before planning (binary128), or None
+    pb: object = None  # (n,) int64: columns of B likewise
+
+    def out_exponent(self, i0=0, i1=None):
+        """Exponent of the integer product's unit for rows i0:i1: ``-(s_i + t_j) (+ pa_i + pb_j)``."""
+        e = -(self.s[i0:i1, None] + self.t[None, :])
+        if self.pa is not None:
+            e = e + self.pa[i0:i1, None]
+        if self.pb is not None:
+            e = e + self.pb[None, :]
+        return e
 
     @property
     def delta_norm(self):
@@ -109,7 +120,12 @@ class Plan:
     def scaling_error_bound(self):
         """Proven entrywise bound on ``|A'B' 2**-(s_i+t_j) - AB|`` as float64 (rounded up)."""
         xp = _xp_of(self.delta_norm)
-        e = (self.E[:, None] + self.F[None, :]).astype(xp.int32)
+        e = self.E[:, None] + self.F[None, :]
+        if self.pa is not None:
+            e = e + self.pa[:, None]
+        if self.pb is not None:
+            e = e + self.pb[None, :]
+        e = e.astype(xp.int32)
         b = xp.ldexp(self.delta_norm, e)
         return xp.nextafter(b, xp.inf)
 
@@ -140,39 +156,48 @@ def _xp_of(x):
     return array_namespace(x)
 
 
-def _cmax(beta: int, S, k: int) -> Fraction:
-    """Upper bound on max |A'B'| at width beta: 2**(2 beta) S + 2**beta k + k, where S bounds
-    sum_l |a~_il||b~_lj| (row/column-max-normalised) for every (i, j)."""
-    return Fraction(S) * 2 ** (2 * beta) + Fraction(k) * Fraction(2) ** beta + k
+def _cmax(beta: int, S, k: int, cpow: int = 1) -> Fraction:
+    """Upper bound on max |A'B'| at width beta: 2**(2 beta) S + c 2**beta k + c**2 k, where S
+    bounds sum_l |a~_il||b~_lj| (row/column-max-normalised) for every (i, j) and c/2 bounds
+    the per-entry rounding error of the scaled integers (c = 1 for one component)."""
+    return Fraction(S) * 2 ** (2 * beta) + Fraction(cpow * k) * Fraction(2) ** beta + cpow * cpow * k
 
 
-def _max_beta_for(M: int, S, k: int, lo: int = 1) -> int:
+def _max_beta_for(M: int, S, k: int, lo: int = 1, cpow: int = 1) -> int:
     """Largest beta <= _BETA_CAP with M > 2 Cmax(beta) (0 if none >= lo)."""
     b = max(lo, 1)
-    if not M > 2 * _cmax(b, S, k):
+    if not M > 2 * _cmax(b, S, k, cpow):
         return 0
     hi = _BETA_CAP
-    if M > 2 * _cmax(hi, S, k):
+    if M > 2 * _cmax(hi, S, k, cpow):
         return hi
     while b + 1 < hi:  # invariant: ok(b), not ok(hi)
         mid = (b + hi) // 2
-        if M > 2 * _cmax(mid, S, k):
+        if M > 2 * _cmax(mid, S, k, cpow):
             b = mid
         else:
             hi = mid
     return b
 
 
-def _min_moduli_for(beta: int, S, k: int) -> int | None:
+def _min_moduli_for(beta: int, S, k: int, cpow: int = 1) -> int | None:
     """Fewest moduli that recover A'B' exactly at width beta (M > 2 Cmax(beta))."""
-    return moduli_exceeding(2 * _cmax(beta, S, k))
+    return moduli_exceeding(2 * _cmax(beta, S, k, cpow))
+
+
+def _cpow(sa: RowStats, sb: RowStats) -> int:
+    """c: the per-entry scaling error of either operand is <= c/2 units of 2**-s_i.
+    One component: 1; dd (2 components rounded separately): 2; binary128 pieces (3
+    components, the lowest possibly rounded by ldexp, see precision/operands.py): 4."""
+    return {1: 1, 2: 2, 3: 4}[max(sa.ncomp, sb.ncomp)]
 
 
 def _delta_norm(beta, sa: RowStats, sb: RowStats, k, xp):
+    c = float(_cpow(sa, sb))
     x = (sa.width > beta).astype(xp.float64)
     y = (sb.width > beta).astype(xp.float64)
     h = 2.0 ** (-beta - 1)
-    return h * (x[:, None] * sb.norm1[None, :] + y[None, :] * (sa.norm1 + x * (k * h))[:, None])
+    return c * h * (x[:, None] * sb.norm1[None, :] + y[None, :] * (sa.norm1 + x * (c * k * h))[:, None])
 
 
 def _ceil_log2_ratio(z, r, xp):
@@ -243,16 +268,25 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
     if contract.method != "crt":
         raise ContractError(f"contract {contract.name!r} ({contract.source}): method {contract.method!r} is not "
                             "available in this release; use method = \"crt\" (Ozaki scheme II)")
-    m, k = a.shape
-    n = b.shape[1]
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
     if hasattr(engine, "memory_budget"):  # statistics keep ~48 bytes per input entry
         need = 48 * (m * k + k * n)
         if need > engine.memory_budget():
             raise MemoryError(f"ozgemm: planning a {m}x{k}x{n} product needs about {need / 2**30:.2f} GiB, more "
                               f"than the budget of {engine.memory_budget() / 2**30:.2f} GiB; split the product")
-    stats = getattr(engine, "row_stats", None) or (lambda x: row_stats(x, xp))
+    hook = getattr(engine, "row_stats", None)
+
+    def stats(x):  # engines' fused statistics take one component; wide operands use the generic code
+        return hook(x) if hook is not None and x.ndim == 2 else row_stats(x, xp)
+
     sa = stats(a)
-    sb = stats(b.T)
+    sb = stats(b.T if b.ndim == 2 else b.transpose(0, 2, 1))
+    cpow = _cpow(sa, sb)
+    lg = cpow.bit_length() - 1
+    if cpow > 1 and contract.bound_kind != "componentwise":
+        raise ContractError(f"contract {contract.name!r} ({contract.source}): normwise contracts take float32/"
+                            "float64 operands; use a componentwise contract for dd/binary128 operands")
     # Cmax uses S >= sum_l |a~_il||b~_lj|; normwise contracts take S = k (data-independent:
     # no device->host read), componentwise ones read the norm sums with beta.
     S = float(k)
@@ -262,7 +296,7 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
     if force_moduli is not None:
         nmod = int(force_moduli)
         M = moduli_product(nmod)
-        beta = _max_beta_for(M, S, k)
+        beta = _max_beta_for(M, S, k, cpow=cpow)
         if beta < 1:
             raise ContractError(f"{nmod} moduli cannot hold even a 1-bit scaling for k = {k}")
         widened = f"forced: {nmod} moduli, no bound proven"
@@ -270,7 +304,9 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
         lb = engine.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
         beta_max = min(contract.bits + contract.exponent_range, _BETA_CAP)
         rbeta = getattr(engine, "required_beta", None) or required_beta
-        rb = rbeta(sa, sb, lb, contract.bits, k, u, xp)
+        # c/2-unit scaling errors (cpow = 2**lg): the same closed form with bits + lg and
+        # k c**2 (R/c and K c, both exact powers of two; see _cpow and required_beta)
+        rb = rbeta(sa, sb, lb, contract.bits + lg, k * cpow * cpow, u, xp)
         z = xp.zeros((1,), dtype=xp.int64)
         host = xp.concatenate([xp.asarray(rb, dtype=xp.int64).reshape(1),
                                sa.n1_int.max(keepdims=True) if m else z, sb.n1_int.max(keepdims=True) if n else z,
@@ -284,7 +320,7 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
         S = min(Fraction(min(n1a, n1b), 2**NORM_BITS), Fraction(cs, 2**NORM_BITS))
         if beta_min > beta_max:
             need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
-            cap = _max_beta_for(moduli_product(len(MODULI)), S, k)
+            cap = _max_beta_for(moduli_product(len(MODULI)), S, k, cpow=cpow)
             if beta_min <= cap:
                 fix = (f"use a contract with exponent_range >= {beta_min - contract.bits} (the "
                        f"{len(MODULI)}-moduli table holds widths up to {cap} bits at k = {k})")
@@ -298,11 +334,11 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
                 f"spread plus precision, and small entries meet large ones). Fix: {fix}; or use a "
                 "normwise contract (e.g. 'fp64-fast'), or rescale rows/columns with widely spread "
                 "magnitudes.")
-        nmod = _min_moduli_for(beta_min, S, k)
+        nmod = _min_moduli_for(beta_min, S, k, cpow)
         if nmod is None:
             raise ContractError(
                 f"{where}: width {beta_min} bits needs a moduli product above "
-                f"2^{float(np.log2(float(2 * _cmax(beta_min, S, k)))):.1f}, beyond the table's "
+                f"2^{float(np.log2(float(2 * _cmax(beta_min, S, k, cpow)))):.1f}, beyond the table's "
                 f"{len(MODULI)} moduli (2^{np.log2(np.array(MODULI, float)).sum():.1f}). "
                 "Fix: reduce k (split the product) or the exponent spread.")
         if contract.moduli == "auto":
@@ -315,7 +351,7 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
             nmod = contract.moduli
             widened = f"fixed: {nmod} moduli"
         M = moduli_product(nmod)
-        beta = _max_beta_for(M, S, k, beta_min)
+        beta = _max_beta_for(M, S, k, beta_min, cpow)
     else:
         nmod = contract.moduli
         if nmod > len(MODULI):

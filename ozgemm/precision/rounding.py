@@ -6,7 +6,8 @@ value reaches 2**(emax+1) (IEEE 754-2019, 4.3.1 and 7.4). Vectorised against ``x
 """
 from __future__ import annotations
 
-__all__ = ["round_limbs"]
+__all__ = ["round_limbs", "round_result", "empty_result", "round_limbs_dd", "round_limbs_binary128",
+           "round_to_precision"]
 
 
 def round_limbs(mag, neg, e, fmt, xp):
@@ -222,3 +223,22 @@ def round_limbs_binary128(mag, neg, e, xp):
     nz = (lo != 0) | (hi != 0)
     hi = hi | ((neg & nz).astype(u) << u(63))
     return xp.stack([lo, hi], axis=-1)
+
+
+def empty_result(m, n, fmt, xp):
+    """Uninitialised (m, n) result storage of ``fmt``: float32/float64 (m, n); dd float64
+    (2, m, n) = [hi, lo]; binary128 uint64 (m, n, 2) encodings."""
+    if fmt.name == "dd":
+        return xp.empty((2, m, n), dtype=xp.float64)
+    if fmt.name == "binary128":
+        return xp.empty((m, n, 2), dtype=xp.uint64)
+    return xp.empty((m, n), dtype=fmt.dtype)
+
+
+def round_result(mag, neg, e, fmt, xp):
+    """The single rounding to ``fmt`` (storage as in :func:`empty_result`)."""
+    if fmt.name == "dd":
+        return round_limbs_dd(mag, neg, e, xp)
+    if fmt.name == "binary128":
+        return round_limbs_binary128(mag, neg, e, xp)
+    return round_limbs(mag, neg, e, fmt, xp)

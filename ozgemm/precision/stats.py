@@ -37,7 +37,8 @@ class RowStats:
 
     Attributes
     ----------
-    mant, exp : (r, k) int64   exact decomposition (see :func:`split_float`); None where an
+    mant, exp : (r, k) int64   exact decomposition (see :func:`split_float`), (C, r, k) for
+                               C-component operands; None where an
                                engine with fused residue kernels computed the stats
     E : (r,) int64             |x_il| < 2**E_i for all l (0 for an all-zero row)
     width : (r,) int64         bits to hold row i exactly as integers: at integer width
@@ -60,36 +61,63 @@ class RowStats:
     n1_int: object = None  # (r,) int64: sum_l ceil(|x_il| 2**(30-E_i))        (norm1 = n1_int 2**-30)
     n2_int: object = None  # (r,) int64: sum_l ceil(|x_il| 2**(15-E_i))**2  (>= 2**30 sum_l x~_il**2)
     src: object = None  # the contiguous float64 rows the stats came from (fused engines reuse it)
+    ncomp: int = 1  # components per entry (1: float32/64; 2: dd; 3: binary128 pieces)
 
 
 def row_stats(x, xp) -> RowStats:
-    """Compute :class:`RowStats` of a finite 2-D float array along its rows (axis 1)."""
-    r, k = x.shape
-    mant, exp, top = split_float(x, xp)
+    """Compute :class:`RowStats` of a finite float array along its rows.
+
+    ``x`` is (r, k) float32/float64, or (C, r, k) float64 holding an exact unevaluated sum
+    of C components per entry (dd: hi + lo; binary128: three truncation pieces, see
+    :mod:`ozgemm.precision.operands`). Components are scaled and rounded separately, so
+    ``mant``/``exp`` are (C, r, k) and ``ncomp`` = C enters the planner's bounds.
+
+    For C > 1: E and width cover every component; the 1-norm and sum-of-squares bounds add
+    the components' round-up quantisations (|x| <= sum |x_c|); q rounds |x_0| down and
+    subtracts one where x_0 2**(7-E) is an integer and the rest has the opposite sign (the
+    rest is below ulp(x_0)/2 <= 2**(E-53), so this is floor(|x| 2**(7-E)) exactly).
+    """
+    multi = x.ndim == 3
+    xs = x if multi else x[None]
+    C, r, k = xs.shape
+    mant, exp, top = split_float(xs, xp)
     nz = mant != 0
-    zero_row = ~nz.any(axis=1) if k else xp.ones((r,), dtype=bool)
+    zero_row = ~nz.any(axis=(0, 2)) if k else xp.ones((r,), dtype=bool)
     if k:
-        E = xp.where(nz, top, xp.iinfo(xp.int64).min).max(axis=1)
+        E = xp.where(nz, top, xp.iinfo(xp.int64).min).max(axis=(0, 2))
         E = xp.where(zero_row, 0, E)
         low = mant & (-mant)  # lowest set bit of the significand
         ctz = xp.frexp(low.astype(xp.float64))[1].astype(xp.int64) - 1
-        lsb = xp.where(nz, exp + ctz, xp.iinfo(xp.int64).max).min(axis=1)
+        lsb = xp.where(nz, exp + ctz, xp.iinfo(xp.int64).max).min(axis=(0, 2))
         width = xp.where(zero_row, 0, E - lsb)
     else:
         E = xp.zeros((r,), dtype=xp.int64)
         width = xp.zeros((r,), dtype=xp.int64)
-    ax = xp.abs(x.astype(xp.float64, copy=False))
+    ax = xp.abs(xs.astype(xp.float64, copy=False))
     # ceil(|x| 2**(30-E)) <= 2**30 is exact (ldexp by a power of two; a subnormal result rounds,
     # but then ceil gives 1 >= the true value); the int64 sum is exact and order-independent.
     if k:
-        qs = xp.ceil(xp.ldexp(ax, (NORM_BITS - E)[:, None].astype(xp.int32))).astype(xp.int64).sum(axis=1)
-        norm1 = xp.ldexp(qs.astype(xp.float64), -NORM_BITS)  # exact: qs < k 2**30 < 2**53
-        h = xp.ceil(xp.ldexp(ax, (NORM_BITS // 2 - E)[:, None].astype(xp.int32))).astype(xp.int64)
+        sh = (NORM_BITS - E)[None, :, None].astype(xp.int32)
+        qs = xp.ceil(xp.ldexp(ax, sh)).astype(xp.int64).sum(axis=(0, 2))
+        norm1 = xp.ldexp(qs.astype(xp.float64), -NORM_BITS)  # exact: qs < C k 2**30 < 2**53
+        h = xp.ceil(xp.ldexp(ax, (NORM_BITS // 2 - E)[None, :, None].astype(xp.int32))).astype(xp.int64).sum(axis=0)
         n2 = (h * h).sum(axis=1)
     else:
         qs = xp.zeros((r,), dtype=xp.int64)
         n2 = xp.zeros((r,), dtype=xp.int64)
         norm1 = xp.zeros((r,), dtype=xp.float64)
-    q = xp.floor(xp.ldexp(ax, (LB_BITS - E)[:, None].astype(xp.int32))).astype(xp.int8) if k else xp.zeros((r, 0), dtype=xp.int8)
+    if k:
+        y = xp.ldexp(ax[0], (LB_BITS - E)[:, None].astype(xp.int32))
+        fq = xp.floor(y)
+        if C > 1:
+            rest = xs[1]
+            for c in range(2, C):
+                rest = xp.where(rest != 0, rest, xs[c])
+            fq = fq - ((fq == y) & (rest * xs[0] < 0))
+        q = fq.astype(xp.int8)
+    else:
+        q = xp.zeros((r, 0), dtype=xp.int8)
+    if not multi:
+        mant, exp = mant[0], exp[0]
     return RowStats(mant=mant, exp=exp, E=E, width=width, norm1=norm1, q=q, zero_row=zero_row,
-                    n1_int=qs, n2_int=n2)
+                    n1_int=qs, n2_int=n2, ncomp=C)

@@ -32,12 +32,50 @@ def have_flint() -> bool:
     return _HAVE_FLINT
 
 
-def _to_int_rows(x: np.ndarray):
-    """Rows of a finite float matrix as (list of int rows, list of row exponents e_i):
-    x_il = X_il * 2**e_i exactly."""
+def _ratios(x):
+    """Exact entries of a 2-D operand as nested lists of (numerator, power-of-two denominator).
+
+    float arrays: ``float.as_integer_ratio``; :class:`~ozgemm.DD`: hi + lo added as
+    rationals; binary128 (numpy quad array or :class:`~ozgemm.Binary128`): decoded from the
+    IEEE encoding (sign, biased exponent, 112-bit fraction) with Python integers."""
+    from ..precision.formats import DD, Binary128, is_quad_array, quad_to_bits
+    from .._xp import to_numpy
+
+    if isinstance(x, DD):
+        hi, lo = to_numpy(x.hi).tolist(), to_numpy(x.lo).tolist()
+        out = []
+        for rh, rl in zip(hi, lo):
+            row = []
+            for h, l_ in zip(rh, rl):
+                n1, d1 = h.as_integer_ratio()
+                n2, d2 = l_.as_integer_ratio()
+                d = max(d1, d2)
+                row.append((n1 * (d // d1) + n2 * (d // d2), d))
+            out.append(row)
+        return out
+    if is_quad_array(x) or isinstance(x, Binary128):
+        bits = quad_to_bits(x) if is_quad_array(x) else to_numpy(x.bits)
+        out = []
+        for r in bits.tolist():
+            row = []
+            for lo, hi in r:
+                be = (hi >> 48) & 0x7FFF
+                if be == 0x7FFF:
+                    raise ValueError("exact_product needs finite inputs")
+                sig = ((hi & ((1 << 48) - 1)) << 64 | lo) | ((1 << 112) if be else 0)
+                e = max(be, 1) - 16383 - 112
+                v = -sig if hi >> 63 else sig
+                row.append((v << e, 1) if e >= 0 else (v, 1 << -e))
+            out.append(row)
+        return out
+    return [[v.as_integer_ratio() for v in r] for r in np.asarray(x, dtype=np.float64).tolist()]
+
+
+def _to_int_rows(x):
+    """Rows of a finite matrix (float, DD or binary128) as (list of int rows, list of row
+    exponents e_i): x_il = X_il * 2**e_i exactly."""
     rows, exps = [], []
-    for r in np.asarray(x, dtype=np.float64).tolist():
-        ratios = [v.as_integer_ratio() for v in r]
+    for ratios in _ratios(x):
         if not ratios:
             rows.append([]), exps.append(0)
             continue
@@ -88,6 +126,12 @@ class ExactProduct:
         return Fraction(self.ABS[i][j]) * Fraction(2) ** (self.ea[i] + self.eb[j])
 
 
+def _is_quad(x):
+    from ..precision.formats import is_quad_array
+
+    return is_quad_array(x)
+
+
 def exact_product(a, b) -> ExactProduct:
     """Exact ``a @ b`` and ``|a| @ |b|`` of finite 2-D float arrays (numpy; cupy is copied).
 
@@ -95,16 +139,27 @@ def exact_product(a, b) -> ExactProduct:
     """
     from .._xp import to_numpy
 
-    a = to_numpy(a)
-    b = to_numpy(b)
+    from ..precision.operands import is_wide, transpose
+
+    wide = is_wide(a) or is_wide(b) or _is_quad(a) or _is_quad(b)
+    if not wide:
+        a = to_numpy(a)
+        b = to_numpy(b)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"exact_product needs (m,k) and (k,n) matrices, got {a.shape} and {b.shape}")
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+    if not wide and not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise ValueError("exact_product needs finite inputs")
     m, k = a.shape
     n = b.shape[1]
     A, ea = _to_int_rows(a)
-    Bt, eb = _to_int_rows(b.T)
+    Bt, eb = _to_int_rows(transpose(b) if is_wide(b) else b.T)
+    if wide:
+        amax = [max((abs(Fraction(v)) * Fraction(2) ** ea[i] for v in A[i]), default=Fraction(0)) for i in range(m)]
+        bmax = [max((abs(Fraction(v)) * Fraction(2) ** eb[j] for v in Bt[j]), default=Fraction(0)) for j in range(n)]
+        B = [list(col) for col in zip(*Bt)] if k and n else [[0] * n for _ in range(k)]
+        X = _int_matmul(A, B, m, k, n)
+        ABS = _int_matmul([[abs(v) for v in r] for r in A], [[abs(v) for v in r] for r in B], m, k, n)
+        return ExactProduct(X=X, ABS=ABS, ea=ea, eb=eb, shape=(m, k, n), amax=amax, bmax=bmax)
     B = [list(col) for col in zip(*Bt)] if k and n else [[0] * n for _ in range(k)]
     X = _int_matmul(A, B, m, k, n)
     ABS = _int_matmul([[abs(v) for v in r] for r in A], [[abs(v) for v in r] for r in B], m, k, n)
@@ -116,19 +171,112 @@ def exact_product(a, b) -> ExactProduct:
 _CTX = {"binary64": 64, "binary32": 32}
 
 
-def correctly_rounded(ex: ExactProduct, fmt_name: str = "binary64") -> np.ndarray:
-    """The correctly rounded (nearest-even, gradual underflow, overflow to inf) exact product."""
+def _mpq(x, e):
+    return gmpy2.mpq(x * 2**e, 1) if e >= 0 else gmpy2.mpq(x, 2 ** (-e))
+
+
+def _quad_encode(v) -> tuple:
+    """IEEE binary128 words (low, high) of a gmpy2 mpfr already rounded in ieee(128)."""
+    if gmpy2.is_nan(v):
+        return 0, 0x7FFF8 << 44
+    neg = v < 0 or (v == 0 and gmpy2.is_signed(v))
+    if gmpy2.is_infinite(v):
+        return 0, (0x7FFF << 48) | (neg << 63)
+    if v == 0:
+        return 0, 0  # zero results are +0
+    m, ex = v.as_mantissa_exp()
+    m, ex = abs(int(m)), int(ex)
+    sh = 113 - m.bit_length()
+    m, ex = m << sh if sh >= 0 else m >> -sh, ex - sh
+    if ex < -16494:  # subnormal: exact (the context already rounded)
+        m, ex = m >> (-16494 - ex), -16494
+    if m >> 112:
+        be, frac = ex + 112 + 16383, m & ((1 << 112) - 1)
+    else:
+        be, frac = 0, m
+    return frac & ((1 << 64) - 1), (be << 48) | (frac >> 64) | (neg << 63)
+
+
+def correctly_rounded(ex: ExactProduct, fmt_name: str = "binary64"):
+    """The correctly rounded (nearest-even, gradual underflow, overflow to inf) exact product.
+
+    binary32/64: a float array; dd: :class:`~ozgemm.DD` with hi = RN(x), lo = RN(x - hi);
+    binary128: a numpy quad array (gmpy2 ``ieee(128)`` context). Zero results are +0."""
     m, _, n = ex.shape
+    if fmt_name == "dd":
+        from ..precision.formats import DD
+
+        hi = np.zeros((m, n))
+        lo = np.zeros((m, n))
+        with gmpy2.ieee(64):
+            for i in range(m):
+                for j in range(n):
+                    q = _mpq(ex.X[i][j], ex.ea[i] + ex.eb[j])
+                    h = float(gmpy2.mpfr(q))
+                    if math.isfinite(h) and h != 0:
+                        lo[i, j] = float(gmpy2.mpfr(q - gmpy2.mpq(*h.as_integer_ratio()))) + 0.0
+                    hi[i, j] = h + 0.0
+        return DD(hi, lo)
+    if fmt_name == "binary128":
+        from ..precision.formats import quad_from_bits
+
+        bits = np.zeros((m, n, 2), dtype=np.uint64)
+        with gmpy2.context(gmpy2.ieee(128)):
+            for i in range(m):
+                for j in range(n):
+                    bits[i, j] = _quad_encode(gmpy2.mpfr(_mpq(ex.X[i][j], ex.ea[i] + ex.eb[j])))
+        return quad_from_bits(bits)
     dtype = np.float64 if fmt_name == "binary64" else np.float32
     out = np.empty((m, n), dtype=dtype)
     with gmpy2.ieee(_CTX[fmt_name]):
         for i in range(m):
             for j in range(n):
-                e = ex.ea[i] + ex.eb[j]
-                x = ex.X[i][j]
-                q = gmpy2.mpq(x * 2**e, 1) if e >= 0 else gmpy2.mpq(x, 2 ** (-e))
-                out[i, j] = float(gmpy2.mpfr(q))
+                out[i, j] = float(gmpy2.mpfr(_mpq(ex.X[i][j], ex.ea[i] + ex.eb[j])))
     return out
+
+
+def _values(c):
+    """Entries of a result as nested lists of ``(cn, ce)`` (value cn * 2**ce) or ``(None, s)``
+    for a non-finite entry (s: +1/-1 for +-inf, 0 for NaN)."""
+    from ..precision.formats import DD, Binary128, is_quad_array, quad_to_bits
+    from .._xp import to_numpy
+
+    def fl(v):
+        if not math.isfinite(v):
+            return (None, 0 if math.isnan(v) else (1 if v > 0 else -1))
+        cn, cd = v.as_integer_ratio()
+        return (cn, -(cd.bit_length() - 1))
+
+    if isinstance(c, DD):
+        out = []
+        for rh, rl in zip(to_numpy(c.hi).tolist(), to_numpy(c.lo).tolist()):
+            row = []
+            for h, l_ in zip(rh, rl):
+                a, b = fl(h), fl(l_)
+                if a[0] is None or b[0] is None:
+                    row.append(a if a[0] is None else b)
+                    continue
+                e = min(a[1], b[1])
+                row.append(((a[0] << (a[1] - e)) + (b[0] << (b[1] - e)), e))
+            out.append(row)
+        return out
+    if is_quad_array(c) or isinstance(c, Binary128):
+        bits = quad_to_bits(c) if is_quad_array(c) else to_numpy(c.bits)
+        out = []
+        for r in bits.tolist():
+            row = []
+            for lo, hi in r:
+                be = (hi >> 48) & 0x7FFF
+                neg = hi >> 63
+                frac = ((hi & ((1 << 48) - 1)) << 64) | lo
+                if be == 0x7FFF:
+                    row.append((None, 0 if frac else (-1 if neg else 1)))
+                    continue
+                sig = frac | ((1 << 112) if be else 0)
+                row.append((-sig if neg else sig, max(be, 1) - 16383 - 112))
+            out.append(row)
+        return out
+    return [[fl(v) for v in r] for r in np.asarray(to_numpy(c), dtype=np.float64).tolist()]
 
 
 @dataclass
@@ -197,14 +345,22 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
     """
     from .._xp import to_numpy
 
-    c = to_numpy(c)
+    from ..precision.formats import FORMATS, DD, Binary128, is_quad_array
+
     m, k, n = ex.shape
     if fmt_name is None:
-        fmt_name = "binary32" if c.dtype == np.float32 else "binary64"
-    p = 24 if fmt_name == "binary32" else 53
-    emin_sub = -149 if fmt_name == "binary32" else -1074
-    emin = -126 if fmt_name == "binary32" else -1022
-    emax = 127 if fmt_name == "binary32" else 1023
+        if isinstance(c, DD):
+            fmt_name = "dd"
+        elif isinstance(c, Binary128) or is_quad_array(c):
+            fmt_name = "binary128"
+        else:
+            c = to_numpy(c)
+            fmt_name = "binary32" if c.dtype == np.float32 else "binary64"
+    wide = fmt_name in ("dd", "binary128")
+    if not wide:
+        c = to_numpy(c)
+    F = FORMATS[fmt_name]
+    p, emin_sub, emin, emax = F.p, F.emin_sub, F.emin, F.emax
     if cr is None:
         cr = correctly_rounded(ex, fmt_name)
     err_u = np.zeros((m, n))
@@ -214,18 +370,16 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
     if normwise:
         ra = [Fraction(v) for v in ex.amax]
         cb = [Fraction(v) for v in ex.bmax]
-    cl = c.astype(np.float64).tolist()
+    cl = _values(c)
     for i in range(m):
         for j in range(n):
-            cij = cl[i][j]
+            cn, ce = cl[i][j]
             e = ex.ea[i] + ex.eb[j]
             X = ex.X[i][j]
             A = ex.ABS[i][j]
-            if not math.isfinite(cij):
+            if cn is None:
                 err_int, err_exp = None, 0
             else:
-                cn, cd = cij.as_integer_ratio()
-                ce = -(cd.bit_length() - 1)
                 lo = min(ce, e)
                 err_int = abs((cn << (ce - lo)) - (X << (e - lo)))
                 err_exp = lo
@@ -254,9 +408,9 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
             if err_int is None:
                 # +-inf is allowed where AB is within the bound of the overflow threshold
                 # Omega = 2**(emax+1) - 2**(emax-p) (values >= Omega round to inf)
-                omega = 2 ** (emax + 1) - 2 ** (emax - p)
-                same_sign = (cij > 0 and X > 0) or (cij < 0 and X < 0)
-                if same_sign and math.isinf(cij) and (abs(Fraction(X) * Fraction(2) ** e) + Fraction(bn, bd)) >= omega:
+                omega = 2 ** (emax + 1) - 2 ** (emax - min(p, 53 if fmt_name == "dd" else p))
+                same_sign = (ce > 0 and X > 0) or (ce < 0 and X < 0)
+                if same_sign and (abs(Fraction(X) * Fraction(2) ** e) + Fraction(bn, bd)) >= omega:
                     ratio[i, j] = 1.0
                     continue
                 breaches += 1
@@ -272,8 +426,28 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
             if lhs > rhs:
                 breaches += 1
             ratio[i, j] = _ratio(lhs, 0, rhs, 0) if rhs else (0.0 if lhs == 0 else math.inf)
-    ulps = np.abs(_ordinal(c.astype(cr.dtype)) - _ordinal(cr))
-    ulps = np.array(ulps, dtype=np.float64)
-    share = float(np.mean(c.astype(cr.dtype) == cr)) if c.size else 1.0
+    if wide:  # distance to RN(AB) in units of its ulp, exactly
+        crv = _values(cr)
+        ulps = np.zeros((m, n))
+        same = 0
+        for i in range(m):
+            for j in range(n):
+                (a1, e1), (a2, e2) = cl[i][j], crv[i][j]
+                if a1 is None or a2 is None:
+                    eq = (a1, e1) == (a2, e2)
+                    ulps[i, j] = 0.0 if eq else math.inf
+                    same += eq
+                    continue
+                lo = min(e1, e2)
+                d = abs((a1 << (e1 - lo)) - (a2 << (e2 - lo)))
+                same += d == 0
+                top = (abs(a2).bit_length() + e2 - 1) if a2 else emin_sub + p - 1
+                ue = max(top - p + 1, emin_sub)
+                ulps[i, j] = _ratio(d, lo, 1, ue)
+        share = same / (m * n) if m * n else 1.0
+    else:
+        ulps = np.abs(_ordinal(c.astype(cr.dtype)) - _ordinal(cr))
+        ulps = np.array(ulps, dtype=np.float64)
+        share = float(np.mean(c.astype(cr.dtype) == cr)) if c.size else 1.0
     return ErrorReport(err_u=err_u, ulps=ulps, correctly_rounded=share, bound_ratio=ratio,
                        breaches=breaches if contract is not None else None)

@@ -1,0 +1,152 @@
+"""Operands in the wide formats as exact sums of float64 components, row by row.
+
+The CRT pipeline scales each row of A (column of B) by a power of two and rounds it to
+integers. A float32/float64 entry is one component. Wider entries are held as an exact,
+unevaluated sum of C float64 components, each scaled and rounded separately (so the
+per-entry scaling error is at most C/2 units instead of 1/2; the planner accounts for it,
+see :mod:`ozgemm.precision.planner`):
+
+* dd ``hi + lo`` (C = 2): renormalised exactly with TwoSum (Knuth, TAOCP vol. 2, 4.2.2),
+  so ``hi = RN(hi + lo)``.
+* binary128 (C = 3): the 113-bit significand is cut into 53 + 53 + 7 bits, three pieces of
+  the same sign (truncation, not rounding: ``|x| >= |piece_0|``). Each row is first
+  rescaled by ``2**-P_i``, P_i the row's largest exponent, so pieces fit binary64's range
+  whatever the binary128 exponent; a piece below 2**-1074 relative to its row max may
+  round in ``ldexp`` (error <= 2**-1075 2**P_i), which the planner covers by taking
+  C = 4 for these operands (per-entry error <= 3/2 + 3 * 2**-75 <= 2 units, because the
+  integer width never exceeds 1000 bits). The output exponent adds P_i back.
+
+Non-finite entries are reported through a float64 "proxy" array of the same IEEE classes
+(NaN, +-Inf, +-0, +-1 for finite non-zero values) for the separate specials pass.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .formats import DD, Binary128, is_quad_array, quad_to_bits
+
+__all__ = ["Rows", "as_wide", "is_wide", "operand_rows", "transpose"]
+
+
+def is_wide(x) -> bool:
+    """True for the wide-format containers :class:`DD` and :class:`Binary128`."""
+    return isinstance(x, (DD, Binary128))
+
+
+def as_wide(x):
+    """numpy QuadPrecDType arrays become :class:`Binary128`; other inputs are returned as is."""
+    if is_quad_array(x):
+        return Binary128(quad_to_bits(x))
+    return x
+
+
+def raw(x):
+    """The underlying array of an operand (for array-library dispatch)."""
+    if isinstance(x, DD):
+        return x.hi
+    if isinstance(x, Binary128):
+        return x.bits
+    return x
+
+
+def transpose(x):
+    """Transpose of a 2-D operand (float array, DD or Binary128), a view."""
+    if isinstance(x, DD):
+        return DD(x.hi.T, x.lo.T)
+    if isinstance(x, Binary128):
+        return Binary128(x.bits.transpose(1, 0, 2))
+    return x.T
+
+
+@dataclass
+class Rows:
+    """A 2-D operand prepared for row scaling.
+
+    comps : (r, k) float array (one component) or (C, r, k) float64
+    pre   : (r,) int64 power-of-two rescaling P_i already applied (x = comps_sum * 2**P_i), or None
+    proxy : (r, k) float array with each entry's IEEE class (for the specials pass)
+    cpow  : power of two >= the per-entry scaling error in half units (1, 2 or 4)
+    """
+
+    comps: object
+    pre: object
+    proxy: object
+    cpow: int = 1
+
+
+def operand_rows(x, xp) -> Rows:
+    """Decompose a 2-D operand (rows = the scaled direction) into :class:`Rows`."""
+    if isinstance(x, DD):
+        hi, lo = x.hi, x.lo
+        with np.errstate(all="ignore") if xp is np else _null():
+            s = hi + lo  # TwoSum: s + err == hi + lo exactly (no overflow)
+            bb = s - hi
+            err = (hi - (s - bb)) + (lo - bb)
+        ok = xp.isfinite(s) & xp.isfinite(err)
+        hi2 = xp.where(ok, s, hi)
+        lo2 = xp.where(ok, err, lo)
+        fin = xp.isfinite(hi2) & xp.isfinite(lo2)
+        with np.errstate(all="ignore") if xp is np else _null():
+            proxy = xp.where(fin, hi2, hi2 + lo2)  # the IEEE class of hi + lo
+        comps = xp.stack([xp.where(fin, hi2, 0.0), xp.where(fin, lo2, 0.0)])
+        return Rows(comps=comps, pre=None, proxy=proxy, cpow=2)
+    if isinstance(x, Binary128):
+        return _quad_rows(x.bits, xp)
+    return Rows(comps=x, pre=None, proxy=x, cpow=1)
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _quad_rows(bits, xp) -> Rows:
+    u = xp.uint64
+    lo = bits[..., 0]
+    hi = bits[..., 1]
+    neg = (hi >> u(63)) == 1
+    be = ((hi >> u(48)) & u(0x7FFF)).astype(xp.int64)
+    frac_hi = hi & u((1 << 48) - 1)
+    special = be == 0x7FFF
+    nan = special & ((frac_hi != 0) | (lo != 0))
+    normal = be != 0
+    h49 = frac_hi | (normal.astype(u) << u(48))
+    e_lsb = xp.maximum(be, 1) - 16383 - 112  # exponent of the significand's last bit
+    p0 = (h49 << u(4)) | (lo >> u(60))  # significand bits 60..112 (<= 53 bits)
+    p1 = (lo >> u(7)) & u((1 << 53) - 1)  # bits 7..59
+    p2 = lo & u(127)  # bits 0..6
+    nz = ((h49 | lo) != 0) & ~special
+    # top exponent: |x| < 2**top
+    bl = xp.where(h49 != 0, 64 + _bitlen64(h49, xp), _bitlen64(lo, xp))
+    top = e_lsb + bl
+    big = xp.iinfo(xp.int64).min
+    P = xp.where(nz, top, big).max(axis=1) if bits.shape[1] else xp.zeros((bits.shape[0],), dtype=xp.int64)
+    P = xp.where(P == big, 0, P)
+    sh = e_lsb - P[:, None]
+
+    def piece(v, off):
+        f = v.astype(xp.float64)  # exact: < 2**53
+        sgn = xp.where(neg, -1.0, 1.0)
+        with np.errstate(all="ignore") if xp is np else _null():
+            return xp.where(nz, sgn * xp.ldexp(f, xp.clip(sh + off, -2000, 2000).astype(xp.int32)), 0.0)
+
+    comps = xp.stack([piece(p0, 60), piece(p1, 7), piece(p2, 0)])
+    one = xp.where(neg, -1.0, 1.0)
+    proxy = xp.where(nz, one, xp.where(neg, -0.0, 0.0))
+    proxy = xp.where(special, xp.where(nan, xp.nan, one * xp.inf), proxy)
+    return Rows(comps=comps, pre=P.astype(xp.int64), proxy=proxy, cpow=4)
+
+
+def _bitlen64(v, xp):
+    """Bit length of uint64 values (0 for 0), exactly (two 32-bit halves through frexp)."""
+    u = xp.uint64
+    h = (v >> u(32)).astype(xp.float64)
+    l_ = (v & u(0xFFFFFFFF)).astype(xp.float64)
+    bh = xp.frexp(h)[1].astype(xp.int64)
+    bl = xp.frexp(l_)[1].astype(xp.int64)
+    return xp.where(h > 0, 32 + bh, xp.where(l_ > 0, bl, 0))
