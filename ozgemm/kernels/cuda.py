@@ -75,6 +75,50 @@ def _stats_module():
     return cp.RawModule(code=src, options=("-std=c++17",))
 
 
+def _rows_contiguous(x):
+    """``x`` as C-contiguous float64 (exact widening); a column-major float64 view (such as
+    ``b.T`` of a row-major ``b``) is copied with a tiled transpose kernel."""
+    if (x.dtype == cp.float64 and x.ndim == 2 and not x.flags.c_contiguous and x.strides[0] == 8
+            and x.strides[1] > 0 and x.strides[1] % 8 == 0 and x.shape[1] <= 32 * 65535 and x.size):
+        r, k = x.shape
+        out = cp.empty((r, k), dtype=cp.float64)
+        f = _stats_module().get_function("transpose_f64")
+        f(((r + 31) // 32, (k + 31) // 32), (32, 8), (x, np.int64(x.strides[1] // 8), np.int32(k), np.int32(r), out))
+        return out
+    return as_float64(x, contiguous=True)
+
+
+def nonfinite_rows_cols(a, b):
+    """Rows of ``a`` (m, k) and columns of ``b`` (k, n) holding NaN/Inf (cupy float32/float64,
+    either memory order) with one pass over each and one 4-byte device->host read.
+
+    Returns (bad_rows, bad_cols, any) as cupy bool arrays and a Python bool, or None where a
+    layout or dtype is not handled here (the caller then uses its generic code)."""
+    if a.dtype != b.dtype or a.dtype not in (cp.float32, cp.float64) or a.ndim != 2 or b.ndim != 2:
+        return None
+    it = a.itemsize
+    anyf = cp.zeros((1,), dtype=cp.int32)
+    bad_rows = cp.zeros((a.shape[0],), dtype=cp.bool_)
+    bad_cols = cp.zeros((b.shape[1],), dtype=cp.bool_)
+    jobs = []
+    for x, flag, want_rows in ((a, bad_rows, True), (b, bad_cols, False)):
+        r, c = x.shape
+        if r * c == 0:
+            continue
+        if x.strides[1] == it and x.strides[0] > 0 and x.strides[0] % it == 0:  # row-major
+            jobs.append((x, x.strides[0] // it, r, c, 0 if want_rows else 1, flag))
+        elif x.strides[0] == it and x.strides[1] > 0 and x.strides[1] % it == 0:  # column-major: x.T rows
+            jobs.append((x, x.strides[1] // it, c, r, 1 if want_rows else 0, flag))
+        else:
+            return None
+    f = _stats_module().get_function("nonfinite_f64" if a.dtype == cp.float64 else "nonfinite_f32")
+    for x, ld, r, c, cols, flag in jobs:
+        grid, block = _grid2d(c, r)
+        grid = (grid[0], min(grid[1], max(1, 65536 // grid[0])))
+        f(grid, block, (x, np.int64(ld), np.int32(r), np.int32(c), np.int32(cols), flag, anyf))
+    return bad_rows, bad_cols, bool(anyf.get()[0])
+
+
 class CudaEngine(Engine):
     """Exact INT8 GEMMs on NVIDIA GPUs (see module docstring)."""
 
@@ -137,13 +181,16 @@ class CudaEngine(Engine):
         return out
 
     def gemm_exact(self, a, bt):
+        """Exact ``a @ bt.T`` (int8). Returned as the int32 GEMM output itself (a view, no
+        copy) when k fits one exact int32 k-block (|sum| <= k 2**14 < 2**31), else int64:
+        every value is exact either way; the planner's width kernel reads both."""
         m, k = a.shape
         n = bt.shape[0]
         if k == 0 or m == 0 or n == 0:
             return cp.zeros((m, n), dtype=cp.int64)
         mp, np_, kp = _ceil(m, _PAD), _ceil(n, _PAD), _ceil(k, _PAD)
         c = self._gemm_exact_padded(self._pad(a[None], mp, kp), self._pad(bt[None], np_, kp))
-        return c[0, :m, :n].astype(cp.int64)
+        return c[0, :m, :n]
 
     def gemm_residues(self, a, bt, moduli):
         N, m, k = a.shape
@@ -156,7 +203,7 @@ class CudaEngine(Engine):
     # -- planner hooks (fused; mirror precision/stats.py and planner.required_beta) ------
     def row_stats(self, x):
         """Fused :class:`~ozgemm.precision.stats.RowStats` of the rows of ``x`` (r, k)."""
-        x = as_float64(x, contiguous=True)
+        x = _rows_contiguous(x)
         r, k = x.shape
         E = cp.zeros((r,), dtype=cp.int64)
         width = cp.zeros((r,), dtype=cp.int64)
@@ -167,8 +214,9 @@ class CudaEngine(Engine):
         n2 = cp.zeros((r,), dtype=cp.int64)
         if r and k:
             f = _stats_module().get_function("row_stats")
-            f((r,), (256,), (x, np.int64(k), np.int32(r), np.int32(k), E, width, norm1, zero, n1, n2, q,
-                             np.int64(k), np.int32(k)))
+            threads = min(1024, max(32, 1 << max(k - 1, 0).bit_length() >> 4))  # ~16 entries per thread
+            f((r,), (threads,), (x, np.int64(k), np.int32(r), np.int32(k), E, width, norm1, zero, n1, n2, q,
+                                 np.int64(k), np.int32(k)))
         return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero,
                         n1_int=n1, n2_int=n2, src=x)
 
@@ -176,12 +224,17 @@ class CudaEngine(Engine):
         m, n = lb.shape
         out = cp.ones((1,), dtype=cp.uint64)
         if m * n:
-            lb = cp.ascontiguousarray(lb, dtype=cp.int64)
+            if lb.dtype not in (cp.int32, cp.int64) or lb.strides[1] != lb.itemsize:
+                lb = cp.ascontiguousarray(lb, dtype=cp.int64)
+            name = "required_beta_i32" if lb.dtype == cp.int32 else "required_beta"
             fac = (1.0 + u) * (1.0 + 2.0 ** -40)
-            f = _stats_module().get_function("required_beta")
-            f((((m * n) + 255) // 256,), (256,), (lb, np.int64(n), np.int32(m), np.int32(n), sa.width, sb.width,
-                                                  sa.norm1, sb.norm1, np.int32(bits), np.float64(k * 2.0 ** (1 - bits)),
-                                                  np.float64(fac), out))
+            f = _stats_module().get_function(name)
+            # rows per thread: enough blocks to fill the device, one atomic per block
+            grid, block = _grid2d(n, m)
+            grid = (grid[0], min(grid[1], max(1, 8192 // grid[0])))
+            f(grid, block, (lb, np.int64(lb.strides[0] // lb.itemsize), np.int32(m), np.int32(n), sa.width, sb.width,
+                            sa.norm1, sb.norm1, np.int32(bits), np.float64(k * 2.0 ** (1 - bits)),
+                            np.float64(fac), out))
         return out[0].astype(cp.int64)
 
     # -- fused phases ------------------------------------------------------------------

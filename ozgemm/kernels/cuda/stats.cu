@@ -9,7 +9,6 @@ typedef unsigned long long u64;
 
 #define NORM_BITS 30
 #define LB_BITS 7
-#define STATS_THREADS 256
 
 // frexp exponent ("top": |x| < 2^top, |x| >= 2^(top-1)) and lowest-set-bit exponent of x != 0
 __device__ __forceinline__ void top_lsb(double x, int* top, int* lsb) {
@@ -27,18 +26,48 @@ __device__ __forceinline__ void top_lsb(double x, int* top, int* lsb) {
     }
 }
 
-// One block per row of x (r x k, row stride ldx). Writes E, width, norm1, zero_row and the
-// 7-bit quantisation q (r x kq int8, zero padding for l >= k).
+// Block-wide reductions (blockDim.x a multiple of 32, at most 1024): warp shuffles, then
+// one value per warp through shared memory. Every thread gets the result.
+template <typename T, typename OP>
+__device__ __forceinline__ T block_reduce(T v, OP op, T* sh) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+    const int w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    __syncthreads();  // sh may still be read from a previous reduction
+    if ((threadIdx.x & 31) == 0) sh[w] = v;
+    __syncthreads();
+    v = sh[0];
+    for (int i = 1; i < nw; ++i) v = op(v, sh[i]);
+    return v;
+}
+
+struct MaxOp { __device__ int operator()(int a, int b) const { return a > b ? a : b; } };
+struct MinOp { __device__ int operator()(int a, int b) const { return a < b ? a : b; } };
+struct AddOp { __device__ i64 operator()(i64 a, i64 b) const { return a + b; } };
+
+// a 2^n for a >= 0 with a < 2^(c - n) (c <= 30) and -1017 <= n <= 1104, equal to
+// scalbn(a, n) (= numpy's ldexp): one correctly rounded multiply by 2^n where 2^n is a normal
+// double (n <= 1000); else (a < 2^-970) a 2^1000 is exact and normal, and the second
+// multiply by 2^(n - 1000) <= 2^104 is exact (the result is below 2^30 and normal).
+struct Pow2 {
+    double f1, f2;
+    __device__ explicit Pow2(int n) {
+        f1 = __longlong_as_double((i64)(1023 + (n > 1000 ? 1000 : n)) << 52);
+        f2 = __longlong_as_double((i64)(1023 + (n > 1000 ? n - 1000 : 0)) << 52);
+    }
+    __device__ double operator()(double a) const { return __dmul_rn(__dmul_rn(a, f1), f2); }
+};
+
+// One block per row of x (r x k, row stride ldx; blockDim.x a multiple of 32). Writes E,
+// width, norm1, zero_row and the 7-bit quantisation q (r x kq int8, zero padding for l >= k),
+// bit for bit as ozgemm/precision/stats.py (ceil/floor of ldexp-scaled |x|, exact integer sums).
 extern "C" __global__ void row_stats(const double* __restrict__ x, i64 ldx, int r, int k,
                                      i64* __restrict__ E_out, i64* __restrict__ width_out,
                                      double* __restrict__ norm_out, bool* __restrict__ zero_out,
                                      i64* __restrict__ n1_out, i64* __restrict__ n2_out,
                                      signed char* __restrict__ q, i64 ldq, int kq) {
-    __shared__ int s_top[STATS_THREADS];
-    __shared__ int s_lsb[STATS_THREADS];
-    __shared__ i64 s_sum[STATS_THREADS];
-    __shared__ i64 s_sq[STATS_THREADS];
-    int i = blockIdx.x;
+    __shared__ i64 s_red[32];
+    const int i = blockIdx.x;
     if (i >= r) return;
     const double* row = x + (i64)i * ldx;
     int tmax = -100000, lmin = 100000;
@@ -51,48 +80,77 @@ extern "C" __global__ void row_stats(const double* __restrict__ x, i64 ldx, int 
             lmin = min(lmin, b);
         }
     }
-    s_top[threadIdx.x] = tmax;
-    s_lsb[threadIdx.x] = lmin;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) {
-            s_top[threadIdx.x] = max(s_top[threadIdx.x], s_top[threadIdx.x + s]);
-            s_lsb[threadIdx.x] = min(s_lsb[threadIdx.x], s_lsb[threadIdx.x + s]);
-        }
-        __syncthreads();
-    }
-    const bool zero = s_top[0] == -100000;
-    const int E = zero ? 0 : s_top[0];
+    tmax = block_reduce(tmax, MaxOp(), (int*)s_red);
+    lmin = block_reduce(lmin, MinOp(), (int*)s_red);
+    const bool zero = tmax == -100000;
+    const int E = zero ? 0 : tmax;
+    const Pow2 f30(NORM_BITS - E), f15(NORM_BITS / 2 - E), f7(LB_BITS - E);
     i64 acc = 0, acc2 = 0;
     for (int l = threadIdx.x; l < kq; l += blockDim.x) {
         signed char qq = 0;
         if (l < k) {
-            double a = fabs(row[l]);
-            acc += (i64)ceil(scalbn(a, NORM_BITS - E));
-            i64 h = (i64)ceil(scalbn(a, NORM_BITS / 2 - E));
-            acc2 += h * h;
-            qq = (signed char)floor(scalbn(a, LB_BITS - E));
+            const double a = fabs(row[l]);
+            acc += __double2ll_ru(f30(a));                           // ceil, <= 2^30
+            const unsigned int h = (unsigned int)__double2ll_ru(f15(a));  // ceil, <= 2^15
+            acc2 += (i64)(h * h);                                     // <= 2^30
+            qq = (signed char)__double2int_rd(f7(a));                 // floor, <= 127
         }
         q[(i64)i * ldq + l] = qq;
     }
-    s_sum[threadIdx.x] = acc;
-    s_sq[threadIdx.x] = acc2;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) {
-            s_sum[threadIdx.x] += s_sum[threadIdx.x + s];
-            s_sq[threadIdx.x] += s_sq[threadIdx.x + s];
-        }
-        __syncthreads();
-    }
+    acc = block_reduce(acc, AddOp(), s_red);
+    acc2 = block_reduce(acc2, AddOp(), s_red);
     if (threadIdx.x == 0) {
         E_out[i] = E;
-        width_out[i] = zero ? 0 : (i64)E - s_lsb[0];
-        norm_out[i] = scalbn((double)s_sum[0], -NORM_BITS);
+        width_out[i] = zero ? 0 : (i64)E - lmin;
+        norm_out[i] = scalbn((double)acc, -NORM_BITS);
         zero_out[i] = zero;
-        n1_out[i] = s_sum[0];
-        n2_out[i] = s_sq[0];
+        n1_out[i] = acc;
+        n2_out[i] = acc2;
     }
+}
+
+// out (r x c, row-major) = transpose of x (c x r, row-major, row stride ldx): 32 x 32 tiles
+// through shared memory, blockDim (32, 8).
+extern "C" __global__ void transpose_f64(const double* __restrict__ x, i64 ldx, int c, int r,
+                                         double* __restrict__ out) {
+    __shared__ double tile[32][33];
+    const int i0 = blockIdx.x * 32, l0 = blockIdx.y * 32;  // i: rows of out, l: columns of out
+    for (int dy = threadIdx.y; dy < 32; dy += 8) {
+        const int l = l0 + dy, i = i0 + threadIdx.x;
+        if (l < c && i < r) tile[dy][threadIdx.x] = x[(i64)l * ldx + i];
+    }
+    __syncthreads();
+    for (int dy = threadIdx.y; dy < 32; dy += 8) {
+        const int i = i0 + dy, l = l0 + threadIdx.x;
+        if (i < r && l < c) out[(i64)i * c + l] = tile[threadIdx.x][dy];
+    }
+}
+
+// Non-finite entries of a row-major (r x c, row stride ld) float32/float64 array: flag[i] = 1
+// (rows, cols == 0) or flag[j] = 1 (cols != 0) for every non-finite entry, and *any = 1.
+// 2-D launch: x over columns, y over rows (grid-stride).
+template <typename T, typename U, int EBITS, int MBITS>
+__device__ __forceinline__ void nonfinite_flags(const U* __restrict__ x, i64 ld, int r, int c, int cols,
+                                                bool* __restrict__ flag, int* __restrict__ any) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= c) return;
+    const U emask = (U)((1u << EBITS) - 1);
+    for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < r; i += gridDim.y * blockDim.y) {
+        if (((x[(i64)i * ld + j] >> MBITS) & emask) == emask) {
+            flag[cols ? j : i] = true;
+            *any = 1;
+        }
+    }
+}
+
+extern "C" __global__ void nonfinite_f64(const u64* __restrict__ x, i64 ld, int r, int c, int cols,
+                                         bool* __restrict__ flag, int* __restrict__ any) {
+    nonfinite_flags<double, u64, 11, 52>(x, ld, r, c, cols, flag, any);
+}
+
+extern "C" __global__ void nonfinite_f32(const unsigned int* __restrict__ x, i64 ld, int r, int c, int cols,
+                                         bool* __restrict__ flag, int* __restrict__ any) {
+    nonfinite_flags<float, unsigned int, 8, 23>(x, ld, r, c, cols, flag, any);
 }
 
 __device__ __forceinline__ i64 ceil_log2_ratio(double z, double r) {
@@ -110,35 +168,60 @@ __device__ __forceinline__ i64 need(double z, double fac, bool pos, double Rs) {
     return (pos || zz == 0) ? n : big;
 }
 
-// per-entry width, reduced to one max per block (atomicMax into *out, initialised to 1)
+// per-entry width, reduced to one max per block (atomicMax into *out, initialised to 1).
+// lb: the bound GEMM's exact products, int32 (one k-block) or int64, row stride ldlb.
+// 2-D launch: x over columns, y over rows (grid-stride).
+template <typename LB_T>
+__device__ __forceinline__ void required_beta_impl(const LB_T* __restrict__ lb, i64 ldlb, int m, int n,
+                                                   const i64* __restrict__ wa, const i64* __restrict__ vb,
+                                                   const double* __restrict__ na, const double* __restrict__ nb,
+                                                   int bits, double K, double fac,
+                                                   unsigned long long* __restrict__ out) {
+    __shared__ i64 s_red[32];
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    i64 best = 1;
+    if (j < n) {
+        const i64 v = vb[j];
+        const double b = nb[j];
+        for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < m; i += gridDim.y * blockDim.y) {
+            double R = scalbn((double)lb[(i64)i * ldlb + j], -(bits - 1) - 2 * LB_BITS);
+            bool pos = R > 0;
+            double Rs = pos ? R : 1.0;
+            i64 w = wa[i];
+            double a = na[i];
+            i64 t_d = need(__dadd_rn(__dadd_rn(b, a), K), fac, pos, Rs);
+            i64 lo = min(w, v);
+            i64 t_b = min(max(w, need(a, fac, pos, Rs)), v);
+            i64 t_c = min(max(v, need(b, fac, pos, Rs)), w);
+            i64 after = w < v ? t_b : (v < w ? t_c : w);
+            i64 bij = t_d < lo ? t_d : after;
+            best = max(best, max(bij, (i64)1));
+        }
+    }
+    // one max per block (blockDim.x * blockDim.y threads, a multiple of 32)
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) best = max(best, (i64)__shfl_xor_sync(0xffffffffu, best, o));
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    if ((tid & 31) == 0) s_red[tid >> 5] = best;
+    __syncthreads();
+    if (tid == 0) {
+        for (int w = 1; w < (int)(blockDim.x * blockDim.y) >> 5; ++w) best = max(best, s_red[w]);
+        atomicMax(out, (unsigned long long)best);
+    }
+}
+
 extern "C" __global__ void required_beta(const i64* __restrict__ lb, i64 ldlb, int m, int n,
                                          const i64* __restrict__ wa, const i64* __restrict__ vb,
                                          const double* __restrict__ na, const double* __restrict__ nb,
                                          int bits, double K, double fac,
                                          unsigned long long* __restrict__ out) {
-    __shared__ i64 s_max[256];
-    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    i64 best = 1;
-    if (idx < (i64)m * n) {
-        int i = (int)(idx / n), j = (int)(idx - (i64)(idx / n) * n);
-        double R = scalbn((double)lb[(i64)i * ldlb + j], -(bits - 1) - 2 * LB_BITS);
-        bool pos = R > 0;
-        double Rs = pos ? R : 1.0;
-        i64 w = wa[i], v = vb[j];
-        double a = na[i], b = nb[j];
-        i64 t_d = need(__dadd_rn(__dadd_rn(b, a), K), fac, pos, Rs);
-        i64 lo = min(w, v);
-        i64 t_b = min(max(w, need(a, fac, pos, Rs)), v);
-        i64 t_c = min(max(v, need(b, fac, pos, Rs)), w);
-        i64 after = w < v ? t_b : (v < w ? t_c : w);
-        i64 bij = t_d < lo ? t_d : after;
-        best = max(bij, (i64)1);
-    }
-    s_max[threadIdx.x] = best;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) s_max[threadIdx.x] = max(s_max[threadIdx.x], s_max[threadIdx.x + s]);
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) atomicMax(out, (unsigned long long)s_max[0]);
+    required_beta_impl<i64>(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, out);
+}
+
+extern "C" __global__ void required_beta_i32(const int* __restrict__ lb, i64 ldlb, int m, int n,
+                                             const i64* __restrict__ wa, const i64* __restrict__ vb,
+                                             const double* __restrict__ na, const double* __restrict__ nb,
+                                             int bits, double K, double fac,
+                                             unsigned long long* __restrict__ out) {
+    required_beta_impl<int>(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, out);
 }
