@@ -100,7 +100,28 @@ class Reference:
 def reference(a, b, fmt="binary64") -> Reference:
     """The exact :class:`Reference` of ``a @ b`` (numpy or cupy operands) in format ``fmt``."""
     from .._xp import to_numpy
+    from ..precision.formats import DD, Binary128
+    from ..precision.operands import as_wide, is_wide, operand_rows, transpose
 
+    a, b = as_wide(a), as_wide(b)
+    if is_wide(a) or is_wide(b):  # host copies; classes from the operands' proxies
+        def host(x):
+            if isinstance(x, DD):
+                return DD(to_numpy(x.hi), to_numpy(x.lo))
+            if isinstance(x, Binary128):
+                return Binary128(to_numpy(x.bits))
+            return to_numpy(x)
+
+        a, b = host(a), host(b)
+        pa = operand_rows(a, np).proxy
+        pb = operand_rows(transpose(b), np).proxy.T
+        ra = np.isfinite(pa).all(axis=1)
+        cb = np.isfinite(pb).all(axis=0)
+        ex = cr = None
+        if ra.any() and cb.any():
+            ex = exact_product(a if ra.all() else a[ra], b if cb.all() else transpose(transpose(b)[cb]))
+            cr = correctly_rounded(ex, fmt)
+        return Reference(pa, pb, fmt, ra, cb, ex, cr)
     a, b = to_numpy(a), to_numpy(b)
     ra = np.isfinite(a).all(axis=1)
     cb = np.isfinite(b).all(axis=0)
@@ -109,6 +130,23 @@ def reference(a, b, fmt="binary64") -> Reference:
         ex = exact_product(a[ra], b[:, cb])
         cr = correctly_rounded(ex, fmt)
     return Reference(a, b, fmt, ra, cb, ex, cr)
+
+
+def widen_operand(x, kind, seed=0):
+    """A float64 matrix made into a ``kind`` operand that uses the extra bits: dd
+    ``DD(x, x 2**-53 r)`` and binary128 ``x + x 2**-60 r`` (r uniform in [-1/2, 1/2)), so
+    products need more than binary64's precision. ``kind = "float"`` returns ``x``."""
+    if kind == "float":
+        return x
+    from ..precision.formats import DD, quad_dtype
+
+    r = np.random.default_rng(seed).random(x.shape) - 0.5
+    if kind == "dd":
+        return DD(x, x * r * 2.0 ** -53)
+    if kind == "binary128":
+        q = quad_dtype()
+        return x.astype(q) + (x * r * 2.0 ** -60).astype(q)
+    raise ValueError(f"unknown input kind {kind!r}: float, dd or binary128")
 
 
 def measure_any(c, a, b, contract, fmt=None, ref: Reference | None = None) -> dict:
@@ -122,20 +160,34 @@ def measure_any(c, a, b, contract, fmt=None, ref: Reference | None = None) -> di
     """
     from .._xp import to_numpy
 
-    c = to_numpy(c)
-    fmt = fmt or ("binary32" if c.dtype == np.float32 else "binary64")
+    from ..precision.formats import DD, Binary128, is_quad_array
+
+    if isinstance(c, Binary128):
+        c = c.to_numpy()
+    if isinstance(c, DD):
+        c = DD(to_numpy(c.hi), to_numpy(c.lo))
+        cc = c.hi  # the IEEE class of hi + lo
+        fmt = fmt or "dd"
+    elif is_quad_array(c):
+        with np.errstate(all="ignore"):
+            cc = c.astype(np.float64)  # classes of non-finite entries are kept
+        fmt = fmt or "binary128"
+    else:
+        c = to_numpy(c)
+        fmt = fmt or ("binary32" if c.dtype == np.float32 else "binary64")
+        cc = c.astype(np.float64)
     if ref is None or ref.fmt != fmt:
         ref = reference(a, b, fmt)
     a, b, ra, cb = ref.a, ref.b, ref.rows_ok, ref.cols_ok
     mask = ~(ra[:, None] & cb[None, :])
-    cc = c.astype(np.float64)
     bad = np.zeros(mask.shape, dtype=bool)
     for i, j in zip(*np.nonzero(mask)):
         want = _ieee_class(a[i, :].tolist(), b[:, j].tolist())
         got = cc[i, j]
         bad[i, j] = not ((np.isnan(want) and np.isnan(got)) or want == got)
     if ref.ex is not None:
-        summ = measure(c[ra][:, cb], ref.ex, contract, cr=ref.cr, fmt_name=fmt).summary()
+        blk = c if (ra.all() and cb.all()) else c[ra][:, cb]
+        summ = measure(blk, ref.ex, contract, cr=ref.cr, fmt_name=fmt).summary()
     else:
         summ = {"max_err_u": 0.0, "median_err_u": 0.0, "max_ulps": 0.0, "median_ulps": 0.0,
                 "correctly_rounded": 1.0, "max_bound_ratio": 0.0, "breaches": 0}
@@ -155,6 +207,8 @@ def audit_case(name, a, b, contract: Contract, include_numpy=True, engine=None):
     ref = reference(a, b, fmt)  # one exact product for both rows
     rows = []
     shape = (a.shape[0], a.shape[1], b.shape[1])
+    from ..precision.formats import DD
+
     t0 = time.perf_counter()
     try:
         c, plans = matmul(a, b, contract=contract, return_plan=True, engine=engine)
@@ -163,13 +217,15 @@ def audit_case(name, a, b, contract: Contract, include_numpy=True, engine=None):
                              seconds=secs))
     except ContractError as exc:
         rows.append(AuditRow(name, shape, "ozgemm", {}, None, error=str(exc)))
-    if include_numpy:
+    if include_numpy:  # the peer: numpy's matmul on the same values (hi parts for dd inputs)
+        pa = a.hi if isinstance(a, DD) else a
+        pb = b.hi if isinstance(b, DD) else b
         t0 = time.perf_counter()
         with np.errstate(invalid="ignore", over="ignore"):
-            c = np.matmul(a, b)
+            c = np.matmul(pa, pb)
         secs = time.perf_counter() - t0
-        rows.append(AuditRow(name, shape, f"numpy.matmul({a.dtype})", measure_any(c, a, b, contract, fmt, ref),
-                             seconds=secs))
+        label = f"numpy.matmul({'quad' if 'Quad' in str(pa.dtype) else pa.dtype}{', hi' if pa is not a else ''})"
+        rows.append(AuditRow(name, shape, label, measure_any(c, a, b, contract, fmt, ref), seconds=secs))
     return rows
 
 

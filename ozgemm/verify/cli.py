@@ -21,7 +21,7 @@ def register(sub):
     )
     p.add_argument("arrays", nargs="*", metavar="A.npy B.npy", help="operands to audit (2-D .npy files)")
     p.add_argument("--result", metavar="C.npy", help="audit this result of A @ B (from any matmul) instead of ozgemm's")
-    p.add_argument("--contract", default="fp64", help="contract name (fp64, fp64-fast, fp32) or TOML file [fp64]")
+    p.add_argument("--contract", default="fp64", help="contract name (fp64, fp64-fast, fp32, dd, fp128) or TOML file [fp64]")
     p.add_argument("--size", type=int, default=256, help="square size n of the standard inputs [256]")
     p.add_argument("--shape", type=int, nargs=3, metavar=("M", "K", "N"), help="shape of the standard inputs")
     p.add_argument("--phi", type=float, nargs="+", default=[0.5, 1, 2, 3], help="phi values [0.5 1 2 3]")
@@ -30,6 +30,9 @@ def register(sub):
     p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
     p.add_argument("--plot", metavar="PATH", help="write the error-vs-moduli-count figure (PNG/PDF)")
     p.add_argument("--engine", default=None, help="engine: cpu (default), cpu-int64, cuda")
+    p.add_argument("--inputs", choices=("float", "dd", "binary128"), default="float",
+                   help="standard inputs as float (the contract's dtype; float64 for dd/fp128), or widened "
+                        "to dd / binary128 values that use the extra bits [float]")
     p.set_defaults(func=run_audit)
 
 
@@ -84,7 +87,7 @@ def run_audit(args) -> int:
     from tqdm import tqdm
 
     from ..precision.contract import ContractError, as_contract
-    from .audit import audit_case, audit_result, moduli_sweep, standard_cases, to_json
+    from .audit import audit_case, audit_result, moduli_sweep, standard_cases, to_json, widen_operand
 
     try:
         contract = as_contract(args.contract)
@@ -128,6 +131,9 @@ def run_audit(args) -> int:
     else:
         shape = tuple(args.shape) if args.shape else (args.size,) * 3
         cases = standard_cases(shape, tuple(args.phi), args.seed, dtype, 0 if args.no_hilbert else 10)
+        if args.inputs != "float":
+            cases = [(f"{name} [{args.inputs}]", widen_operand(a, args.inputs, args.seed),
+                      widen_operand(b, args.inputs, args.seed + 1)) for name, a, b in cases]
         for name, a, b in tqdm(cases, desc="audit", unit="case", file=sys.stderr):
             rows += audit_case(name, a, b, contract, engine=args.engine)
     extra = {}
