@@ -76,4 +76,4 @@ def test_fixed_moduli_too_few_raises(rng):
 def test_unsupported_method_and_format():
     a = np.ones((2, 2))
     with pytest.raises(ContractError, match="method"):
-        ozgemm.matmul(a, a, contract=Contract(name="oz", method="ozaki"))
+        ozgemm.matmul(a, a, contract=Contract(name="oz", method="ozaki-iii"))

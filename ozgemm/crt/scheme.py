@@ -26,6 +26,10 @@ def execute(plan, engine, a=None, b=None, timings=None):
     """
     import time
 
+    if getattr(plan, "method", "crt") == "ozaki":  # an Ozaki scheme I plan (method "ozaki"/"auto")
+        from ..ozaki.scheme import execute as execute_ozaki
+
+        return execute_ozaki(plan, engine, a, b, timings)
     fmt = plan.contract.fmt
     fused = (hasattr(engine, "execute") and a is not None and a.ndim == 2 and b.ndim == 2
              and fmt.name in ("binary32", "binary64") and plan.pa is None and plan.pb is None)

@@ -31,6 +31,7 @@ __all__ = ["Contract", "ContractError", "load_contract", "named_contracts", "as_
 _METHODS = ("crt", "ozaki", "auto")
 _BOUND_KINDS = ("componentwise", "normwise")
 _SPECIALS = ("ieee", "raise")
+_SCHEDULES = ("triangular", "full", "auto")
 
 
 class ContractError(ValueError):
@@ -58,8 +59,9 @@ class Contract:
         scaled rows/columns may grow to cover the exponent spread of the data
         (``beta <= bits + exponent_range``). Data needing more raise :class:`ContractError`.
     method : str
-        ``"crt"`` (Ozaki scheme II, Chinese remaindering). ``"ozaki"`` and ``"auto"`` are
-        reserved for Ozaki scheme I (not in this release).
+        ``"crt"`` (Ozaki scheme II, Chinese remaindering), ``"ozaki"`` (Ozaki scheme I,
+        error-free INT8 slicing, :mod:`ozgemm.ozaki`) or ``"auto"`` (the planner builds both
+        plans and keeps the one with the smaller modelled cost; same promise either way).
     moduli : int or "auto"
         Number of moduli. ``"auto"``: the planner picks the fewest moduli that prove the
         bound for these inputs (widening up to the table or the exponent range). An int
@@ -72,6 +74,13 @@ class Contract:
         input raises :class:`ContractError`.
     description : str
         Free text.
+    slices : int or "auto"
+        Ozaki scheme I: INT8 slices per scaled row/column. ``"auto"``: the fewest that prove
+        the bound; an int fixes the count (:class:`ContractError` if it cannot prove it).
+    schedule : str
+        Ozaki scheme I slice-pair schedule: ``"triangular"`` (s(s+1)/2 products, a proven
+        truncation term enters the bound), ``"full"`` (s**2 products, no truncation) or
+        ``"auto"`` (whichever proves the bound with fewer products).
     """
 
     name: str
@@ -83,6 +92,8 @@ class Contract:
     bound_kind: str = "componentwise"
     specials: str = "ieee"
     description: str = ""
+    slices: int | str = "auto"
+    schedule: str = "auto"
     source: str = field(default="<object>", compare=False)
 
     def __post_init__(self):
@@ -108,8 +119,13 @@ class Contract:
             raise ContractError(f"{where}: key 'bound_kind' must be one of {_BOUND_KINDS}, got {self.bound_kind!r}")
         if self.specials not in _SPECIALS:
             raise ContractError(f"{where}: key 'specials' must be one of {_SPECIALS}, got {self.specials!r}")
-        if self.bound_kind == "normwise" and self.moduli == "auto":
-            raise ContractError(f"{where}: a normwise contract needs a fixed integer 'moduli' count")
+        if self.slices != "auto" and (not isinstance(self.slices, int) or isinstance(self.slices, bool) or self.slices < 1):
+            raise ContractError(f"{where}: key 'slices' must be a positive integer or \"auto\", got {self.slices!r}")
+        if self.schedule not in _SCHEDULES:
+            raise ContractError(f"{where}: key 'schedule' must be one of {_SCHEDULES}, got {self.schedule!r}")
+        if self.bound_kind == "normwise" and self.moduli == "auto" and self.method == "crt":
+            raise ContractError(f"{where}: a normwise CRT contract needs a fixed integer 'moduli' count "
+                                "(or method = \"ozaki\", whose slice count follows from k and bits alone)")
 
     @property
     def fmt(self) -> Format:

@@ -265,9 +265,10 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
     if not fmt.supported:
         raise ContractError(f"contract {contract.name!r} ({contract.source}): format {fmt.name} has no engine "
                             "path in this release (binary64 and binary32 have)")
-    if contract.method != "crt":
-        raise ContractError(f"contract {contract.name!r} ({contract.source}): method {contract.method!r} is not "
-                            "available in this release; use method = \"crt\" (Ozaki scheme II)")
+    if contract.method != "crt":  # Ozaki scheme I, or the cheaper of both ("auto"): ozgemm/ozaki
+        from ..ozaki.planner import make_ozaki_plan
+
+        return make_ozaki_plan(contract, a, b, engine)
     m, k = a.shape[-2:]
     n = b.shape[-1]
     if hasattr(engine, "memory_budget"):  # statistics keep ~48 bytes per input entry
