@@ -196,3 +196,33 @@ def test_float32_subnormal_operands_and_results(contract):
     got = cp.asnumpy(ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=contract))
     assert np.array_equal(want.view(np.uint8), got.view(np.uint8))
     assert np.any(want != 0)
+
+
+@pytest.mark.parametrize("contract", ["dd", "fp128", "fp64"])
+@pytest.mark.parametrize("kind", ["float", "dd", "quad"])
+def test_wide_formats_bit_identical_to_cpu(contract, kind):
+    """dd / binary128 operands and results: the GPU (generic xp pipeline on cupy with the
+    cuBLAS INT8 GEMMs) gives the CPU engine's bits."""
+    from ozgemm.precision.formats import quad_dtype, quad_to_bits
+
+    rng = np.random.default_rng(4)
+    a, b = phi(rng, 33, 100, 17, 2)
+    Q = quad_dtype()
+    r = rng.random(a.shape) - 0.5
+    if kind == "dd":
+        a_h, b_h = ozgemm.DD(a, a * r * 2.0 ** -53), ozgemm.DD(b, b * 2.0 ** -54)
+        a_d, b_d = ozgemm.DD(cp.asarray(a_h.hi), cp.asarray(a_h.lo)), ozgemm.DD(cp.asarray(b_h.hi), cp.asarray(b_h.lo))
+    elif kind == "quad":
+        a_h, b_h = a.astype(Q) + (a * r * 2.0 ** -60).astype(Q), b.astype(Q)
+        a_d, b_d = ozgemm.Binary128.from_numpy(a_h, device=True), ozgemm.Binary128.from_numpy(b_h, device=True)
+    else:
+        a_h, b_h, a_d, b_d = a, b, cp.asarray(a), cp.asarray(b)
+    want = ozgemm.matmul(a_h, b_h, contract=contract)
+    got = ozgemm.matmul(a_d, b_d, contract=contract)
+    if contract == "dd":
+        assert np.array_equal(want.hi, cp.asnumpy(got.hi)) and np.array_equal(want.lo, cp.asnumpy(got.lo))
+    elif contract == "fp128":
+        assert isinstance(got, ozgemm.Binary128)
+        assert np.array_equal(quad_to_bits(want), cp.asnumpy(got.bits))
+    else:
+        assert np.array_equal(want.view(np.uint64), cp.asnumpy(got).view(np.uint64))

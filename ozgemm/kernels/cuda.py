@@ -132,6 +132,12 @@ class CudaEngine(Engine):
         self.memory_fraction = memory_fraction
         self.gemm_path = "cublas-int8"
 
+    def memory_budget(self) -> int:
+        """Bytes the generic (xp) pipeline may use: half of ``memory_fraction`` of the free
+        device memory (its cupy temporaries roughly double the live arrays it counts)."""
+        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+        return int(self.memory_fraction * free / 2)
+
     def synchronize(self):
         cp.cuda.get_current_stream().synchronize()
 
