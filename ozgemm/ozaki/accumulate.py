@@ -37,8 +37,9 @@ class LimbAccumulator:
         self.acc = xp.zeros((self.L,) + tuple(shape), dtype=xp.int64)
 
     def add(self, d, offset: int):
-        """acc += d * 2**offset, exactly (``d`` int64 (r, n), ``offset`` >= 0)."""
+        """acc += d * 2**offset, exactly (``d`` int32/int64 (r, n), ``offset`` >= 0)."""
         xp = self.xp
+        d = d.astype(xp.int64)  # engines may return int32 (one exact int32 k-block)
         q, sh = divmod(int(offset), 32)
         sh64 = xp.int64(sh)
         lo = (d & xp.int64(_M32)) << sh64  # < 2**56

@@ -32,13 +32,16 @@ def _decomposition(st, x, xp):
 
 
 def _budget(engine, xp):
+    """(tile budget, hard limit) in bytes: the engine's memory budget on the CPU; on CuPy a
+    fraction (``engine.memory_fraction``) of the free device memory, and the free memory."""
     if hasattr(engine, "memory_budget"):
-        return engine.memory_budget()
-    try:  # CuPy: a fraction of the free device memory
+        b = engine.memory_budget()
+        return b, b
+    try:
         free = xp.cuda.runtime.memGetInfo()[0] + xp.get_default_memory_pool().free_bytes()
-        return int(getattr(engine, "memory_fraction", 0.5) * free)
+        return int(getattr(engine, "memory_fraction", 0.5) * free), free
     except Exception:
-        return 1 << 62
+        return 1 << 62, 1 << 62
 
 
 def execute(plan, engine, a=None, b=None, timings=None):
@@ -83,12 +86,12 @@ def execute(plan, engine, a=None, b=None, timings=None):
     # rounding temporaries (~ (3 L + 16) n int64); fixed: slices of B and one concatenated copy
     per_row = 2 * s * k + 8 * (3 * L + 16) * n
     fixed = 2 * s * n * k + 40 * n * k
-    budget = _budget(engine, xp)
-    if fixed + per_row > budget:
+    budget, hard = _budget(engine, xp)
+    if fixed + per_row > hard:
         raise MemoryError(
             f"ozgemm: this {m}x{k}x{n} Ozaki-I product ({s} slices) needs at least "
             f"{(fixed + per_row) / 2**30:.2f} GiB of workspace, more than the budget of "
-            f"{budget / 2**30:.2f} GiB; split k or raise the engine's memory budget")
+            f"{hard / 2**30:.2f} GiB; split k or raise the engine's memory budget")
     tm = max(1, min(m, (budget - fixed) // per_row))
     if tm < m and tm >= 64:
         tm = tm // 64 * 64
