@@ -47,25 +47,63 @@ def scaled_residues(mant, exp, shift, moduli, xp):
     (N, r, k) int8 array: residue of round(x_il 2**s_i) modulo moduli[q], symmetric range.
 
     Method: X' = v * 2**d2 with v = mant << min(d, 9) or the rounded right shift (|v| < 2**62,
-    exact int64) and d2 = max(d - 9, 0); then X' mod m = (v mod m)(2**d2 mod m) mod m.
+    exact int64) and d2 = max(d - 9, 0). |X'| is cut into 31-bit chunks L_j (bits
+    31j .. 31j+30, j < J), so X' = sign * sum_j L_j 2**(31 j) and, for every modulus at once,
+    S_q = sum_c sign_c sum_j L_cj W_qj with W_qj = 2**(31 j) mod m_q. Every term is below
+    2**39 and there are at most C J <= 3 * 34 of them, so |S_q| < 2**46: the whole sum is
+    one float64 matrix product W (N x CJ) @ L (CJ x rk), exact (integers below 2**53), and
+    S_q mod m_q = S_q - m_q floor(S_q / m_q) is exact too (the quotient's rounding error,
+    below 2**46 / m * 2**-52 < 2**-9, cannot cross an integer: fractions of S/m are
+    multiples of 1/m >= 2**-8). One BLAS call and a few passes replace per-modulus integer
+    division; the result is identical on every backend (exact integers).
     """
+    import numpy as np
+
     multi = mant.ndim == 3  # (C, r, k): X' = sum_c round(x_c 2**s_i), residues added mod m
-    sh = shift[None, :, None] if multi else shift[:, None]
-    d = exp + sh
-    pos = d >= 0
-    rsh = xp.clip(-d, 1, _SHIFT_CAP)
-    small = (mant + (xp.int64(1) << (rsh - 1))) >> rsh  # round half up, exact int64
-    v = xp.where(pos, mant << xp.clip(d, 0, _LEFT_CAP), small)
-    d2 = xp.clip(d - _LEFT_CAP, 0, None)
-    d2max = int(d2.max()) if d2.size else 0
-    T = pow2_mod_table(moduli, d2max, xp) if d2max else None
-    out = xp.empty((len(moduli),) + mant.shape[-2:], dtype=xp.int8)
-    for q, m in enumerate(moduli):
-        r = v % m
-        if T is not None:
-            r = (r * T[q][d2]) % m
-        if multi:
-            r = r.sum(axis=0) % m
-        r -= m * (r > (m - 1) // 2)
-        out[q] = r
+    if not multi:
+        mant, exp = mant[None], exp[None]
+    C, r, k = mant.shape
+    N = len(moduli)
+    out = xp.empty((N, r, k), dtype=xp.int8)
+    if r == 0 or k == 0 or N == 0:
+        return out
+    d = exp + shift[None, :, None]
+    dmax = int(xp.max(d)) if d.size else 0
+    J = max(1, (62 + max(dmax - _LEFT_CAP, 0) + 30) // 31)
+    W = np.array([[pow(2, 31 * j, m) for j in range(J)] for m in moduli], dtype=np.float64)
+    Wx = xp.asarray(np.tile(W, (1, C)))  # (N, C J): column c J + j
+    mods = xp.asarray(np.array(moduli, dtype=np.float64))[:, None]
+    half = xp.asarray(np.array([(m - 1) // 2 for m in moduli], dtype=np.float64))[:, None]
+    # rows per block: the chunk matrix (C J) and the sums (N) in float64
+    blk = max(1, min(r, (1 << 27) // max(1, (C * J + N) * k)))
+    for i0 in range(0, r, blk):
+        i1 = min(r, i0 + blk)
+        dd = d[:, i0:i1]
+        m_ = mant[:, i0:i1]
+        pos = dd >= 0
+        rsh = xp.clip(-dd, 1, _SHIFT_CAP)
+        small = (m_ + (xp.int64(1) << (rsh - 1))) >> rsh  # round half up, exact int64
+        v = xp.where(pos, m_ << xp.clip(dd, 0, _LEFT_CAP), small)
+        d2 = xp.clip(dd - _LEFT_CAP, 0, None)
+        neg = v < 0
+        av = xp.abs(v)
+        L = xp.empty((C * J, (i1 - i0) * k), dtype=xp.float64)
+        for j in range(J):
+            sh = 31 * j - d2  # chunk j of |v| 2**d2 = bits sh .. sh+30 of |v|
+            right = (av >> xp.clip(sh, 0, 63)) & _M31
+            left = (av << xp.clip(-sh, 0, 63)) & _M31
+            ch = xp.where(sh >= 0, xp.where(sh < 63, right, 0), xp.where(sh > -31, left, 0))
+            ch = xp.where(neg, -ch, ch).astype(xp.float64)
+            for c in range(C):
+                L[c * J + j] = ch[c].reshape(-1)
+        S = Wx @ L  # (N, rows k), exact integers
+        qt = S / mods
+        xp.floor(qt, out=qt)
+        qt *= mods
+        S -= qt  # S mod m in [0, m)
+        res = xp.where(S > half, S - mods, S)
+        out[:, i0:i1, :] = res.astype(xp.int8).reshape(N, i1 - i0, k)
     return out
+
+
+_M31 = (1 << 31) - 1
