@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# One device call for the dd / fp128 contracts: install the carried wheels, run the GPU and
+# wide-format tests, then the GPU benchmark (benchmarks/wide_bench.py).
+# Usage (on the device, repo root): bash benchmarks/wide_gpu_run.sh "SIZES" [REPS]
+set -uo pipefail
+SIZES=${1:-"4096 8192 16384"}
+REPS=${2:-2}
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  && export PYTHONPATH=/tmp/site:.
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$OUT/gpu_wide.txt"
+python3 -m pytest -q -p no:cacheprovider tests/test_wide.py tests/test_gpu.py -k "wide or Wide or float32" 2>&1 \
+  | tee "$OUT/wide_tests.txt" | tail -5
+timeout 420 python3 benchmarks/wide_bench.py --device gpu --sizes $SIZES --reps "$REPS" \
+  --json "$OUT/wide_bench.json" 2>&1 | tee "$OUT/wide_bench.txt"
