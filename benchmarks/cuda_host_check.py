@@ -42,6 +42,7 @@ static inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned 
     unsigned int r = 0; for (int i = 0; i < 4; ++i) r |= (unsigned int)b[(s >> (4 * i)) & 7] << (8 * i); return r; }
 static inline long long __double_as_longlong(double d) { long long r; std::memcpy(&r, &d, 8); return r; }
 static inline float __uint_as_float(unsigned int u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline unsigned int __float_as_uint(float f) { unsigned int u; std::memcpy(&u, &f, 4); return u; }
 static inline int __clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
 template <typename T> static inline T __ldg(const T* p) { return *p; }
 """
@@ -79,12 +80,12 @@ def _grid2d(nx, ny, threads=256):
     return ((nx + bx - 1) // bx, min((ny + by - 1) // by, 65535)), (bx, by)
 
 
-def build(n: int, tmp: str):
-    src = SHIM + kernel_source(n).replace('extern "C"', "") + DRIVER
-    path = os.path.join(tmp, f"crt{n}.cpp")
+def build(n: int, tmp: str, defines: tuple = ()):
+    src = SHIM + kernel_source(n, defines).replace('extern "C"', "") + DRIVER
+    path = os.path.join(tmp, f"crt{n}{''.join(defines)}.cpp")
     with open(path, "w") as f:
         f.write(src)
-    so = os.path.join(tmp, f"crt{n}.so")
+    so = path[:-4] + ".so"
     subprocess.run(["g++", "-O2", "-std=c++17", "-shared", "-fPIC", "-w", path, "-o", so], check=True)
     lib = ctypes.CDLL(so)
     return lib
@@ -156,13 +157,14 @@ def check(n_moduli, r, k, ncols, phi, seed, lib, fmt="binary64"):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        for nm in (1, 2, 5, 9, 16, 17, 27, 40, 49):
-            lib = build(nm, tmp)
+        for nm, defines in [(n, ()) for n in (1, 2, 5, 9, 16, 17, 27, 40, 49)] + [(17, ("OZ_INT_ONLY",)),
+                                                                                      (49, ("OZ_INT_ONLY",))]:
+            lib = build(nm, tmp, defines)
             for seed, (r, k, nc, phi) in enumerate([(7, 68, 61, 0.5), (1, 1, 1, 2.0), (33, 100, 17, 3.0),
                                                     (20, 37, 300, 1.0)]):
                 check(nm, r, k, nc, phi, seed, lib, "binary64")
                 check(nm, r, k, nc, phi, seed + 100, lib, "binary32")
-            print(f"{nm} moduli: residues and reconstruction bit-identical to the CPU engine")
+            print(f"{nm} moduli {defines}: residues and reconstruction bit-identical to the CPU engine")
 
 
 if __name__ == "__main__":

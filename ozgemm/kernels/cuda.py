@@ -50,10 +50,11 @@ def _grid2d(nx: int, ny: int, threads: int = _THREADS):
 
 
 @functools.lru_cache(maxsize=None)
-def _module(n: int):
+def _module(n: int, defines: tuple = ()):
     # constexpr tables in __constant__ memory would need indexing by a runtime value; with
-    # full unrolling NVRTC folds them into immediates.
-    src = kernel_source(n).replace("__device__ __constant__ const", "__device__ const")
+    # full unrolling NVRTC folds them into immediates. ``defines``: variants for benchmarks
+    # (e.g. ("OZ_INT_ONLY",)).
+    src = kernel_source(n, defines).replace("__device__ __constant__ const", "__device__ const")
     return cp.RawModule(code=src, options=("-std=c++17",), name_expressions=None)
 
 

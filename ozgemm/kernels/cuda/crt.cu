@@ -26,12 +26,23 @@ typedef unsigned int u32;
 // (row-major, K-contiguous); padding (i >= r or l >= k) is written as 0.
 //
 // Residues without division (v2). For one entry, X' = v 2^d2 (see split_scaled). With
-// u = v + 2^62 in [0, 2^63) (|v| < 2^62) split in 14-bit limbs a_0..a_4 (a_4 < 2^7),
-//   X' + h ≡ (a_0 + RC_q + sum_{j>=1} a_j RW_q[j]) 2^d2 ... (d2 = 0 here)  (mod m),
-// h = m/2 (integer part), RW_q[j] = 2^(14 j) mod m, RC_q = (h - 2^62) mod m, so that
+// u = v + 2^62 in [0, 2^63) (|v| < 2^62) split in 13-bit limbs a_0..a_4 (a_4 < 2^11), for d2 = 0
+//   X' + h ≡ a_0 + RC_q + sum_{j>=1} a_j RW_q[j]  (mod m),
+// h = m/2 (integer part), RW_q[j] = 2^(13 j) mod m, RC_q = (h - 2^62) mod m, so that
 // ((X' + h) mod m) - h is the symmetric residue in [-(m-1)/2 - (m even), (m-1)/2], the range
-// of ozgemm/crt/residues.py. The limb sum is < 2^24 and is reduced by fastmod (below); the
-// generated header checks every bound it relies on (cuda_src.py, _check_bounds).
+// of ozgemm/crt/residues.py. The limb sum is < 2^23 and is reduced by fastmod (below); the
+// generated header checks every bound it relies on (cuda_src.py, _constants).
+//
+// Float32 accumulation (default; -DOZ_INT_ONLY keeps everything in int32): sums of products
+// of small integers whose every partial sum is an integer below 2^24 are exact in float32
+// in any order, with or without FMA contraction (and -ftz does not matter: all values are 0
+// or normal). Integers n < 2^23 enter as (2^23 + n) - 2^23 from the bit pattern 0x4B000000 | n
+// and leave as bits(2^23 + n) - 0x4B000000. The multiply-adds then run on the FP32 pipe
+// (128 per clock and SM on sm_90) instead of the integer pipe (64), which the fastmod
+// multiplies, shifts and masks keep busy.
+#define F2P23 8388608.0f
+__device__ __forceinline__ float u2f(unsigned int n) { return __uint_as_float(0x4B000000u | n) - F2P23; }
+__device__ __forceinline__ unsigned int f2u(float f) { return __float_as_uint(f) - 0x4B000000u; }  // f = 2^23 + n
 
 // n mod m for 0 <= n with e (n + m - 1) < 2^32, where FM = ceil(2^32 / m) = (2^32 + e) / m,
 // 0 <= e < m (Lemire, Kaser, Kurz 2019, "Faster remainder by direct computation").
@@ -98,11 +109,11 @@ extern "C" __global__ void scaled_residues(const double* __restrict__ x, i64 ldx
         for (int e = 0; e < RES_PER_THREAD; ++e) {
             const u64 u = (u64)(split_scaled(xv[e], sh, &d2[e]) + (1LL << 62));  // 0 < u < 2^63
             const unsigned int lo = (unsigned int)u, hi = (unsigned int)(u >> 32);
-            a0[e] = lo & 0x3fffu;
-            a1[e] = (lo >> 14) & 0x3fffu;
-            a2[e] = ((lo >> 28) | (hi << 4)) & 0x3fffu;
-            a3[e] = (hi >> 10) & 0x3fffu;
-            a4[e] = hi >> 24;  // < 2^7
+            a0[e] = lo & 0x1fffu;
+            a1[e] = (lo >> 13) & 0x1fffu;
+            a2[e] = ((lo >> 26) | (hi << 6)) & 0x1fffu;
+            a3[e] = (hi >> 7) & 0x1fffu;
+            a4[e] = hi >> 20;  // < 2^11
             any_d2 |= d2[e];
         }
         uint2* o = out + ((i64)i * kp + l0) / RES_PER_THREAD;
@@ -112,9 +123,15 @@ extern "C" __global__ void scaled_residues(const double* __restrict__ x, i64 ldx
             int b[RES_PER_THREAD];
 #pragma unroll
             for (int e = 0; e < RES_PER_THREAD; ++e) {
-                // < 2^24 (checked in the header): (v + h) mod m
+                // < 2^23 (checked in the header): (v + h) mod m
+#ifdef OZ_INT_ONLY
                 const unsigned int s = a0[e] + RC[q] + a1[e] * RW[q][1] + a2[e] * RW[q][2] +
                                        a3[e] * RW[q][3] + a4[e] * RW[q][4];
+#else
+                const unsigned int s = f2u(u2f(a0[e]) + (float)(RC[q] + 8388608u) + u2f(a1[e]) * (float)RW[q][1] +
+                                           u2f(a2[e]) * (float)RW[q][2] + u2f(a3[e]) * (float)RW[q][3] +
+                                           u2f(a4[e]) * (float)RW[q][4]);
+#endif
                 b[e] = (int)fastmod(s, FM[q], m);
             }
             if (any_d2) {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
@@ -175,6 +192,7 @@ template <typename OUT_T, int P, int EMIN_SUB>
 __device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 sc, i64 off,
                                                 i64 e, OUT_T* o) {
     unsigned int v[NMOD];
+    float vf[NMOD];  // the digits as float32 (exact), see u2f
 #pragma unroll
     for (int q = 0; q < NMOD; ++q) {
         const unsigned int m = MOD[q];
@@ -184,11 +202,19 @@ __device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 s
         } else {
             const unsigned int cb = cu ^ 0x80000000u;  // c + 2^31 in [0, 2^32)
             const unsigned int y = fastmod((cb >> 16) * P16[q] + (cb & 0xffffu), FM[q], m);
+#ifdef OZ_INT_ONLY
             unsigned int z = y * INV[q] + KC[q];
 #pragma unroll
             for (int p = 0; p < q; ++p) z += v[p] * G[p][q];
+#else
+            float zf = u2f(y) * (float)INV[q] + (float)(KC[q] + 8388608u);  // 2^23 + z, z < 2^23
+#pragma unroll
+            for (int p = 0; p < q; ++p) zf += vf[p] * (float)G[p][q];
+            const unsigned int z = f2u(zf);
+#endif
             v[q] = fastmod(z, FM[q], m);
         }
+        vf[q] = u2f(v[q]);
     }
     u32 x[NLIMB];
 #pragma unroll
