@@ -42,3 +42,26 @@ def test_scaled_residues_match_python(rng):
                     want -= m
                 assert int(res[q, i, l]) == want, (i, l, m)
     assert res.dtype == np.int8
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 17, 33, 49])
+def test_direct_crt_equals_garner_and_python_ints(n):
+    """crt_reconstruct (direct CRT through an exact float64 GEMM, quotient estimate and
+    corrections) against Garner's mixed-radix digits and Python integers, on random residues
+    and on the extremes (all zero, all m-1, C' = +-(M-1)/2 neighbourhoods)."""
+    from ozgemm.crt.garner import crt_reconstruct, garner_digits, mixed_radix_to_limbs
+    from ozgemm.crt.moduli import garner_constants
+
+    gc = garner_constants(n)
+    rng = np.random.default_rng(n)
+    vals = [0, 1, -1, (gc.M - 1) // 2, -((gc.M - 1) // 2), (gc.M - 1) // 2 - 1] + \
+        [int(rng.integers(0, 2**62)) * int(rng.integers(0, 2**62)) % gc.M - gc.M // 2 for _ in range(300)]
+    vals = [v for v in vals if 2 * abs(v) < gc.M]
+    c = np.array([[v % m for v in vals] for m in gc.moduli], dtype=np.int64)
+    mag, neg = crt_reconstruct(c, n, np)
+    x = mixed_radix_to_limbs(garner_digits(c, gc, np), gc, np)
+    for i, v in enumerate(vals):
+        got = sum(int(mag[j, i]) << (32 * j) for j in range(gc.limbs)) * (-1 if neg[i] else 1)
+        assert got == v
+        X = sum(int(x[j, i]) << (32 * j) for j in range(gc.limbs))
+        assert (X if 2 * X < gc.M else X - gc.M) == v

@@ -73,6 +73,11 @@ class GarnerConstants:
         self.w = w
         self.limbs = (self.M.bit_length() + 31) // 32
         self.M_limbs = np.array([(self.M >> (32 * j)) & 0xFFFFFFFF for j in range(self.limbs)], dtype=np.uint64)
+        # direct CRT: e_q = (M/m_q) ((M/m_q)^-1 mod m_q), so C' = sum_q c_q e_q mod M
+        e = [(self.M // m) * pow(self.M // m % m, -1, m) % self.M if n > 1 else 1 % m for m in ms]
+        self.e_limbs = np.array([[(v >> (32 * j)) & 0xFFFFFFFF for j in range(self.limbs)] for v in e],
+                                dtype=np.float64)  # (N, L), exact (< 2**32)
+        self.e_over_M = np.array([pow(self.M // m % m, -1, m) / m if n > 1 else 0.0 for m in ms])  # e_q / M
 
 
 @lru_cache(maxsize=None)
