@@ -17,7 +17,7 @@ import numpy as np
 from ..precision.contract import Contract, ContractError, as_contract
 from .reference import correctly_rounded, exact_product, have_flint, measure
 
-__all__ = ["phi_matrices", "standard_cases", "audit_case", "audit_result", "AuditRow", "moduli_sweep",
+__all__ = ["phi_matrices", "standard_cases", "audit_case", "audit_result", "AuditRow", "moduli_sweep", "slices_sweep",
            "Reference", "reference", "measure_any"]
 
 
@@ -257,6 +257,29 @@ def moduli_sweep(a, b, contract: Contract, counts):
         c = execute(p, eng)  # generic path from the plan's decompositions
         s = measure(c, ref.ex, None, cr=ref.cr, fmt_name=contract.fmt.name).summary()
         out.append((nmod, s["max_err_u"], s["median_err_u"]))
+    return out
+
+
+def slices_sweep(a, b, contract: Contract, counts, schedule="triangular"):
+    """Max and median error (units of u_f |A||B|) of Ozaki scheme I for each forced slice count
+    (``schedule`` "triangular" or "full"; the widest beta the slices hold; nothing proven)."""
+    from ..kernels import get_engine
+    from ..ozaki.planner import make_ozaki_plan
+    from ..ozaki.scheme import execute
+
+    contract = as_contract(contract).with_(method="ozaki", schedule=schedule)
+    eng = get_engine("cpu")
+    dt = contract.fmt.dtype
+    a = np.asarray(a, dtype=dt)
+    b = np.asarray(b, dtype=dt)
+    ref = reference(a, b, contract.fmt.name)
+    out = []
+    for s in counts:
+        p = make_ozaki_plan(contract, a.astype(np.float64) if dt == np.float64 else a,
+                            b.astype(np.float64) if dt == np.float64 else b, eng, force_slices=s)
+        c = execute(p, eng)
+        m = measure(c, ref.ex, None, cr=ref.cr, fmt_name=contract.fmt.name).summary()
+        out.append((s, m["max_err_u"], m["median_err_u"]))
     return out
 
 

@@ -30,6 +30,9 @@ def register(sub):
     p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
     p.add_argument("--plot", metavar="PATH", help="write the error-vs-moduli-count figure (PNG/PDF)")
     p.add_argument("--engine", default=None, help="engine: cpu (default), cpu-int64, cuda")
+    p.add_argument("--method", choices=["crt", "ozaki", "auto", "both"], default=None,
+                   help="override the contract's method: crt (Ozaki II), ozaki (Ozaki I), auto, or both "
+                        "(crt and ozaki side by side; --plot then also draws error vs slice count)")
     p.add_argument("--inputs", choices=("float", "dd", "binary128"), default="float",
                    help="standard inputs as float (the contract's dtype; float64 for dd/fp128), or widened "
                         "to dd / binary128 values that use the extra bits [float]")
@@ -46,8 +49,16 @@ def _fmt(x, nd=3):
     return str(x)
 
 
+def _count(plan):
+    if not plan:
+        return ""
+    if plan.get("method") == "ozaki":
+        return f"ozaki {plan['slices']} sl {plan['schedule'][:3]}"
+    return f"crt {plan['n_moduli']} mod"
+
+
 def _print_table(rows, contract):
-    hdr = ["case", "who", "moduli", "beta", "max err", "med err", "max ulps", "CR %", "max/bound", "breaches"]
+    hdr = ["case", "who", "method/count", "beta", "max err", "med err", "max ulps", "CR %", "max/bound", "breaches"]
     lines = []
     for r in rows:
         s = r.summary
@@ -55,7 +66,7 @@ def _print_table(rows, contract):
             lines.append([r.case, r.who, "-", "-", "REFUSED (ContractError)", "", "", "", "", ""])
             continue
         lines.append([r.case, r.who,
-                      _fmt(r.plan["n_moduli"]) if r.plan else "",
+                      _count(r.plan),
                       _fmt(r.plan["beta"]) if r.plan else "",
                       _fmt(s["max_err_u"]), _fmt(s["median_err_u"]), _fmt(s["max_ulps"]),
                       f"{100 * s['correctly_rounded']:.2f}", _fmt(s.get("max_bound_ratio")),
@@ -87,7 +98,8 @@ def run_audit(args) -> int:
     from tqdm import tqdm
 
     from ..precision.contract import ContractError, as_contract
-    from .audit import audit_case, audit_result, moduli_sweep, standard_cases, to_json, widen_operand
+    from .audit import audit_case as _audit_case
+    from .audit import audit_result, moduli_sweep, slices_sweep, standard_cases, to_json, widen_operand
 
     try:
         contract = as_contract(args.contract)
@@ -107,6 +119,17 @@ def run_audit(args) -> int:
                 print(f"ozgemm audit: cannot write --{opt} {path}: folder {d} missing or not writable", file=sys.stderr)
                 return 2
     dtype = contract.fmt.dtype
+    method = getattr(args, "method", None)
+    if method and method != "both":
+        contract = contract.with_(method=method)
+    contracts = [contract.with_(method="crt"), contract.with_(method="ozaki")] if method == "both" else [contract]
+
+    def audit_case(name, a, b, contract, engine=None):  # every method of --method, numpy once
+        out = []
+        for i, c in enumerate(contracts):
+            out += _audit_case(name, a, b, c, include_numpy=(i == len(contracts) - 1), engine=engine)
+        return out
+
     rows = []
     if args.arrays:
         if len(args.arrays) != 2:
@@ -142,9 +165,16 @@ def run_audit(args) -> int:
         for name, a, b in tqdm(cases, desc="moduli sweep", unit="case", file=sys.stderr):
             if name.startswith("hilbert"):
                 continue
-            sweeps[name] = moduli_sweep(a, b, contract, range(6, 27))
-        _plot(sweeps, rows, contract, args.plot)
+            sweeps[name] = moduli_sweep(a, b, contract.with_(method="crt"), range(6, 27))
+        ssweeps = {}
+        if any(c.method == "ozaki" for c in contracts):
+            for name, a, b in tqdm(cases, desc="slices sweep", unit="case", file=sys.stderr):
+                if not name.startswith("hilbert"):
+                    ssweeps[name] = slices_sweep(a, b, contract, range(2, 15))
+        _plot(sweeps, rows, contract, args.plot, ssweeps)
         extra["moduli_sweep"] = sweeps
+        if ssweeps:
+            extra["slices_sweep"] = ssweeps
         print(f"figure written to {args.plot}", file=sys.stderr)
     _print_table(rows, contract)
     if args.json:
@@ -162,13 +192,17 @@ def run_audit(args) -> int:
     return 0
 
 
-def _plot(sweeps, rows, contract, path):
+def _plot(sweeps, rows, contract, path, ssweeps=None):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if ssweeps:
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+        _plot_slices(ax2, ssweeps, rows, contract)
+    else:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (name, pts) in enumerate(sweeps.items()):
         if not pts:
             continue
@@ -177,7 +211,8 @@ def _plot(sweeps, rows, contract, path):
         np_row = next((r for r in rows if r.case == name and r.who.startswith("numpy")), None)
         if np_row:
             ax.axhline(max(np_row.summary["max_err_u"], 1e-3), color=line.get_color(), ls="--", lw=0.8)
-        oz = next((r for r in rows if r.case == name and r.who == "ozgemm" and r.plan), None)
+        oz = next((r for r in rows if r.case == name and r.who == "ozgemm" and r.plan
+                   and r.plan.get("method") == "crt"), None)
         if oz:
             ax.axvline(oz.plan["n_moduli"], color=line.get_color(), ls=":", lw=0.8)
     ax.axhline(2.0, color="k", lw=1, label="contract: 2 u|A||B| (+u|AB|)")
@@ -188,3 +223,21 @@ def _plot(sweeps, rows, contract, path):
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def _plot_slices(ax, ssweeps, rows, contract):
+    for name, pts in ssweeps.items():
+        if not pts:
+            continue
+        xs, mx, _ = zip(*pts)
+        line, = ax.semilogy(xs, np.maximum(mx, 1e-3), "s-", ms=3, label=f"Ozaki-I triangular {name}")
+        oz = next((r for r in rows if r.case == name and r.who == "ozgemm" and r.plan
+                   and r.plan.get("method") == "ozaki"), None)
+        if oz:
+            ax.axvline(oz.plan["slices"], color=line.get_color(), ls=":", lw=0.8)
+    ax.axhline(2.0 ** (contract.fmt.p - contract.bits + 1), color="k", lw=1, label="contract bound (|A||B| term)")
+    ax.set_xlabel("number of INT8 slices s (Ozaki scheme I, s(s+1)/2 products)")
+    ax.set_ylabel("max |C-AB| / (u |A||B|)")
+    ax.set_title(f"contract {contract.name}: error vs slice count\n(dotted: planner choice)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
