@@ -12,6 +12,7 @@ from ..precision.rounding import empty_result, round_result
 from .garner import crt_reconstruct
 from .moduli import garner_constants
 from .residues import scaled_residues
+from ..precision.stats import split_float
 
 __all__ = ["execute"]
 
@@ -37,6 +38,9 @@ def execute(plan, engine, a=None, b=None, timings=None):
         return engine.execute(plan, a, b, timings)
     xp = engine.xp
     sa, sb = plan._stats
+    for st in (sa, sb):  # an engine's fused statistics keep the rows, not their decomposition
+        if st.mant is None:
+            st.mant, st.exp = split_float(st.src, xp)[:2]
     sync = getattr(engine, "synchronize", lambda: None)
 
     def lap(name, t0):
