@@ -10,7 +10,9 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   && export PYTHONPATH=/tmp/site:.
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$OUT/gpu_wide.txt"
-python3 -m pytest -q -p no:cacheprovider tests/test_wide.py tests/test_gpu.py -k "wide or Wide or float32" 2>&1 \
-  | tee "$OUT/wide_tests.txt" | tail -5
-timeout 420 python3 benchmarks/wide_bench.py --device gpu --sizes $SIZES --reps "$REPS" \
-  --json "$OUT/wide_bench.json" 2>&1 | tee "$OUT/wide_bench.txt"
+python3 -m pytest -q -p no:cacheprovider tests/test_wide.py tests/test_gpu.py tests/test_ozaki_gpu.py 2>&1 \
+  | tee "$OUT/wide_tests.txt" | tail -8
+timeout 300 python3 benchmarks/wide_bench.py --device gpu --sizes $SIZES --reps "$REPS" \
+  --cases dd:f64 dd:dd fp128:f64 --json "$OUT/wide_bench.json" 2>&1 | tee "$OUT/wide_bench.txt"
+timeout 120 python3 benchmarks/wide_bench.py --device gpu --sizes 4096 8192 --reps "$REPS" \
+  --cases fp128:q128 --json "$OUT/wide_bench_q128.json" 2>&1 | tee -a "$OUT/wide_bench.txt"

@@ -32,9 +32,7 @@ def execute(plan, engine, a=None, b=None, timings=None):
 
         return execute_ozaki(plan, engine, a, b, timings)
     fmt = plan.contract.fmt
-    fused = (hasattr(engine, "execute") and a is not None and a.ndim == 2 and b.ndim == 2
-             and fmt.name in ("binary32", "binary64") and plan.pa is None and plan.pb is None)
-    if fused:  # the engine's fused kernels: one-component operands, binary32/64 results
+    if hasattr(engine, "execute") and a is not None:  # the engine's fused kernels
         return engine.execute(plan, a, b, timings)
     xp = engine.xp
     sa, sb = plan._stats

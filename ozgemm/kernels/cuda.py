@@ -17,6 +17,7 @@ import cupy as cp
 import numpy as np
 
 from .._xp import as_float64
+from ..precision.rounding import empty_result
 from ..crt.moduli import garner_constants
 from ..precision.stats import RowStats
 from .cuda_src import kernel_source
@@ -260,6 +261,20 @@ class CudaEngine(Engine):
                             np.int32(vec), out))
         return out
 
+    def residues_multi(self, x, shift, n_moduli, rp, kp):
+        """:meth:`residues_padded` of (r, k) rows, or of (C, r, k) components whose scaled
+        integers add (residues added mod m by ``add_residues`` in wide.cu)."""
+        if x.ndim == 2:
+            return self.residues_padded(x, shift, n_moduli, rp, kp)
+        acc = self.residues_padded(x[0], shift, n_moduli, rp, kp)
+        f = _module(n_moduli).get_function("add_residues")
+        total = acc.size
+        for c in range(1, x.shape[0]):
+            r = self.residues_padded(x[c], shift, n_moduli, rp, kp)
+            f(((total + _THREADS - 1) // _THREADS,), (_THREADS,), (acc, r, np.int64(rp * kp), np.int64(total)))
+            del r
+        return acc
+
     def reconstruct_round(self, c, s, t, n_moduli, fmt, out=None):
         """Fused Garner + Horner + sign + rounding of (N, m, >=n) int32/int64 products.
 
@@ -273,6 +288,23 @@ class CudaEngine(Engine):
         if c.strides[2] != c.itemsize:
             c = cp.ascontiguousarray(c)
         sc, ldc = c.strides[0] // c.itemsize, c.strides[1] // c.itemsize
+        if fmt.name in ("dd", "binary128"):  # wide results: wide.cu (storage as empty_result)
+            if out is None:
+                out = empty_result(m, n, fmt, cp)
+            if m * n:
+                grid = (((m * n) + _THREADS - 1) // _THREADS,)
+                args = (c, np.int64(ldc), np.int64(sc), cp.ascontiguousarray(s, dtype=cp.int64),
+                        cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n))
+                mod = _module(n_moduli)
+                if fmt.name == "dd":
+                    assert out[0].strides[1] == 8 and out[0].strides == out[1].strides
+                    mod.get_function("crt_round_dd")(grid, (_THREADS,), args + (
+                        out[0], out[1], np.int64(out.strides[1] // 8)))
+                else:
+                    assert out.strides[2] == 8 and out.strides[1] == 16
+                    mod.get_function("crt_round_q128")(grid, (_THREADS,), args + (
+                        out, np.int64(out.strides[0] // 16)))
+            return out
         dtype = cp.float64 if fmt.name == "binary64" else cp.float32
         if out is None:
             out = cp.empty((m, n), dtype=dtype)
@@ -303,8 +335,11 @@ class CudaEngine(Engine):
 
         t0 = time.perf_counter()
         sa, sb = plan._stats
-        bt = sb.src if sb.src is not None else as_float64(b.T, contiguous=True)
-        rb = self.residues_padded(bt, plan.t, N, np_, kp)
+        if b.ndim == 3:  # (C, k, n) components of a wide operand
+            bt = cp.ascontiguousarray(b.transpose(0, 2, 1))
+        else:
+            bt = sb.src if sb.src is not None else as_float64(b.T, contiguous=True)
+        rb = self.residues_multi(bt, plan.t, N, np_, kp)
         t0 = lap("residues", t0)
         # workspace per row of A: N kp (residues) + N np 4 (int32 products)
         per_row = N * kp + N * np_ * 4
@@ -314,18 +349,23 @@ class CudaEngine(Engine):
         if tm * per_row > free:
             raise MemoryError(f"ozgemm: one {_PAD}-row tile needs {tm * per_row / 2**30:.1f} GiB of GPU memory, "
                               f"{free / 2**30:.1f} GiB are free; split k or free memory")
-        out = cp.empty((m, n), dtype=cp.float64 if fmt.name == "binary64" else cp.float32)
+        out = empty_result(m, n, fmt, cp)
+        # output exponent -(s_i + t_j) + pa_i + pb_j (binary128 operands were rescaled by 2**-pa)
+        s_out = plan.s - plan.pa if plan.pa is not None else plan.s
+        t_out = plan.t - plan.pb if plan.pb is not None else plan.t
+        lead = (slice(None),) if fmt.name == "dd" else ()
         for i0 in range(0, m, tm):
             i1 = min(m, i0 + tm)
             rows = _ceil(i1 - i0, _PAD)
             t0 = time.perf_counter()
-            asrc = sa.src if sa.src is not None else a
-            ra = self.residues_padded(asrc[i0:i1], plan.s[i0:i1], N, rows, kp)
+            asrc = sa.src if (sa.src is not None and a.ndim == 2) else a
+            ra = self.residues_multi(asrc[..., i0:i1, :], plan.s[i0:i1], N, rows, kp)
             t0 = lap("residues", t0)
             c = self._gemm_exact_padded(ra, rb)
             del ra
             t0 = lap("gemms", t0)
-            self.reconstruct_round(c[:, : i1 - i0, :], plan.s[i0:i1], plan.t, N, fmt, out=out[i0:i1])
+            self.reconstruct_round(c[:, : i1 - i0, :], s_out[i0:i1], t_out, N, fmt,
+                                   out=out[lead + (slice(i0, i1),)])
             del c
             lap("reconstruction", t0)
         return out

@@ -67,6 +67,7 @@ def _header(n: int) -> str:
 
 
 def kernel_source(n: int, defines: tuple = ()) -> str:
-    """Full CUDA source for ``n`` moduli (header + crt.cu); also used for nvcc checks."""
-    body = (resources.files("ozgemm.kernels") / "cuda" / "crt.cu").read_text()
+    """Full CUDA source for ``n`` moduli (header + crt.cu + wide.cu); also used for nvcc checks."""
+    d = resources.files("ozgemm.kernels") / "cuda"
+    body = (d / "crt.cu").read_text() + "\n" + (d / "wide.cu").read_text()
     return "".join(f"#define {d}\n" for d in defines) + _header(n) + body

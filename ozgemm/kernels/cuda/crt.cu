@@ -188,9 +188,9 @@ __device__ __forceinline__ void store_rounded(float* o, u64 mant, i64 qexp, bool
 // Both fastmod arguments are within the bound the header checks. v_0 = c_0 mod 256.
 // Horner on groups of four digits: D_g = v_4g + m_4g (v_4g+1 + m_4g+1 (...)) < R_g =
 // m_4g ... m_4g+3 < 2^32, X = D_0 + R_0 (D_1 + R_1 (...)), one 32x32->64 step per limb.
-template <typename OUT_T, int P, int EMIN_SUB>
-__device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 sc, i64 off,
-                                                i64 e, OUT_T* o) {
+// |C'| as NLIMB little-endian 32-bit limbs in x, from the N int32 products of entry off;
+// returns C' < 0. (Garner's mixed-radix digits, Horner in base 2^32, symmetric range.)
+__device__ __forceinline__ bool crt_limbs(const int* __restrict__ c, i64 sc, i64 off, u32* x) {
     unsigned int v[NMOD];
     float vf[NMOD];  // the digits as float32 (exact), see u2f
 #pragma unroll
@@ -216,7 +216,6 @@ __device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 s
         }
         vf[q] = u2f(v[q]);
     }
-    u32 x[NLIMB];
 #pragma unroll
     for (int j = 0; j < NLIMB; ++j) x[j] = 0;
 #pragma unroll
@@ -258,6 +257,14 @@ __device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 s
     const bool neg = gt;
 #pragma unroll
     for (int j = 0; j < NLIMB; ++j) if (neg) x[j] = dl[j];
+    return neg;
+}
+
+template <typename OUT_T, int P, int EMIN_SUB>
+__device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 sc, i64 off,
+                                                i64 e, OUT_T* o) {
+    u32 x[NLIMB];
+    const bool neg = crt_limbs(c, sc, off, x);
     // top limb, 64-bit window, sticky
     int tt = -1;
 #pragma unroll
