@@ -51,7 +51,8 @@ def scaled_residues(mant, exp, shift, moduli, xp):
     31j .. 31j+30, j < J), so X' = sign * sum_j L_j 2**(31 j) and, for every modulus at once,
     S_q = sum_c sign_c sum_j L_cj W_qj with W_qj = 2**(31 j) mod m_q. Every term is below
     2**39 and there are at most C J <= 3 * 34 of them, so |S_q| < 2**46: the whole sum is
-    one float64 matrix product W (N x CJ) @ L (CJ x rk), exact (integers below 2**53), and
+    one float64 matrix product W (N x J) @ L (J x rk) with L_j = sum_c sign_c L_cj, exact
+    (integers below 2**53), and
     S_q mod m_q = S_q - m_q floor(S_q / m_q) is exact too (the quotient's rounding error,
     below 2**46 / m * 2**-52 < 2**-9, cannot cross an integer: fractions of S/m are
     multiples of 1/m >= 2**-8). One BLAS call and a few passes replace per-modulus integer
@@ -71,11 +72,11 @@ def scaled_residues(mant, exp, shift, moduli, xp):
     dmax = int(xp.max(d)) if d.size else 0
     J = max(1, (62 + max(dmax - _LEFT_CAP, 0) + 30) // 31)
     W = np.array([[pow(2, 31 * j, m) for j in range(J)] for m in moduli], dtype=np.float64)
-    Wx = xp.asarray(np.tile(W, (1, C)))  # (N, C J): column c J + j
+    Wx = xp.asarray(W)  # (N, J)
     mods = xp.asarray(np.array(moduli, dtype=np.float64))[:, None]
     half = xp.asarray(np.array([(m - 1) // 2 for m in moduli], dtype=np.float64))[:, None]
     # rows per block: the chunk matrix (C J) and the sums (N) in float64
-    blk = max(1, min(r, (1 << 27) // max(1, (C * J + N) * k)))
+    blk = max(1, min(r, (1 << 27) // max(1, (C * 4 + J + N) * k)))
     for i0 in range(0, r, blk):
         i1 = min(r, i0 + blk)
         dd = d[:, i0:i1]
@@ -85,17 +86,16 @@ def scaled_residues(mant, exp, shift, moduli, xp):
         small = (m_ + (xp.int64(1) << (rsh - 1))) >> rsh  # round half up, exact int64
         v = xp.where(pos, m_ << xp.clip(dd, 0, _LEFT_CAP), small)
         d2 = xp.clip(dd - _LEFT_CAP, 0, None)
-        neg = v < 0
+        sgn = xp.where(v < 0, -1, 1).astype(xp.int64)
         av = xp.abs(v)
-        L = xp.empty((C * J, (i1 - i0) * k), dtype=xp.float64)
+        L = xp.empty((J, (i1 - i0) * k), dtype=xp.float64)
         for j in range(J):
-            sh = 31 * j - d2  # chunk j of |v| 2**d2 = bits sh .. sh+30 of |v|
-            right = (av >> xp.clip(sh, 0, 63)) & _M31
-            left = (av << xp.clip(-sh, 0, 63)) & _M31
-            ch = xp.where(sh >= 0, xp.where(sh < 63, right, 0), xp.where(sh > -31, left, 0))
-            ch = xp.where(neg, -ch, ch).astype(xp.float64)
-            for c in range(C):
-                L[c * J + j] = ch[c].reshape(-1)
+            # chunk j of |v| 2**d2 = bits sh .. sh+30 of |v|; shifts >= 62 give 0 (|v| < 2**62),
+            # left shifts >= 31 leave no bit below 2**31
+            sh = 31 * j - d2
+            ch = xp.where(sh >= 0, av >> xp.clip(sh, 0, 63), av << xp.clip(-sh, 0, 63)) & _M31
+            ch *= sgn
+            L[j] = ch.sum(axis=0).reshape(-1)  # components add: |sum| < 3 * 2**31, exact
         S = Wx @ L  # (N, rows k), exact integers
         qt = S / mods
         xp.floor(qt, out=qt)
