@@ -68,6 +68,7 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--v1", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--defines", nargs="*", default=[], help="crt.cu variants to time, e.g. MY_FLAG,OTHER")
     args = ap.parse_args()
     n, reps = args.n, args.reps
     rs = cp.random.RandomState(args.seed)
@@ -120,19 +121,19 @@ def main():
     out = cp.empty((n, n), dtype=cp.float64)
     rec("reconstruction (v2)", timed(lambda: eng.reconstruct_round(c, p.s, p.t, N, contract.fmt, out=out), reps))
     c_v2 = eng.reconstruct_round(c, p.s, p.t, N, contract.fmt).copy()
-    # the all-int32 variant of the same kernels (crt.cu compiled with -DOZ_INT_ONLY)
-    orig = kc._module
-    kc._module = lambda n_, defines=(): orig(n_, ("OZ_INT_ONLY",))
-    try:
-        rec("residues A (v2, int32 only)", timed(lambda: eng.residues_padded(a, p.s, N, mp, kp), reps))
-        rec("residues B (v2, int32 only)", timed(lambda: eng.residues_padded(sb.src, p.t, N, np_, kp), reps))
-        res["int_only_residues_identical"] = bool(cp.array_equal(eng.residues_padded(a, p.s, N, mp, kp), ra))
-        rec("reconstruction (v2, int32 only)",
-            timed(lambda: eng.reconstruct_round(c, p.s, p.t, N, contract.fmt, out=out), reps))
-        res["int_only_reconstruction_identical"] = bool(cp.array_equal(
-            eng.reconstruct_round(c, p.s, p.t, N, contract.fmt).view(cp.uint64), c_v2.view(cp.uint64)))
-    finally:
-        kc._module = orig
+    # kernel variants compiled with extra -D defines (--defines): same inputs, same checks
+    for dset in args.defines:
+        orig = kc._module
+        kc._module = lambda n_, defines=(), dset=dset: orig(n_, tuple(dset.split(",")))
+        try:
+            rec(f"residues A ({dset})", timed(lambda: eng.residues_padded(a, p.s, N, mp, kp), reps))
+            res[f"{dset}_residues_identical"] = bool(cp.array_equal(eng.residues_padded(a, p.s, N, mp, kp), ra))
+            rec(f"reconstruction ({dset})",
+                timed(lambda: eng.reconstruct_round(c, p.s, p.t, N, contract.fmt, out=out), reps))
+            res[f"{dset}_reconstruction_identical"] = bool(cp.array_equal(
+                eng.reconstruct_round(c, p.s, p.t, N, contract.fmt).view(cp.uint64), c_v2.view(cp.uint64)))
+        finally:
+            kc._module = orig
 
     if args.v1:
         crt1, st1 = v1_modules(args.v1, N)

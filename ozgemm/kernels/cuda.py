@@ -53,8 +53,8 @@ def _grid2d(nx: int, ny: int, threads: int = _THREADS):
 @functools.lru_cache(maxsize=None)
 def _module(n: int, defines: tuple = ()):
     # constexpr tables in __constant__ memory would need indexing by a runtime value; with
-    # full unrolling NVRTC folds them into immediates. ``defines``: variants for benchmarks
-    # (e.g. ("OZ_INT_ONLY",)).
+    # full unrolling NVRTC folds them into immediates. ``defines``: -D names for kernel
+    # variants timed by benchmarks/gpu_overhead.py.
     src = kernel_source(n, defines).replace("__device__ __constant__ const", "__device__ const")
     return cp.RawModule(code=src, options=("-std=c++17",), name_expressions=None)
 

@@ -39,8 +39,7 @@ def _constants(n: int) -> dict:
     gr = [prod(ms[q] for q in grp) for grp in groups]
     gused = [max(1, (prod(ms[grp[0]:]) - 1).bit_length() + 31) // 32 for grp in groups]
     for q, m in enumerate(ms):
-        # residues: limbs a_0..a_3 < 2^13, a_4 < 2^11 (u < 2^63); one fastmod of the limb sum,
-        # accumulated exactly in float32 (partial sums are integers below 2^23 + s_max < 2^24)
+        # residues: limbs a_0..a_3 < 2^13, a_4 < 2^11 (u < 2^63); one fastmod of the limb sum
         s_max = (2**13 - 1) * (1 + sum(rw[q][1:4])) + (2**11 - 1) * rw[q][4] + rc[q]
         assert s_max < 2**23 and _fastmod_ok(m, s_max), (m, s_max)
         # d2 > 0: (r + m - h) T + h with r, T < m
@@ -48,7 +47,7 @@ def _constants(n: int) -> dict:
         # reconstruction: (c + 2^31) = u_h 2^16 + u_l, then y INV + KC + sum_p v_p G[p][q]
         assert _fastmod_ok(m, (2**16 - 1) * p16[q] + 2**16 - 1), m
         z_max = (m - 1) * inv[q] + kc[q] + sum((ms[p] - 1) * g[p][q] for p in range(q))
-        assert z_max < 2**23 and _fastmod_ok(m, z_max), (m, z_max)  # float32: 2^23 + z < 2^24
+        assert z_max < 2**32 and _fastmod_ok(m, z_max), (m, z_max)
     assert all(r < 2**32 for r in gr) and gused[-1] <= gc.limbs and (prod(ms) - 1).bit_length() <= 32 * gc.limbs
     return dict(fm=fm, rw=rw, rc=rc, p16=p16, g=g, kc=kc, gr=gr, gused=gused)
 

@@ -33,16 +33,9 @@ typedef unsigned int u32;
 // of ozgemm/crt/residues.py. The limb sum is < 2^23 and is reduced by fastmod (below); the
 // generated header checks every bound it relies on (cuda_src.py, _constants).
 //
-// Float32 accumulation (default; -DOZ_INT_ONLY keeps everything in int32): sums of products
-// of small integers whose every partial sum is an integer below 2^24 are exact in float32
-// in any order, with or without FMA contraction (and -ftz does not matter: all values are 0
-// or normal). Integers n < 2^23 enter as (2^23 + n) - 2^23 from the bit pattern 0x4B000000 | n
-// and leave as bits(2^23 + n) - 0x4B000000. The multiply-adds then run on the FP32 pipe
-// (128 per clock and SM on sm_90) instead of the integer pipe (64), which the fastmod
-// multiplies, shifts and masks keep busy.
-#define F2P23 8388608.0f
-__device__ __forceinline__ float u2f(unsigned int n) { return __uint_as_float(0x4B000000u | n) - F2P23; }
-__device__ __forceinline__ unsigned int f2u(float f) { return __float_as_uint(f) - 0x4B000000u; }  // f = 2^23 + n
+// (Measured and dropped: accumulating these sums exactly in float32 to use the FP32 pipe made
+// both kernels slower on the H200, residues 2.29 -> 2.47 ms, reconstruction 7.11 -> 8.34 ms;
+// benchmarks/NOTES.md, GPU v2.)
 
 // n mod m for 0 <= n with e (n + m - 1) < 2^32, where FM = ceil(2^32 / m) = (2^32 + e) / m,
 // 0 <= e < m (Lemire, Kaser, Kurz 2019, "Faster remainder by direct computation").
@@ -124,14 +117,8 @@ extern "C" __global__ void scaled_residues(const double* __restrict__ x, i64 ldx
 #pragma unroll
             for (int e = 0; e < RES_PER_THREAD; ++e) {
                 // < 2^23 (checked in the header): (v + h) mod m
-#ifdef OZ_INT_ONLY
                 const unsigned int s = a0[e] + RC[q] + a1[e] * RW[q][1] + a2[e] * RW[q][2] +
                                        a3[e] * RW[q][3] + a4[e] * RW[q][4];
-#else
-                const unsigned int s = f2u(u2f(a0[e]) + (float)(RC[q] + 8388608u) + u2f(a1[e]) * (float)RW[q][1] +
-                                           u2f(a2[e]) * (float)RW[q][2] + u2f(a3[e]) * (float)RW[q][3] +
-                                           u2f(a4[e]) * (float)RW[q][4]);
-#endif
                 b[e] = (int)fastmod(s, FM[q], m);
             }
             if (any_d2) {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
@@ -192,7 +179,6 @@ __device__ __forceinline__ void store_rounded(float* o, u64 mant, i64 qexp, bool
 // returns C' < 0. (Garner's mixed-radix digits, Horner in base 2^32, symmetric range.)
 __device__ __forceinline__ bool crt_limbs(const int* __restrict__ c, i64 sc, i64 off, u32* x) {
     unsigned int v[NMOD];
-    float vf[NMOD];  // the digits as float32 (exact), see u2f
 #pragma unroll
     for (int q = 0; q < NMOD; ++q) {
         const unsigned int m = MOD[q];
@@ -202,19 +188,11 @@ __device__ __forceinline__ bool crt_limbs(const int* __restrict__ c, i64 sc, i64
         } else {
             const unsigned int cb = cu ^ 0x80000000u;  // c + 2^31 in [0, 2^32)
             const unsigned int y = fastmod((cb >> 16) * P16[q] + (cb & 0xffffu), FM[q], m);
-#ifdef OZ_INT_ONLY
             unsigned int z = y * INV[q] + KC[q];
 #pragma unroll
             for (int p = 0; p < q; ++p) z += v[p] * G[p][q];
-#else
-            float zf = u2f(y) * (float)INV[q] + (float)(KC[q] + 8388608u);  // 2^23 + z, z < 2^23
-#pragma unroll
-            for (int p = 0; p < q; ++p) zf += vf[p] * (float)G[p][q];
-            const unsigned int z = f2u(zf);
-#endif
             v[q] = fastmod(z, FM[q], m);
         }
-        vf[q] = u2f(v[q]);
     }
 #pragma unroll
     for (int j = 0; j < NLIMB; ++j) x[j] = 0;
