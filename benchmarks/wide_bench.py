@@ -117,6 +117,20 @@ def main():
                    "x_native": (t_nat / t) if t_nat else None, "max_err_u": rep["max_err_u"],
                    "median_err_u": rep["median_err_u"], "cr_share": rep["correctly_rounded"],
                    "breaches": rep["breaches"]}
+            # phase breakdown of one more call (synchronised laps): planning, then the engine's phases
+            from ozgemm.api import _plan_2d
+            from ozgemm.crt.scheme import execute
+            from ozgemm.kernels import get_engine
+
+            eng = get_engine(None, xp)
+            sync()
+            t0 = time.perf_counter()
+            _, _, a0_, b0_, _, _, p_ = _plan_2d(ad, bd, ozgemm.load_contract(con), eng, xp)
+            sync()
+            ph = {"plan": time.perf_counter() - t0}
+            execute(p_, eng, a0_, b0_, timings=ph)
+            row["phases_ms"] = {k_: round(v * 1e3, 2) for k_, v in ph.items()}
+            del a0_, b0_, p_
             if args.device == "cpu" and kind == "q128":
                 tq, _ = timeit(lambda: np.matmul(a, b), 1, sync)
                 row["numpy_quaddtype_ms"] = tq * 1e3

@@ -134,12 +134,6 @@ class CudaEngine(Engine):
         self.memory_fraction = memory_fraction
         self.gemm_path = "cublas-int8"
 
-    def memory_budget(self) -> int:
-        """Bytes the generic (xp) pipeline may use: half of ``memory_fraction`` of the free
-        device memory (its cupy temporaries roughly double the live arrays it counts)."""
-        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
-        return int(self.memory_fraction * free / 2)
-
     def synchronize(self):
         cp.cuda.get_current_stream().synchronize()
 
@@ -335,14 +329,17 @@ class CudaEngine(Engine):
 
         t0 = time.perf_counter()
         sa, sb = plan._stats
+        for st in (sa, sb):  # the fused kernels work from the rows: drop generic decompositions
+            st.mant = st.exp = None
         if b.ndim == 3:  # (C, k, n) components of a wide operand
             bt = cp.ascontiguousarray(b.transpose(0, 2, 1))
         else:
             bt = sb.src if sb.src is not None else as_float64(b.T, contiguous=True)
         rb = self.residues_multi(bt, plan.t, N, np_, kp)
+        del bt
         t0 = lap("residues", t0)
-        # workspace per row of A: N kp (residues) + N np 4 (int32 products)
-        per_row = N * kp + N * np_ * 4
+        # workspace per row of A: N kp (residues; twice for components) + N np 4 (int32 products)
+        per_row = N * kp * (2 if a.ndim == 3 else 1) + N * np_ * 4
         free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
         budget = int(self.memory_fraction * free)
         tm = max(_PAD, min(mp_all, (budget // max(per_row, 1)) // _PAD * _PAD))

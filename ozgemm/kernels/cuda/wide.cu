@@ -37,7 +37,6 @@ __device__ __forceinline__ bool round_p(const u32* x, i64 e, u32* mant, i64* qex
     if (q < EMIN_SUB) { drop += EMIN_SUB - q; q = EMIN_SUB; }
 #pragma unroll
     for (int k = 0; k < 4; ++k) mant[k] = getw<n>(x, drop + 32 * k);
-    if (drop > P + 1) { mant[0] = mant[1] = mant[2] = mant[3] = 0; }
     u32 rb = drop >= 1 ? (getw<n>(x, drop - 1) & 1u) : 0u;
     bool sticky = false;
     if (drop >= 2) {
