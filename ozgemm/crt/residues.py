@@ -52,11 +52,12 @@ def scaled_residues(mant, exp, shift, moduli, xp):
     S_q = sum_c sign_c sum_j L_cj W_qj with W_qj = 2**(31 j) mod m_q. Every term is below
     2**39 and there are at most C J <= 3 * 34 of them, so |S_q| < 2**46: the whole sum is
     one float64 matrix product W (N x J) @ L (J x rk) with L_j = sum_c sign_c L_cj, exact
-    (integers below 2**53), and
-    S_q mod m_q = S_q - m_q floor(S_q / m_q) is exact too (the quotient's rounding error,
-    below 2**46 / m * 2**-52 < 2**-9, cannot cross an integer: fractions of S/m are
-    multiples of 1/m >= 2**-8). One BLAS call and a few passes replace per-modulus integer
-    division; the result is identical on every backend (exact integers).
+    (integers below 2**53), and the symmetric residue S_q - m_q floor(S_q (1/m_q) + 1/2) is
+    exact too: the computed quotient is off by less than 2**46 / m * 2**-51 < 2**-5 / m,
+    while S/m + 1/2 is a multiple of 1/m that is never closer than 1/(2m) to an integer for
+    odd m (and exact for m = 256), so the floor is right; the result lies in
+    [-(m-1)//2 - (m even), (m-1)//2]. One BLAS call and a few passes replace per-modulus
+    integer division; the result is identical on every backend (exact integers).
     """
     import numpy as np
 
@@ -74,7 +75,7 @@ def scaled_residues(mant, exp, shift, moduli, xp):
     W = np.array([[pow(2, 31 * j, m) for j in range(J)] for m in moduli], dtype=np.float64)
     Wx = xp.asarray(W)  # (N, J)
     mods = xp.asarray(np.array(moduli, dtype=np.float64))[:, None]
-    half = xp.asarray(np.array([(m - 1) // 2 for m in moduli], dtype=np.float64))[:, None]
+    rinv = xp.asarray(1.0 / np.array(moduli, dtype=np.float64))[:, None]
     # rows per block: the chunk matrix (C J) and the sums (N) in float64
     blk = max(1, min(r, (1 << 27) // max(1, (C * 4 + J + N) * k)))
     for i0 in range(0, r, blk):
@@ -97,12 +98,12 @@ def scaled_residues(mant, exp, shift, moduli, xp):
             ch *= sgn
             L[j] = ch.sum(axis=0).reshape(-1)  # components add: |sum| < 3 * 2**31, exact
         S = Wx @ L  # (N, rows k), exact integers
-        qt = S / mods
+        qt = S * rinv  # symmetric residue S - m floor(S/m + 1/2), see above
+        qt += 0.5
         xp.floor(qt, out=qt)
         qt *= mods
-        S -= qt  # S mod m in [0, m)
-        res = xp.where(S > half, S - mods, S)
-        out[:, i0:i1, :] = res.astype(xp.int8).reshape(N, i1 - i0, k)
+        S -= qt
+        out[:, i0:i1, :] = S.astype(xp.int8).reshape(N, i1 - i0, k)
     return out
 
 

@@ -88,19 +88,19 @@ def _shift_limbs(x, sh, width, xp):
     """``floor(X * 2**-sh)`` for base-2**32 limbs ``x`` (L, ...) uint64 and per-entry int64
     shifts ``sh`` (negative: left shift), as ``width`` limbs (bits beyond them dropped)."""
     L = x.shape[0]
-    shape = x.shape[1:]
-    pad = L + width + 2
-    z = xp.zeros((pad,) + shape, dtype=xp.uint64)
-    xp_ = xp.concatenate([z, x, z], axis=0)
     ls = sh >> 5  # floor division by 32 (arithmetic shift)
     bs = (sh & 31).astype(xp.uint64)
-    ls = xp.clip(ls, -(width + 1), L + 1)
-    out = xp.empty((width,) + shape, dtype=xp.uint64)
+    out = xp.empty((width,) + x.shape[1:], dtype=xp.uint64)
+
+    def limb(idx):  # x[idx] per entry, 0 outside 0..L-1
+        v = xp.take_along_axis(x, xp.clip(idx, 0, L - 1)[None], axis=0)[0]
+        return xp.where((idx >= 0) & (idx < L), v, xp.uint64(0))
+
+    nxt = limb(ls)
     for j in range(width):
-        i0 = (j + ls + pad)[None]
-        lo = xp.take_along_axis(xp_, i0, axis=0)[0]
-        hi = xp.take_along_axis(xp_, i0 + 1, axis=0)[0]
-        out[j] = ((lo >> bs) | (hi << (xp.uint64(32) - bs))) & xp.uint64(_M32)
+        lo = nxt
+        nxt = limb(j + 1 + ls)
+        out[j] = ((lo >> bs) | (nxt << (xp.uint64(32) - bs))) & xp.uint64(_M32)
     return out
 
 
