@@ -20,7 +20,8 @@ class Engine:
     xp = None
 
     def gemm_exact(self, a, bt):
-        """Exact ``a @ bt.T`` of int8 arrays (m, k) and (n, k) as int64 (m, n)."""
+        """Exact ``a @ bt.T`` of int8 arrays (m, k) and (n, k) as an integer array (m, n): int64,
+        or int32 where every sum fits (the CUDA engine returns its int32 GEMM output)."""
         raise NotImplementedError
 
     def gemm_residues(self, a, bt, moduli):
@@ -34,6 +35,6 @@ class Engine:
 
         Returns
         -------
-        (N, m, n) int64 with entry [q] = (a[q] @ bt[q].T) mod moduli[q], in [0, moduli[q]).
+        (N, m, n) int32 or int64 with entry [q] = (a[q] @ bt[q].T) mod moduli[q], in [0, moduli[q]).
         """
         raise NotImplementedError

@@ -52,8 +52,9 @@ class CpuEngine(Engine):
             return int(self.memory_budget_bytes)
         return available_memory() // 2
 
-    def _mm(self, a, bt):
-        """Exact (..., m, k) int8 @ (..., n, k)^T int8 -> (..., m, n) int64."""
+    def _mm(self, a, bt, as_float=False):
+        """Exact (..., m, k) int8 @ (..., n, k)^T int8 -> (..., m, n) int64 (float64 holding
+        the same exact integers with ``as_float``, blas kind only)."""
         k = a.shape[-1]
         out_shape = a.shape[:-1] + (bt.shape[-2],)
         if k == 0:
@@ -66,12 +67,18 @@ class CpuEngine(Engine):
             blk = np.matmul(a[..., k0:k1].astype(np.float32),
                             np.swapaxes(bt[..., k0:k1], -1, -2).astype(np.float32))
             acc = blk.astype(np.float64) if acc is None else acc + blk
-        return acc.astype(np.int64)
+        return acc if as_float else acc.astype(np.int64)
 
     def gemm_exact(self, a, bt):
         return self._mm(a, bt)
 
     def gemm_residues(self, a, bt, moduli):
-        c = self._mm(a, bt)
-        m = np.asarray(moduli, dtype=np.int64).reshape((-1,) + (1,) * (c.ndim - 1))
+        """Residues (N, m, n) in [0, m_q): int32 when k <= 131071 (|products| < 2**31, and
+        32-bit division is twice as fast as 64-bit), else int64."""
+        k = a.shape[-1]
+        small = self.kind == "blas" and k <= (2**31 - 1) // 2**14
+        c = self._mm(a, bt, as_float=small)
+        if small:
+            c = c.astype(np.int32)
+        m = np.asarray(moduli, dtype=c.dtype).reshape((-1,) + (1,) * (c.ndim - 1))
         return c % m
