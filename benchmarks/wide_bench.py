@@ -131,6 +131,8 @@ def main():
             execute(p_, eng, a0_, b0_, timings=ph)
             row["phases_ms"] = {k_: round(v * 1e3, 2) for k_, v in ph.items()}
             del a0_, b0_, p_
+            if args.device == "cpu" and con == "dd" and kind == "dd":
+                row.update(xprec_peer(a, b, nb))
             if args.device == "cpu" and kind == "q128":
                 tq, _ = timeit(lambda: np.matmul(a, b), 1, sync)
                 row["numpy_quaddtype_ms"] = tq * 1e3
@@ -145,6 +147,23 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": dev, "rows": rows}, f, indent=1)
+
+
+def xprec_peer(a, b, nb):
+    """xprec's ddouble matmul on the same dd values (if xprec installs), timed and measured."""
+    try:
+        import xprec
+    except ImportError:
+        return {"xprec": "not installed"}
+    dd = xprec.ddouble
+    xa = a.hi.astype(dd) + a.lo.astype(dd)  # exact: hi + lo is a double-double
+    xb = b.hi.astype(dd) + b.lo.astype(dd)
+    t, c = timeit(lambda: xa @ xb, 3, lambda: None)
+    v = c[:nb, :nb].view(np.float64).reshape(nb, nb, 2)
+    rep = measure(ozgemm.DD(v[..., 0].copy(), v[..., 1].copy()), exact_product(a[:nb], b[:, :nb]),
+                  ozgemm.load_contract("dd")).summary()
+    return {"xprec_ms": t * 1e3, "xprec_max_err_u": rep["max_err_u"], "xprec_breaches": rep["breaches"],
+            "xprec_cr_share": rep["correctly_rounded"]}
 
 
 def mpmath_dd_peer(n=64):
