@@ -125,7 +125,9 @@ def main():
             eng = get_engine(None, xp)
             sync()
             t0 = time.perf_counter()
-            _, _, a0_, b0_, _, _, p_ = _plan_2d(ad, bd, ozgemm.load_contract(con), eng, xp)
+            from ozgemm.precision.operands import as_wide
+
+            _, _, a0_, b0_, _, _, p_ = _plan_2d(as_wide(ad), as_wide(bd), ozgemm.load_contract(con), eng, xp)
             sync()
             ph = {"plan": time.perf_counter() - t0}
             execute(p_, eng, a0_, b0_, timings=ph)
