@@ -46,3 +46,25 @@ def test_normwise_beta_data_independent():
     p1 = ozgemm.plan(a, a.T, "fp64-fast")
     p2 = ozgemm.plan(a * 1e-3, (a * 7).T, "fp64-fast")
     assert p1.beta == p2.beta >= 56
+
+
+@pytest.mark.parametrize("p", [0.5, 3])
+def test_lb_gemm_upper_bound_covers_abs_product(p):
+    """(LB_ij + sum_l qa_il + sum_l qb_lj + k) 2**-14 >= sum_l |a~_il||b~_lj| for every entry,
+    checked with exact Fractions (a~ = a 2**-E_i, b~ = b 2**-F_j)."""
+    from fractions import Fraction
+
+    from ozgemm.kernels import get_engine
+    from ozgemm.precision.planner import _lb_upper_max
+    from ozgemm.precision.stats import row_stats
+
+    rng = np.random.default_rng(int(p * 10))
+    a = (rng.random((9, 23)) - 0.5) * np.exp(p * rng.standard_normal((9, 23)))
+    b = (rng.random((23, 7)) - 0.5) * np.exp(p * rng.standard_normal((23, 7)))
+    sa, sb = row_stats(a, np), row_stats(b.T, np)
+    lb = get_engine("cpu", np).gemm_exact(sa.q, sb.q)
+    ub = int(_lb_upper_max(lb, sa.q, sb.q, np))
+    exact_max = max(sum(abs(Fraction(a[i, l]) * Fraction(b[l, j])) * Fraction(2) ** (-int(sa.E[i]) - int(sb.E[j]))
+                        for l in range(23)) for i in range(9) for j in range(7))
+    assert exact_max <= Fraction(ub + 23, 2**14)
+    assert exact_max > Fraction(ub + 23, 2**14) / 2  # and it is not vacuous

@@ -200,6 +200,19 @@ def _delta_norm(beta, sa: RowStats, sb: RowStats, k, xp):
     return c * h * (x[:, None] * sb.norm1[None, :] + y[None, :] * (sa.norm1 + x * (c * k * h))[:, None])
 
 
+def _lb_upper_max(lb, qa, qb, xp):
+    """max_ij (LB_ij + sum_l qa_il + sum_l qb_jl) as an int64 scalar array.
+
+    qa = floor(|a~| 2**7) (so |a~| 2**7 < qa + 1), likewise qb, and LB = qa qb^T, hence
+    sum_l |a~_il||b~_lj| < sum_l (qa_il + 1)(qb_jl + 1) 2**-14 = (LB_ij + ra_i + cb_j + k) 2**-14:
+    an upper bound of every entry of |A~||B~| from the lower-bound GEMM already computed
+    (exact integers; padding columns of q are zero and add nothing)."""
+    ra = qa.sum(axis=1, dtype=xp.int64)
+    cb = qb.sum(axis=1, dtype=xp.int64)
+    rowmax = (lb.astype(xp.int64) + cb[None, :]).max(axis=1)
+    return (rowmax + ra).max()
+
+
 def _ceil_log2_ratio(z, r, xp):
     """ceil(log2(z / r)) for positive float64 arrays, exactly (frexp and one comparison)."""
     fz, ez = xp.frexp(z)
@@ -311,14 +324,17 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
         z = xp.zeros((1,), dtype=xp.int64)
         host = xp.concatenate([xp.asarray(rb, dtype=xp.int64).reshape(1),
                                sa.n1_int.max(keepdims=True) if m else z, sb.n1_int.max(keepdims=True) if n else z,
-                               sa.n2_int.max(keepdims=True) if m else z, sb.n2_int.max(keepdims=True) if n else z])
+                               sa.n2_int.max(keepdims=True) if m else z, sb.n2_int.max(keepdims=True) if n else z,
+                               _lb_upper_max(lb, sa.q, sb.q, xp).reshape(1) if m and n else z])
         host = host.get() if hasattr(host, "get") else host  # the one device->host read
         beta_min = int(host[0])
-        n1a, n1b, n2a, n2b = (int(v) for v in host[1:])
-        # S >= sum_l |a~||b~|: the smaller of min(max 1-norm) and the Cauchy-Schwarz bound
+        n1a, n1b, n2a, n2b, ub = (int(v) for v in host[1:])
+        # S >= sum_l |a~||b~|: the smallest of min(max 1-norm), the Cauchy-Schwarz bound and
+        # the bound GEMM's own upper bound max_ij (LB_ij + sum_l qa_il + sum_l qb_lj + k) 2**-14
         cs = math.isqrt(n2a * n2b)
         cs += cs * cs < n2a * n2b
-        S = min(Fraction(min(n1a, n1b), 2**NORM_BITS), Fraction(cs, 2**NORM_BITS))
+        S = min(Fraction(min(n1a, n1b), 2**NORM_BITS), Fraction(cs, 2**NORM_BITS),
+                Fraction(ub + k, 2 ** (2 * LB_BITS)))
         if beta_min > beta_max:
             need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
             cap = _max_beta_for(moduli_product(len(MODULI)), S, k, cpow=cpow)
