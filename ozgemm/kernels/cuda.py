@@ -204,9 +204,11 @@ class CudaEngine(Engine):
 
     # -- planner hooks (fused; mirror precision/stats.py and planner.required_beta) ------
     def row_stats(self, x):
-        """Fused :class:`~ozgemm.precision.stats.RowStats` of the rows of ``x`` (r, k)."""
-        x = _rows_contiguous(x)
-        r, k = x.shape
+        """Fused :class:`~ozgemm.precision.stats.RowStats` of the rows of ``x`` (r, k), or of
+        (C, r, k) components (dd / binary128 operands, same rules as precision/stats.py)."""
+        C = x.shape[0] if x.ndim == 3 else 1
+        x = cp.ascontiguousarray(x) if x.ndim == 3 else _rows_contiguous(x)
+        r, k = x.shape[-2:]
         E = cp.zeros((r,), dtype=cp.int64)
         width = cp.zeros((r,), dtype=cp.int64)
         norm1 = cp.zeros((r,), dtype=cp.float64)
@@ -217,10 +219,11 @@ class CudaEngine(Engine):
         if r and k:
             f = _stats_module().get_function("row_stats")
             threads = min(1024, max(32, 1 << max(k - 1, 0).bit_length() >> 4))  # ~16 entries per thread
-            f((r,), (threads,), (x, np.int64(k), np.int32(r), np.int32(k), E, width, norm1, zero, n1, n2, q,
-                                 np.int64(k), np.int32(k)))
+            ldx = x.strides[-2] // 8
+            f((r,), (threads,), (x, np.int64(ldx), np.int32(r), np.int32(k), E, width, norm1, zero, n1, n2, q,
+                                 np.int64(k), np.int32(k), np.int32(C), np.int64(r * k)))
         return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero,
-                        n1_int=n1, n2_int=n2, src=x)
+                        n1_int=n1, n2_int=n2, src=x if C == 1 else None, ncomp=C)
 
     def required_beta(self, sa, sb, lb, bits, k, u, xp):
         m, n = lb.shape

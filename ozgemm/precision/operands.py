@@ -79,7 +79,7 @@ class Rows:
 def operand_rows(x, xp) -> Rows:
     """Decompose a 2-D operand (rows = the scaled direction) into :class:`Rows`."""
     if isinstance(x, DD):
-        hi, lo = x.hi, x.lo
+        hi, lo = xp.ascontiguousarray(x.hi), xp.ascontiguousarray(x.lo)  # one copy of a transposed view
         with np.errstate(all="ignore") if xp is np else _null():
             s = hi + lo  # TwoSum: s + err == hi + lo exactly (no overflow)
             bb = s - hi
@@ -93,7 +93,7 @@ def operand_rows(x, xp) -> Rows:
         comps = xp.stack([xp.where(fin, hi2, 0.0), xp.where(fin, lo2, 0.0)])
         return Rows(comps=comps, pre=None, proxy=proxy, cpow=2)
     if isinstance(x, Binary128):
-        return _quad_rows(x.bits, xp)
+        return _quad_rows(xp.ascontiguousarray(x.bits), xp)
     return Rows(comps=x, pre=None, proxy=x, cpow=1)
 
 

@@ -291,8 +291,8 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
                               f"than the budget of {engine.memory_budget() / 2**30:.2f} GiB; split the product")
     hook = getattr(engine, "row_stats", None)
 
-    def stats(x):  # engines' fused statistics take one component; wide operands use the generic code
-        return hook(x) if hook is not None and x.ndim == 2 else row_stats(x, xp)
+    def stats(x):  # an engine's fused statistics (one or several components), else the generic code
+        return hook(x) if hook is not None else row_stats(x, xp)
 
     sa = stats(a)
     sb = stats(b.T if b.ndim == 2 else b.transpose(0, 2, 1))

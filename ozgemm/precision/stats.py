@@ -113,7 +113,8 @@ def row_stats(x, xp) -> RowStats:
             rest = xs[1]
             for c in range(2, C):
                 rest = xp.where(rest != 0, rest, xs[c])
-            fq = fq - ((fq == y) & (rest * xs[0] < 0))
+            opposite = ((rest < 0) & (xs[0] > 0)) | ((rest > 0) & (xs[0] < 0))  # (a product could underflow)
+            fq = fq - ((fq == y) & opposite)
         q = fq.astype(xp.int8)
     else:
         q = xp.zeros((r, 0), dtype=xp.int8)

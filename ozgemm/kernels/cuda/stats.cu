@@ -65,19 +65,25 @@ extern "C" __global__ void row_stats(const double* __restrict__ x, i64 ldx, int 
                                      i64* __restrict__ E_out, i64* __restrict__ width_out,
                                      double* __restrict__ norm_out, bool* __restrict__ zero_out,
                                      i64* __restrict__ n1_out, i64* __restrict__ n2_out,
-                                     signed char* __restrict__ q, i64 ldq, int kq) {
+                                     signed char* __restrict__ q, i64 ldq, int kq,
+                                     int ncomp, i64 sc) {
+    // ncomp components per entry (x + c sc: dd hi/lo, binary128 pieces; see
+    // precision/stats.py row_stats for the multi-component rules)
     __shared__ i64 s_red[32];
     const int i = blockIdx.x;
     if (i >= r) return;
     const double* row = x + (i64)i * ldx;
     int tmax = -100000, lmin = 100000;
-    for (int l = threadIdx.x; l < k; l += blockDim.x) {
-        double v = row[l];
-        if (v != 0.0) {
-            int t, b;
-            top_lsb(v, &t, &b);
-            tmax = max(tmax, t);
-            lmin = min(lmin, b);
+    for (int c = 0; c < ncomp; ++c) {
+        const double* rc = row + c * sc;
+        for (int l = threadIdx.x; l < k; l += blockDim.x) {
+            double v = rc[l];
+            if (v != 0.0) {
+                int t, b;
+                top_lsb(v, &t, &b);
+                tmax = max(tmax, t);
+                lmin = min(lmin, b);
+            }
         }
     }
     tmax = block_reduce(tmax, MaxOp(), (int*)s_red);
@@ -89,11 +95,22 @@ extern "C" __global__ void row_stats(const double* __restrict__ x, i64 ldx, int 
     for (int l = threadIdx.x; l < kq; l += blockDim.x) {
         signed char qq = 0;
         if (l < k) {
-            const double a = fabs(row[l]);
+            const double x0 = row[l];
+            const double a = fabs(x0);
             acc += __double2ll_ru(f30(a));                           // ceil, <= 2^30
-            const unsigned int h = (unsigned int)__double2ll_ru(f15(a));  // ceil, <= 2^15
-            acc2 += (i64)(h * h);                                     // <= 2^30
-            qq = (signed char)__double2int_rd(f7(a));                 // floor, <= 127
+            i64 h = __double2ll_ru(f15(a));                          // ceil, <= 2^15
+            const double y = f7(a);
+            int fq = __double2int_rd(y);                             // floor, <= 127
+            double rest = 0.0;                                       // first non-zero lower component
+            for (int c = 1; c < ncomp; ++c) {
+                const double xc = row[c * sc + l];
+                acc += __double2ll_ru(f30(fabs(xc)));
+                h += __double2ll_ru(f15(fabs(xc)));
+                if (rest == 0.0) rest = xc;
+            }
+            acc2 += h * h;                                           // <= 9 2^30
+            if ((double)fq == y && ((rest < 0.0 && x0 > 0.0) || (rest > 0.0 && x0 < 0.0))) fq -= 1;
+            qq = (signed char)fq;
         }
         q[(i64)i * ldq + l] = qq;
     }

@@ -155,8 +155,17 @@ extern "C" __global__ void add_residues(signed char* __restrict__ acc, const sig
     const int q = (int)(idx / slab);
     const int mq = MOD[q];
     int v = (int)acc[idx] + (int)r[idx];  // in [-256, 254]
-    v %= mq;
-    if (v < 0) v += mq;
-    if (v > (mq - 1) / 2) v -= mq;
+    const int hi = (mq - 1) / 2, lo = -hi - ((mq & 1) ? 0 : 1);  // the symmetric range
+    if (mq >= 86) {  // |v| <= 256: at most two steps of m reach the range (uniform per slab)
+#pragma unroll
+        for (int it = 0; it < 2; ++it) {
+            if (v > hi) v -= mq;
+            else if (v < lo) v += mq;
+        }
+    } else {  // the small moduli at the end of the table
+        v %= mq;
+        if (v > hi) v -= mq;
+        else if (v < lo) v += mq;
+    }
     acc[idx] = (signed char)v;
 }
