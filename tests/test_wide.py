@@ -258,3 +258,40 @@ def test_moduli_table_covers_250_bits_pairwise_coprime():
 def test_formats_declared():
     assert FORMATS["dd"].p == 106 and FORMATS["dd"].emin_sub == -1074
     assert FORMATS["binary128"].p == 113 and FORMATS["binary128"].emin_sub == -16494
+
+
+def _quad_exact(rows):
+    """numpy quad array from exact Fractions that fit binary128 (test helper, no rounding)."""
+    out = np.zeros((len(rows), len(rows[0]), 2), dtype=np.uint64)
+    for i, r in enumerate(rows):
+        for j, v in enumerate(r):
+            if v == 0:
+                continue
+            neg, v = v < 0, abs(v)
+            e = v.numerator.bit_length() - v.denominator.bit_length()
+            e += (Fraction(2) ** (e + 1) <= v) - (Fraction(2) ** e > v)
+            sig = int(v / Fraction(2) ** (e - 112))
+            assert Fraction(sig) * Fraction(2) ** (e - 112) == v
+            out[i, j] = (sig & ((1 << 64) - 1), ((sig >> 64) & ((1 << 48) - 1)) | ((e + 16383) << 48) | (neg << 63))
+    return quad_from_bits(out)
+
+
+@pytest.mark.parametrize("contract", ["dd", "fp128", "fp64"])
+def test_binary128_spread_beyond_binary64_range_is_not_dropped(contract):
+    """Regression (review): entries ~2^1100 below their row's maximum must not vanish as if
+    the row were exact; the contract is kept or refused, never silently broken."""
+    A = _quad_exact([[Fraction(2) ** 1200, Fraction(1), Fraction(3)]])
+    B = _quad_exact([[Fraction(2) ** -1300], [Fraction(1)], [Fraction(1)]])
+    for a, b in ((A, B), (_quad_exact([[Fraction(2) ** 1000, Fraction(2) ** -100]]),
+                          _quad_exact([[Fraction(0)], [Fraction(1)]]))):
+        try:
+            c = ozgemm.matmul(a, b, contract=contract)
+        except ozgemm.ContractError:
+            continue
+        assert measure(c, exact_product(a, b), ozgemm.load_contract(contract)).breaches == 0
+
+
+def test_dd_beyond_binary64_range_is_refused():
+    big = np.finfo(np.float64).max
+    with pytest.raises(ValueError, match="2\\*\\*1024"):
+        ozgemm.matmul(ozgemm.DD(np.array([[big]]), np.array([[big]])), np.array([[2.0 ** -1000]]), contract="fp64")

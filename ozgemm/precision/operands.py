@@ -12,9 +12,11 @@ see :mod:`ozgemm.precision.planner`):
   the same sign (truncation, not rounding: ``|x| >= |piece_0|``). Each row is first
   rescaled by ``2**-P_i``, P_i the row's largest exponent, so pieces fit binary64's range
   whatever the binary128 exponent; a piece below 2**-1074 relative to its row max may
-  round in ``ldexp`` (error <= 2**-1075 2**P_i), which the planner covers by taking
-  C = 4 for these operands (per-entry error <= 3/2 + 3 * 2**-75 <= 2 units, because the
-  integer width never exceeds 1000 bits). The output exponent adds P_i back.
+  round in ``ldexp`` (error <= 2**-1074 2**P_i; a piece that would vanish is kept as
+  2**-1074, so the row's width — and hence its "inexact" flag — stays truthful), which the
+  planner covers by taking C = 4 for these operands (per-entry error <= 3/2 + 3 * 2**-74
+  <= 2 units, because the integer width never exceeds 1000 bits). The output exponent adds
+  P_i back.
 
 Non-finite entries are reported through a float64 "proxy" array of the same IEEE classes
 (NaN, +-Inf, +-0, +-1 for finite non-zero values) for the separate specials pass.
@@ -85,6 +87,9 @@ def operand_rows(x, xp) -> Rows:
             bb = s - hi
             err = (hi - (s - bb)) + (lo - bb)
         ok = xp.isfinite(s) & xp.isfinite(err)
+        if bool(xp.any(~ok & xp.isfinite(hi) & xp.isfinite(lo))):
+            raise ValueError("a DD operand holds pairs whose value |hi + lo| reaches 2**1024 (hi + lo "
+                             "overflows binary64): not a finite double-double; rescale the operand")
         hi2 = xp.where(ok, s, hi)
         lo2 = xp.where(ok, err, lo)
         fin = xp.isfinite(hi2) & xp.isfinite(lo2)
@@ -133,7 +138,12 @@ def _quad_rows(bits, xp) -> Rows:
         f = v.astype(xp.float64)  # exact: < 2**53
         sgn = xp.where(neg, -1.0, 1.0)
         with np.errstate(all="ignore") if xp is np else _null():
-            return xp.where(nz, sgn * xp.ldexp(f, xp.clip(sh + off, -2000, 2000).astype(xp.int32)), 0.0)
+            y = xp.ldexp(f, xp.clip(sh + off, -2000, 2000).astype(xp.int32))
+        # a non-zero piece that ldexp flushed to zero stays visible as 2**-1074: the row's
+        # width then exceeds every admissible beta (<= 1000), so the row counts as inexact
+        # and its scaling error is covered (|sentinel - piece| <= 2**-1074, 2**-74 units)
+        y = xp.where((v != 0) & (y == 0), 2.0 ** -1074, y)
+        return xp.where(nz, sgn * y, 0.0)
 
     comps = xp.stack([piece(p0, 60), piece(p1, 7), piece(p2, 0)])
     one = xp.where(neg, -1.0, 1.0)
