@@ -88,7 +88,7 @@ def _prepare(a, b, contract):
     return xp, contract, a, b, a2, b2, batch, full, final
 
 
-def _plan_2d(a, b, contract, engine, xp):
+def _plan_2d(a, b, contract, engine, xp, force_moduli=None):
     """Cast to the contract's working dtype, set non-finite rows/columns aside, plan.
 
     Returns (a, b, a0, b0, bad_rows, bad_cols, plan) with a0/b0 the finite operands planned
@@ -99,7 +99,7 @@ def _plan_2d(a, b, contract, engine, xp):
         if contract.fmt.name != "binary32":
             a, b = as_float64(a), as_float64(b)
         a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, xp)
-        return a, b, a0, b0, bad_r, bad_c, make_plan(contract, a0, b0, engine)
+        return a, b, a0, b0, bad_r, bad_c, make_plan(contract, a0, b0, engine, force_moduli=force_moduli)
     ra = operand_rows(a if is_wide(a) else as_float64(a), xp)
     rb = operand_rows(transpose(b) if is_wide(b) else as_float64(b).T, xp)
     pa, pb = ra.proxy, rb.proxy.T
@@ -108,7 +108,7 @@ def _plan_2d(a, b, contract, engine, xp):
     if bad_r is not None:  # zero the non-finite rows/columns for the integer path
         a0 = xp.where(bad_r[:, None], 0.0, a0)
         b0 = xp.where(bad_c[None, :], 0.0, b0)
-    p = make_plan(contract, a0, b0, engine)
+    p = make_plan(contract, a0, b0, engine, force_moduli=force_moduli)
     p.pa, p.pb = ra.pre, rb.pre
     return pa, pb, a0, b0, bad_r, bad_c, p
 

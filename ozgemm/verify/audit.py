@@ -236,26 +236,32 @@ def audit_result(a, b, c, contract: Contract, name="user"):
 
 
 def moduli_sweep(a, b, contract: Contract, counts):
-    """Max and median error (units of u_f |A||B|) for each forced moduli count."""
-    from ..kernels import get_engine
+    """Max and median error (units of u_f |A||B|) for each forced moduli count (the widest
+    beta each count holds; nothing proven). Operands as :func:`ozgemm.matmul` takes them
+    (float, DD or binary128), finite."""
+    from ..api import _plan_2d
     from ..crt.scheme import execute
-    from ..precision.planner import make_plan
+    from ..kernels import get_engine
+    from ..precision.formats import DD, quad_from_bits
+    from ..precision.operands import as_wide
 
     contract = as_contract(contract)
     eng = get_engine("cpu")
-    dt = contract.fmt.dtype
-    a = np.asarray(a, dtype=dt)
-    b = np.asarray(b, dtype=dt)
-    ref = reference(a, b, contract.fmt.name)
+    fmt = contract.fmt.name
+    a, b = as_wide(a), as_wide(b)
+    ref = reference(a, b, fmt)
     out = []
     for nmod in counts:
         try:
-            p = make_plan(contract, a.astype(np.float64) if dt == np.float64 else a,
-                          b.astype(np.float64) if dt == np.float64 else b, eng, force_moduli=nmod)
+            _, _, a0, b0, _, _, p = _plan_2d(a, b, contract, eng, np, force_moduli=nmod)
         except ContractError:
             continue
-        c = execute(p, eng)  # generic path from the plan's decompositions
-        s = measure(c, ref.ex, None, cr=ref.cr, fmt_name=contract.fmt.name).summary()
+        c = execute(p, eng, a0, b0)  # the CPU engine runs the generic path
+        if fmt == "dd":
+            c = DD(c[0], c[1])
+        elif fmt == "binary128":
+            c = quad_from_bits(c)
+        s = measure(c, ref.ex, None, cr=ref.cr, fmt_name=fmt).summary()
         out.append((nmod, s["max_err_u"], s["median_err_u"]))
     return out
 

@@ -82,19 +82,34 @@ def _print_table(rows, contract):
             print(f"\n{r.case}: {r.error}")
 
 
+class _BadArgument(Exception):
+    """A bad command-line argument (exit status 2)."""
+
+
 def _load(path, name):
     try:
         x = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise SystemExit(f"ozgemm audit: cannot read {name} from {path}: {exc}")
+        raise _BadArgument(f"ozgemm audit: cannot read {name} from {path}: {exc}") from None
     if x.ndim != 2:
-        raise SystemExit(f"ozgemm audit: {name} ({path}) must be a 2-D array, got shape {x.shape}")
+        raise _BadArgument(f"ozgemm audit: {name} ({path}) must be a 2-D array, got shape {x.shape}")
     if x.dtype.kind != "f":
-        raise SystemExit(f"ozgemm audit: {name} ({path}) has dtype {x.dtype}; float32/float64 needed")
+        raise _BadArgument(f"ozgemm audit: {name} ({path}) has dtype {x.dtype}; float32/float64 needed")
     return x
 
 
 def run_audit(args) -> int:
+    try:
+        return _run_audit(args)
+    except _BadArgument as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except TypeError as exc:  # operands the contract does not take (e.g. --inputs dd with fp32)
+        print(f"ozgemm audit: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run_audit(args) -> int:
     from tqdm import tqdm
 
     from ..precision.contract import ContractError, as_contract
@@ -131,6 +146,10 @@ def run_audit(args) -> int:
         return out
 
     rows = []
+    if args.arrays and args.inputs != "float":
+        print("ozgemm audit: --inputs widens the standard inputs only; give float .npy operands without it",
+              file=sys.stderr)
+        return 2
     if args.arrays:
         if len(args.arrays) != 2:
             print("ozgemm audit: give two operand files, A.npy B.npy", file=sys.stderr)
@@ -147,9 +166,11 @@ def run_audit(args) -> int:
                 return 2
             rows.append(audit_result(a, b, c, contract, name=args.result))
         else:
-            if a.dtype != dtype or b.dtype != dtype:
-                print(f"note: operands cast to {np.dtype(dtype)} for contract {contract.name}", file=sys.stderr)
-            rows += audit_case("user", a.astype(dtype), b.astype(dtype), contract, engine=args.engine)
+            wdt = dtype if dtype is not None else np.float64  # dd / fp128 results from float64 operands
+            if a.dtype != wdt or b.dtype != wdt:
+                print(f"note: operands cast to {np.dtype(wdt)} for contract {contract.name}", file=sys.stderr)
+            a, b = a.astype(wdt), b.astype(wdt)
+            rows += audit_case("user", a, b, contract, engine=args.engine)
         cases = [("user", a, b)]
     else:
         shape = tuple(args.shape) if args.shape else (args.size,) * 3

@@ -396,11 +396,14 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
                 bf = Fraction(k) * ra[i] * cb[j] / 2 ** (contract.bits - 1)
                 bn, bd = bf.numerator, bf.denominator
             else:
-                # u|V| + 2^-(bits-1) |A||B|  in units of 2**(e - p)
-                bn = abs(X) + A * 2 ** (p - contract.bits + 1)
-                bd = 2 ** (p - e) if e - p < 0 else 1
-                if e - p > 0:
-                    bn <<= (e - p)
+                # u_f|V| + 2^-(bits-1) |A||B| in units of 2**(e - P), u_f = 2^-pc of the contract's
+                # format, P = max(pc, bits - 1) (integers only)
+                pc = contract.fmt.p
+                P = max(pc, contract.bits - 1)
+                bn = abs(X) * 2 ** (P - pc) + A * 2 ** (P - contract.bits + 1)
+                bd = 2 ** (P - e) if e - P < 0 else 1
+                if e - P > 0:
+                    bn <<= (e - P)
             # underflow allowance: half the smallest subnormal
             if abs(Fraction(X) * Fraction(2) ** e) < Fraction(2) ** emin:
                 bf = Fraction(bn, bd) + Fraction(2) ** (emin_sub - 1)
