@@ -52,8 +52,9 @@ def _check_dtype(x, name, contract: Contract):
     dt = x.dtype
     if dt.kind != "f":
         kind = {"c": "complex", "i": "integer", "u": "unsigned integer", "b": "boolean", "O": "object"}.get(dt.kind, str(dt))
-        raise TypeError(f"{name} has dtype {dt} ({kind}); contract {contract.name!r} takes "
-                        f"{'float32 or float64' if fmt.name == 'binary64' else 'float32'} operands")
+        takes = ("float32 operands" if fmt.name == "binary32" else
+                 "float32 or float64, ozgemm.DD or binary128 (numpy-quaddtype) operands")
+        raise TypeError(f"{name} has dtype {dt} ({kind}); contract {contract.name!r} takes {takes}")
     if fmt.name in _WIDE_OK and dt not in (np.float32, np.float64):
         raise TypeError(f"{name} has dtype {dt}; contract {contract.name!r} takes float32 or float64"
                         + ("" if fmt.name == "binary32" else ", ozgemm.DD or binary128 (numpy-quaddtype) operands"))

@@ -295,3 +295,22 @@ def test_dd_beyond_binary64_range_is_refused():
     big = np.finfo(np.float64).max
     with pytest.raises(ValueError, match="2\\*\\*1024"):
         ozgemm.matmul(ozgemm.DD(np.array([[big]]), np.array([[big]])), np.array([[2.0 ** -1000]]), contract="fp64")
+
+
+def test_auto_method_falls_back_to_crt_for_wide_formats():
+    a = np.random.default_rng(0).standard_normal((8, 8))
+    d = ozgemm.DD(a, a * 2.0 ** -60)
+    for con in ("dd", "fp128", "fp64"):
+        c, p = ozgemm.matmul(d, a, contract=ozgemm.load_contract(con).with_(method="auto"), return_plan=True)
+        assert "auto: CRT" in p[0].widened
+        assert measure(c, exact_product(d, a), ozgemm.load_contract(con)).breaches == 0
+
+
+def test_dd_container_errors_are_typed():
+    with pytest.raises(TypeError, match="numpy or cupy array"):
+        ozgemm.DD([[1.0]], [[0.0]])
+    with pytest.raises(TypeError, match="masked"):
+        ozgemm.DD(np.ma.masked_array(np.ones(2)))
+    assert ozgemm.DD(np.ones(2, dtype=">f8")).hi.dtype == np.float64  # big-endian: same values
+    with pytest.raises(TypeError, match="float32 or float64, ozgemm.DD"):
+        ozgemm.matmul(np.ones((2, 2), dtype=np.int64), np.ones((2, 2)), contract="dd")

@@ -273,6 +273,11 @@ def make_ozaki_plan(contract: Contract, a, b, engine, force_slices: int | None =
     """
     xp = engine.xp
     fmt = contract.fmt
+    if contract.method == "auto" and (fmt.name not in ("binary64", "binary32") or a.ndim != 2 or b.ndim != 2):
+        # Ozaki-I has no path for wide formats/operands: "auto" is CRT here
+        p = make_plan(contract.with_(method="crt"), a, b, engine)
+        p = dataclasses.replace(p, contract=contract, widened=p.widened + "; auto: CRT (Ozaki-I takes binary32/64 only)")
+        return p
     if fmt.name not in ("binary64", "binary32"):
         raise ContractError(f"{_where(contract)}: method {contract.method!r} supports binary64 and binary32 "
                             f"results in this release, not {fmt.name}; use method = \"crt\"")

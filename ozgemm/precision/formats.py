@@ -3,9 +3,9 @@
 A format is described by its precision ``p`` (significand bits, hidden bit included), its
 exponent range and the numpy dtype that carries it. The unit roundoff is ``u = 2**-p``.
 binary32 / binary64 / binary128 follow IEEE 754-2019, Table 3.5. ``dd`` (double-double) is
-an unevaluated sum ``hi + lo`` of two binary64 numbers, normalised so that ``hi = RN(hi + lo)``
-(hence ``|lo| <= ulp(hi)/2``); its precision is taken as p = 106 with binary64's exponent
-range (Hida, Li, Bailey, "Algorithms for quad-double precision floating point arithmetic",
+an unevaluated sum ``hi + lo`` of two binary64 numbers with ``|lo| <= ulp(hi)/2`` (results:
+hi = RN(x), lo = RN(x - hi); see :class:`DD` for the subnormal-range tie); its precision
+is taken as p = 106 with binary64's exponent range (Hida, Li, Bailey, "Algorithms for quad-double precision floating point arithmetic",
 ARITH 2001, Sec. 2).
 
 How the wide formats travel:
@@ -142,8 +142,13 @@ class DD:
     """A double-double array: the unevaluated sums ``hi + lo`` of two float64 arrays.
 
     ``hi`` and ``lo`` are numpy or cupy float64 arrays of one shape (float32 is widened
-    exactly). Results of ``ozgemm.matmul(..., contract="dd")`` are normalised
-    (``hi = RN(hi + lo)``); inputs need not be (they are renormalised exactly, TwoSum).
+    exactly). Results of ``ozgemm.matmul(..., contract="dd")`` are hi = RN(x), lo = RN(x - hi)
+    of the exact x, so ``hi + lo == hi`` (normalised) wherever lo is a normal number; where
+    lo falls in the subnormal range (|x| < 2**-969) it can be exactly half an ulp of hi, a
+    tie. Inputs need not be normalised (they are renormalised exactly, TwoSum).
+
+    Raises TypeError for non-arrays, masked arrays and non-float dtypes, ValueError for
+    different shapes.
     Unpacks like a tuple: ``hi, lo = result``. Indexing applies to both parts.
     """
 
@@ -152,8 +157,22 @@ class DD:
     def __init__(self, hi, lo=None):
         from .._xp import array_namespace
 
+        from .._xp import is_cupy_array
+
+        for nm, v in (("hi", hi), ("lo", lo)):
+            if v is None and nm == "lo":
+                continue
+            if isinstance(v, np.ma.MaskedArray):
+                raise TypeError(f"DD: {nm} is a masked array; masks are not supported: pass x.filled(...)")
+            if not (isinstance(v, np.ndarray) or is_cupy_array(v)):
+                raise TypeError(f"DD: {nm} must be a numpy or cupy array, got {type(v).__name__}; "
+                                "convert with numpy.asarray(...) first")
         if lo is None:
             lo = hi * 0
+        if isinstance(hi, np.ndarray) and not hi.dtype.isnative:
+            hi = hi.astype(hi.dtype.newbyteorder("="))
+        if isinstance(lo, np.ndarray) and not lo.dtype.isnative:
+            lo = lo.astype(lo.dtype.newbyteorder("="))
         xp = array_namespace(hi, lo)
         if hi.shape != lo.shape:
             raise ValueError(f"DD: hi and lo have different shapes {hi.shape} and {lo.shape}")
