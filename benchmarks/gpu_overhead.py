@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import cupy as cp
@@ -32,17 +31,10 @@ from ozgemm.precision.specials import split_nonfinite  # noqa: E402
 
 
 def timed(fn, reps):
-    fn()
-    cp.cuda.Device().synchronize()
-    ts = []
-    for _ in range(reps):
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        e0.record()
-        fn()
-        e1.record()
-        e1.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(e0, e1))
-    return statistics.median(ts)
+    """Median CUDA-event time of ``fn`` in milliseconds (ozgemm.kernels.cuda_bench._time)."""
+    from ozgemm.kernels.cuda_bench import _time
+
+    return _time(fn, reps) * 1e3
 
 
 def v1_modules(d, n):

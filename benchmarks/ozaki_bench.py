@@ -41,21 +41,9 @@ def variants():
 
 def _timer(device):
     if device == "gpu":
-        import cupy as cp
+        from ozgemm.kernels.cuda_bench import _time  # CUDA events, median, seconds
 
-        def run(fn, reps):
-            fn()
-            cp.cuda.Device().synchronize()
-            ts = []
-            for _ in range(reps):
-                e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-                e0.record()
-                fn()
-                e1.record()
-                e1.synchronize()
-                ts.append(cp.cuda.get_elapsed_time(e0, e1) / 1e3)
-            return statistics.median(ts)
-        return run
+        return _time
 
     def run(fn, reps):
         fn()

@@ -8,6 +8,8 @@ integers) and the only rounding is the final correctly rounded conversion.
 """
 from __future__ import annotations
 
+from .._timing import lap_timer
+
 from ..precision.rounding import empty_result, round_result
 from .garner import crt_reconstruct
 from .moduli import garner_constants
@@ -39,13 +41,7 @@ def execute(plan, engine, a=None, b=None, timings=None):
     for st in (sa, sb):  # an engine's fused statistics keep the rows, not their decomposition
         if st.mant is None:
             st.mant, st.exp = split_float(st.src, xp)[:2]
-    sync = getattr(engine, "synchronize", lambda: None)
-
-    def lap(name, t0):
-        if timings is not None:
-            sync()
-            timings[name] = timings.get(name, 0.0) + time.perf_counter() - t0
-        return time.perf_counter()
+    lap = lap_timer(engine, timings)
 
     m, k, n = plan.shape
     N = plan.n_moduli

@@ -12,6 +12,8 @@ engine provides only ``gemm_exact``.
 """
 from __future__ import annotations
 
+from .._timing import lap_timer
+
 import time
 
 from ..precision.stats import split_float
@@ -73,13 +75,7 @@ def execute(plan, engine, a=None, b=None, timings=None):
     fmt = plan.contract.fmt
     diags = diagonals(s, plan.schedule)
     last = diags[-1][0]
-    sync = getattr(engine, "synchronize", lambda: None)
-
-    def lap(name, t0):
-        if timings is not None:
-            sync()
-            timings[name] = timings.get(name, 0.0) + time.perf_counter() - t0
-        return time.perf_counter()
+    lap = lap_timer(engine, timings)
 
     L = (w * last + 64) // 32 + 2
     # bytes per row of A: its slices (s k) + a concatenated copy (s k) + limbs, products and
