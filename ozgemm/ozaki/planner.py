@@ -150,9 +150,16 @@ def _stats(engine, a, b, xp):
     return st(a), st(b.T)
 
 
+_MAX_DIAGONALS = 41  # ozaki.accumulate.LimbAccumulator: int64 limb sums stay exact up to 41 terms
+
+
 def _finish(contract, shape, beta, s, schedule, w, sa, sb, xp, widened):
     m, k, n = shape
     beta = int(beta)
+    if len(diagonals(int(s), schedule)) > _MAX_DIAGONALS:
+        raise ContractError(f"{_where(contract)}: {s} slices with the {schedule} schedule need "
+                            f"{len(diagonals(int(s), schedule))} diagonals; at most {_MAX_DIAGONALS} are "
+                            "accumulated exactly. Fix: fewer slices, the triangular schedule, or method = \"crt\"")
     sh_a = xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64)
     sh_b = xp.where(sb.zero_row, 0, beta - sb.E).astype(xp.int64)
     return OzakiPlan(contract=contract, shape=shape, beta=beta, moduli=(), s=sh_a, t=sh_b, E=sa.E, F=sb.E,
