@@ -141,7 +141,8 @@ class Contract:
 
     def with_(self, **changes) -> "Contract":
         """A copy with some keys changed (validated again)."""
-        changes.setdefault("source", f"derived from {self.source}")
+        src = self.source if self.source.startswith("derived from ") else f"derived from {self.source}"
+        changes.setdefault("source", src)
         return replace(self, **changes)
 
 
