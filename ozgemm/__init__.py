@@ -1,7 +1,9 @@
 """ozgemm: matrix products with a proven precision contract, from exact INT8 products.
 
 Public API: :func:`matmul`, :func:`plan`, :class:`Contract`, :func:`load_contract`,
-:class:`ContractError`, :data:`__version__`.
+:class:`ContractError`, the wide-format carriers :class:`DD` (double-double) and
+:class:`Binary128` (raw IEEE binary128 encodings, the GPU carrier) with
+:func:`quad_to_bits` / :func:`quad_from_bits`, :data:`__version__`.
 """
 __version__ = "0.1.0"
 
