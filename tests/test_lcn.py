@@ -318,3 +318,50 @@ def test_cli_score_solve_draw(tmp_path, capsys):
     png = tmp_path / "out.png"
     assert main(["lcn", "draw", str(o), "-o", str(png)]) == 0
     assert png.stat().st_size > 1000
+
+
+def test_hot_edge_shortening_candidates_stay_near_the_edge():
+    """p_short = 1: every tournament-selected candidate lies within the radius r of the
+    segment from v to one of its neighbours (the other endpoint of the hot edge)."""
+    from ozgemm.lcn.exact import _Inc
+    from ozgemm.lcn.solver import _candidate, _radius
+    rng = np.random.default_rng(5)
+    d = lcn.repair(random_drawing(rng, 30, 70, 60))
+    p = lcn.AnnealParams(p_uniform=0.0, p_global=0.0, p_short=1.0, r_max=3, r_min=1, cycle=10).resolved(d, "cpu")
+    c = lcn.crossings(d).per_edge
+    inc = _Inc(d)
+    for it in range(40):
+        r = _radius(p, it)
+        for j in range(8):
+            v, nx, ny, _ = _candidate(7, it, j, p, d, c, d.x, d.y, r, inc)
+            ok = False
+            for e in inc.of(v).tolist():
+                w = int(d.edges[e, 0] + d.edges[e, 1] - v)
+                lx, hx = sorted((int(d.x[v]), int(d.x[w])))
+                ly, hy = sorted((int(d.y[v]), int(d.y[w])))
+                ok |= lx - r <= nx <= hx + r and ly - r <= ny <= hy + r
+            assert ok, (it, j, v, nx, ny)
+    # p_short = 0 reproduces the old candidates exactly (the GPU-verified generator)
+    p0 = lcn.AnnealParams(p_bary=0.2).resolved(d, "cpu")
+    p1 = lcn.AnnealParams(p_bary=0.2, p_short=0.0, slack_best=True).resolved(d, "cpu")
+    for j in range(50):
+        assert _candidate(3, 9, j, p0, d, c, d.x, d.y, 2, inc) == _candidate(3, 9, j, p1, d, c, d.x, d.y, 2, inc)
+
+
+@pytest.mark.parametrize("kw", [dict(slack_best=True, slack=1), dict(slack_best=True, p_short=0.3, p_bary=0.1)])
+def test_anneal_new_moves_reproducible_valid_exact(kw):
+    rng = np.random.default_rng(4)
+    d = lcn.repair(random_drawing(rng, 25, 60, 20))
+    p = lcn.AnnealParams(batch=4, cycle=150, **kw)
+    a = lcn.anneal(d, iterations=300, seed=5, device="cpu", params=p, report_every=0.0)
+    b = lcn.anneal(d, iterations=300, seed=5, device="cpu", params=p)
+    assert a.drawing.x.tolist() == b.drawing.x.tolist() and a.drawing.y.tolist() == b.drawing.y.tolist()
+    assert a.accepted == b.accepted and a.crossings.objective == b.crossings.objective
+    pts, edges = plain(a.drawing)
+    assert ref_valid(pts, edges, d.width, d.height)
+    ref = ref_counts(pts, edges)
+    assert a.crossings.per_edge.tolist() == [ref[i] for i in range(d.m)]  # incremental == recount
+    if kw.get("slack_best"):
+        # the current k never leaves best k + slack (history has one record per iteration)
+        assert len(a.history) >= 300
+        assert all(h["k"] <= h["best_k"] + p.slack for h in a.history)

@@ -126,12 +126,12 @@ class GpuState:
     def set_temperature(self, T0: float):
         p, cp = self.p, self.cp
         ip = np.array([0, self.n, self.m, self.d.width, self.d.height, p.cycle, p.r_min, p.r_max,
-                       p.tournament, p.slack], dtype=np.int64)
+                       p.tournament, p.slack, int(p.slack_best)], dtype=np.int64)
         ip[0] = np.array([self.seed], dtype=np.uint64).view(np.int64)[0]
         self.T0 = float(T0)
         self.ip = cp.asarray(ip)
         self.dp = cp.asarray(np.array([p.p_uniform, p.p_global, self.T0, self.T0 * p.t_ratio, p.reheat, p.t_floor,
-                                       p.p_bary],
+                                       p.p_bary, p.p_short],
                                       dtype=np.float64))
 
     def _alloc(self, B):

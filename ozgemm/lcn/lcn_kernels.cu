@@ -112,6 +112,12 @@ __global__ void lcn_count_all(const i64* __restrict__ x, const i64* __restrict__
     if (local) atomicAdd(&cnt[i], local);
 }
 
+// floor(a / b) for b > 0 (C++ '/' truncates toward zero; Python '//' floors)
+__device__ __forceinline__ i64 lcn_floordiv(i64 a, i64 b) {
+    i64 q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
 // ---------------------------------------------------------------------------------------
 // Candidate generation (thread 0 of a block); mirrors solver._candidate.
 struct LcnParams {
@@ -119,7 +125,8 @@ struct LcnParams {
     int n, m, width, height;
     int cycle, r_min, r_max;
     int tournament, slack;
-    double p_uniform, p_global, t0, t1, reheat, t_floor, p_bary;
+    int slack_best;  // 1: the count bound is best k + slack (solver.AnnealParams.slack_best)
+    double p_uniform, p_global, t0, t1, reheat, t_floor, p_bary, p_short;
 };
 
 // parameters travel as two small device arrays (layout: gpu.py, _param_arrays)
@@ -128,8 +135,10 @@ __device__ __forceinline__ LcnParams lcn_params(const i64* ip, const double* dp)
     P.seed = (u64)ip[0]; P.n = (int)ip[1]; P.m = (int)ip[2]; P.width = (int)ip[3]; P.height = (int)ip[4];
     P.cycle = (int)ip[5]; P.r_min = (int)ip[6]; P.r_max = (int)ip[7]; P.tournament = (int)ip[8];
     P.slack = (int)ip[9];
+    P.slack_best = (int)ip[10];
     P.p_uniform = dp[0]; P.p_global = dp[1]; P.t0 = dp[2]; P.t1 = dp[3]; P.reheat = dp[4]; P.t_floor = dp[5];
     P.p_bary = dp[6];
+    P.p_short = dp[7];
     return P;
 }
 
@@ -139,7 +148,7 @@ __device__ void lcn_candidate(const LcnParams& P, u64 it, int j, const int* cnt,
                               int* v_out, i64* nx_out, i64* ny_out, int* trivial) {
     u64 q = it % (u64)P.cycle;
     i64 r = P.r_min + ((i64)(P.r_max - P.r_min) * (i64)(P.cycle - 1 - (i64)q)) / (i64)(P.cycle - 1);
-    int v;
+    int v, w_hot = -1;  // w_hot: other endpoint of the tournament's (hot) edge
     if (P.m == 0 || lcn_unit(lcn_hash(P.seed, it, j, 0)) < P.p_uniform) {
         v = (int)lcn_below(lcn_hash(P.seed, it, j, 1), (u64)P.n);
     } else {
@@ -148,7 +157,9 @@ __device__ void lcn_candidate(const LcnParams& P, u64 it, int j, const int* cnt,
             int e = (int)lcn_below(lcn_hash(P.seed, it, j, 2 + t), (u64)P.m);
             if (cnt[e] > bc) { best = e; bc = cnt[e]; }
         }
-        v = (lcn_hash(P.seed, it, j, 1) >> 63) ? ev[best] : eu[best];
+        const bool side = (lcn_hash(P.seed, it, j, 1) >> 63) != 0;
+        v = side ? ev[best] : eu[best];
+        w_hot = side ? eu[best] : ev[best];
     }
     i64 nx, ny;
     double u = lcn_unit(lcn_hash(P.seed, it, j, 10));
@@ -165,6 +176,12 @@ __device__ void lcn_candidate(const LcnParams& P, u64 it, int j, const int* cnt,
         i64 cx = deg ? sx / deg : x[v], cy = deg ? sy / deg : y[v];
         nx = cx + lcn_below(lcn_hash(P.seed, it, j, 11), (u64)(2 * r + 1)) - r;
         ny = cy + lcn_below(lcn_hash(P.seed, it, j, 12), (u64)(2 * r + 1)) - r;
+    } else if (u < P.p_global + P.p_bary + P.p_short && w_hot >= 0) {
+        // shorten the hot edge: fraction t/1024 of the way to its other endpoint (floor
+        // division, as Python's //), plus a uniform offset in [-r, r]^2 (solver._candidate)
+        i64 t = (i64)lcn_below(lcn_hash(P.seed, it, j, 14), 1024);
+        nx = x[v] + lcn_floordiv((x[w_hot] - x[v]) * t, 1024) + lcn_below(lcn_hash(P.seed, it, j, 11), (u64)(2 * r + 1)) - r;
+        ny = y[v] + lcn_floordiv((y[w_hot] - y[v]) * t, 1024) + lcn_below(lcn_hash(P.seed, it, j, 12), (u64)(2 * r + 1)) - r;
     } else {
         nx = x[v] + lcn_below(lcn_hash(P.seed, it, j, 11), (u64)(2 * r + 1)) - r;
         ny = y[v] + lcn_below(lcn_hash(P.seed, it, j, 12), (u64)(2 * r + 1)) - r;
@@ -283,7 +300,7 @@ __global__ void lcn_eval_moves(const i64* __restrict__ ip, const double* __restr
 }
 
 // Metropolis selection: the first candidate (in index order) that is valid, keeps every
-// count <= k + slack, and passes the Metropolis test is chosen. This equals sequential
+// count <= k + slack (best k + slack when slack_best), and passes the Metropolis test is chosen. This equals sequential
 // annealing where rejected candidates leave the state unchanged.
 // The number of candidates per iteration adapts (same rule as solver.py): doubled (up to
 // the maximum batch B) when none was accepted, halved (down to bmin) when the accepted one
@@ -298,12 +315,13 @@ __global__ void lcn_select(const i64* ip, const double* dp, int B, int bmin, i64
     double peak = P.t0 * fmax(pow(P.reheat, (double)(it / (u64)P.cycle)), P.t_floor);
     double T = peak * pow(P.t1 / P.t0, (double)q / (double)P.cycle);
     i64 k = st[ST_K];
+    const i64 kb = P.slack_best ? min(k, st[ST_BEST_K]) : k;  // bound reference (best k <= k)
     int chosen = -1;
     i64 evals = 0;
     i64 beff = st[ST_BEFF];
     for (int j = 0; j < beff; ++j) {
         evals += (ok[j] >= 0);  // non-trivial candidates are all evaluated on the GPU
-        if (ok[j] != 1 || (i64)mx[j] > k + P.slack) continue;
+        if (ok[j] != 1 || (i64)mx[j] > kb + P.slack) continue;
         i64 d = de[j];
         if (d <= 0 || lcn_unit(lcn_hash(P.seed, it, j, 13)) < exp(-(double)d / T)) { chosen = j; break; }
     }

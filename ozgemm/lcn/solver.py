@@ -82,6 +82,8 @@ class AnnealParams:
     r_max: int | None = None
     r_min: int | None = None
     slack: int = 3
+    slack_best: bool = False
+    p_short: float = 0.0
 
     def resolved(self, d: Drawing, device: str) -> "AnnealParams":
         side = max(d.width, d.height, 1)
@@ -153,6 +155,7 @@ def _temperature(p: AnnealParams, T0: float, it: int) -> float:
 def _candidate(seed, it, j, p: AnnealParams, d: Drawing, c, x, y, r, inc=None):
     """Candidate move j of iteration it: (v, nx, ny, trivial). Mirrors lcn_candidate (CUDA)."""
     n, m = d.n, d.m
+    w_hot = -1
     if m == 0 or rng.unit(rng.draw(seed, it, j, 0)) < p.p_uniform:
         v = rng.below(rng.draw(seed, it, j, 1), n)
     else:
@@ -161,12 +164,15 @@ def _candidate(seed, it, j, p: AnnealParams, d: Drawing, c, x, y, r, inc=None):
             e = rng.below(rng.draw(seed, it, j, 2 + t), m)
             if c[e] > bc:
                 best, bc = e, int(c[e])
-        v = int(d.edges[best, rng.draw(seed, it, j, 1) >> 63])
+        side = rng.draw(seed, it, j, 1) >> 63
+        v = int(d.edges[best, side])
+        w_hot = int(d.edges[best, 1 - side])  # the other endpoint of the selected (hot) edge
     u = rng.unit(rng.draw(seed, it, j, 10))
+    pb = p.p_global + p.p_bary
     if u < p.p_global:
         nx = rng.below(rng.draw(seed, it, j, 11), d.width + 1)
         ny = rng.below(rng.draw(seed, it, j, 12), d.height + 1)
-    elif u < p.p_global + p.p_bary:
+    elif u < pb:
         inc = inc if inc is not None else _Inc(d)
         E = inc.of(v)
         if E.size:
@@ -177,6 +183,12 @@ def _candidate(seed, it, j, p: AnnealParams, d: Drawing, c, x, y, r, inc=None):
             cx, cy = int(x[v]), int(y[v])
         nx = cx + rng.below(rng.draw(seed, it, j, 11), 2 * r + 1) - r
         ny = cy + rng.below(rng.draw(seed, it, j, 12), 2 * r + 1) - r
+    elif u < pb + p.p_short and w_hot >= 0:
+        # shorten the hot edge: a point at fraction t/1024 of the way from v to its other
+        # endpoint (floor division), plus a uniform offset in [-r, r]^2
+        t = rng.below(rng.draw(seed, it, j, 14), 1024)
+        nx = int(x[v]) + ((int(x[w_hot]) - int(x[v])) * t) // 1024 + rng.below(rng.draw(seed, it, j, 11), 2 * r + 1) - r
+        ny = int(y[v]) + ((int(y[w_hot]) - int(y[v])) * t) // 1024 + rng.below(rng.draw(seed, it, j, 12), 2 * r + 1) - r
     else:
         nx = int(x[v]) + rng.below(rng.draw(seed, it, j, 11), 2 * r + 1) - r
         ny = int(y[v]) + rng.below(rng.draw(seed, it, j, 12), 2 * r + 1) - r
@@ -314,7 +326,7 @@ def _anneal_cpu(d, repaired, p, seed, seconds, iterations, progress, report_ever
                 continue
             evals += 1
             ok, de, mx, delta = _evaluate_cpu(ev, c, Wt, v, nx, ny)
-            if not ok or mx > k + p.slack:
+            if not ok or mx > (best[0] if p.slack_best else k) + p.slack:
                 continue
             if de <= 0 or rng.unit(rng.draw(seed, it, j, 13)) < math.exp(-de / T):
                 nz = np.nonzero(delta)[0]
