@@ -341,14 +341,20 @@ def test_hot_edge_shortening_candidates_stay_near_the_edge():
                 ly, hy = sorted((int(d.y[v]), int(d.y[w])))
                 ok |= lx - r <= nx <= hx + r and ly - r <= ny <= hy + r
             assert ok, (it, j, v, nx, ny)
-    # p_short = 0 reproduces the old candidates exactly (the GPU-verified generator)
-    p0 = lcn.AnnealParams(p_bary=0.2).resolved(d, "cpu")
-    p1 = lcn.AnnealParams(p_bary=0.2, p_short=0.0, slack_best=True).resolved(d, "cpu")
+    # the GPU keeps the verified generator (p_short = 0) unless asked; p_short = 0 candidates do
+    # not depend on slack_best / restart
+    p0 = lcn.AnnealParams(p_bary=0.2).resolved(d, "gpu")
+    assert (p0.p_short, p0.slack_best, p0.restart) == (0.0, False, False)
+    p1 = lcn.AnnealParams(p_bary=0.2, p_short=0.0, slack_best=True, restart=True).resolved(d, "cpu")
     for j in range(50):
         assert _candidate(3, 9, j, p0, d, c, d.x, d.y, 2, inc) == _candidate(3, 9, j, p1, d, c, d.x, d.y, 2, inc)
+    pc = lcn.AnnealParams().resolved(d, "cpu")
+    assert (pc.p_short, pc.slack_best, pc.restart) == (0.3, True, True)
 
 
-@pytest.mark.parametrize("kw", [dict(slack_best=True, slack=1), dict(slack_best=True, p_short=0.3, p_bary=0.1)])
+@pytest.mark.parametrize("kw", [dict(slack_best=True, slack=1, restart=False),
+                                dict(slack_best=True, p_short=0.3, p_bary=0.1, restart=True),
+                                dict(slack_best=False, p_short=0.5, restart=True)])
 def test_anneal_new_moves_reproducible_valid_exact(kw):
     rng = np.random.default_rng(4)
     d = lcn.repair(random_drawing(rng, 25, 60, 20))

@@ -98,7 +98,9 @@ def test_device_candidates_equal_cpu_candidates():
 @have_data
 def test_gpu_anneal_same_trajectory_as_cpu_and_valid():
     d = lcn.repair(lcn.load(INSTANCES[0]))
-    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=500, t_ratio=1e-4, p_bary=0.1)
+    # the verified GPU algorithm (the 2026-11 additions, CPU defaults, pinned off; see below)
+    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=500, t_ratio=1e-4, p_bary=0.1,
+                         slack_best=False, p_short=0.0, restart=False)
     g = lcn.anneal(d, iterations=1000, seed=9, device="gpu", params=p)
     c = lcn.anneal(d, iterations=1000, seed=9, device="cpu", params=p)
     assert g.iterations == c.iterations == 1000
@@ -119,3 +121,39 @@ def test_gpu_anneal_large_instance_consistent():
     assert g.crossings.objective <= g.initial.objective
     a = lcn.anneal(d, iterations=300, seed=1, device="gpu")
     assert a.drawing.x.tolist() == g.drawing.x.tolist()  # reproducible with a seed
+
+
+# ---------------------------------------------------------------------------------------
+# 2026-11 additions (slack_best, p_short, restart): written without GPU access; the CUDA
+# mirror was only compile-checked (nvcc -arch=sm_90). These tests are the first GPU check.
+@have_data
+def test_device_candidates_equal_cpu_candidates_hot_edge_shortening():
+    from ozgemm.lcn.exact import _Inc
+    from ozgemm.lcn.solver import _candidate, _radius
+    d = lcn.repair(lcn.load(INSTANCES[3]))
+    S, p = _state(d, seed=321, batch=512, p_bary=0.2, p_short=0.4, slack_best=True, restart=True)
+    S.set_iteration(1234, 512)
+    S.launch_eval(512)
+    gv, gx, gy, gok = S.out_v.get(), S.out_x.get(), S.out_y.get(), S.out_ok.get()
+    inc = _Inc(d)
+    c = lcn.crossings(d).per_edge
+    for j in range(512):
+        v, nx, ny, triv = _candidate(321, 1234, j, p, d, c, d.x, d.y, _radius(p, 1234), inc)
+        assert (gv[j], gx[j], gy[j]) == (v, nx, ny), j
+        assert (gok[j] == -1) == triv
+
+
+@have_data
+@pytest.mark.parametrize("use_graph", [True, False])
+def test_gpu_anneal_same_trajectory_as_cpu_new_moves(use_graph):
+    from ozgemm.lcn.gpu import anneal_gpu
+    from ozgemm.lcn.solver import _anneal_cpu
+    d = lcn.repair(lcn.load(INSTANCES[0]))
+    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=320, t_ratio=1e-4, p_bary=0.1,
+                         slack_best=True, p_short=0.3, restart=True).resolved(d, "gpu")
+    g = anneal_gpu(d, False, p, 9, None, 1000, None, 1.0, use_graph=use_graph)
+    c = _anneal_cpu(d, False, p, 9, None, 1000, None, 1.0)
+    assert g.iterations == c.iterations == 1000
+    assert g.accepted == c.accepted
+    assert g.drawing.x.tolist() == c.drawing.x.tolist() and g.drawing.y.tolist() == c.drawing.y.tolist()
+    assert lcn.validate(g.drawing) == []

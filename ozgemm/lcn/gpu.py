@@ -183,6 +183,20 @@ class GpuState:
                                                self.out_max))
         _kernel("lcn_save_best")(((n + 255) // 256,), (256,), (self.st, np.int32(n), self.x, self.y, self.bx, self.by))
 
+    def restart_from_best(self):
+        """Make the best drawing the current state again (``AnnealParams.restart``; asynchronous,
+        on the current stream): coordinates, counts (full recount), histogram, k and the count
+        sum. In-place updates, so captured CUDA graphs keep pointing at the same buffers.
+        NOT YET RUN ON A GPU (added 2026-11 without device access); mirrors the CPU restart."""
+        cp = self.cp
+        self.x[...] = self.bx
+        self.y[...] = self.by
+        self.cnt[...] = _count(cp, self.x, self.y, self.eu, self.ev, self.m)
+        self.hist[...] = cp.bincount(self.cnt, minlength=self.m + 1).astype(cp.int32)
+        if self.m:
+            self.st[_ST["K"]] = self.cnt.max().astype(cp.int64)
+            self.st[_ST["SUMC"]] = self.cnt.sum(dtype=cp.int64)
+
     def set_iteration(self, it: int, beff: int):
         """Set the iteration counter and the adaptive batch size (for tests and benchmarks)."""
         st = to_numpy(self.st)
@@ -257,6 +271,7 @@ def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, pr
     cap = S.capture(GRAPH_STEPS) if use_graph else None
     hist = []
     chunk = 16
+    last_restart = -1
     t_start = time.perf_counter()
     next_report = 0.0
     while True:
@@ -276,6 +291,11 @@ def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, pr
         if done:
             break
         todo = chunk if iterations is None else min(chunk, iterations - s["IT"])
+        if p.restart:  # stop at each cycle boundary to restart from the best drawing (as the CPU)
+            if s["IT"] > 0 and s["IT"] % p.cycle == 0 and s["IT"] != last_restart:
+                S.restart_from_best()
+                last_restart = s["IT"]
+            todo = min(todo, p.cycle - s["IT"] % p.cycle)
         t0 = time.perf_counter()
         if cap is not None and todo >= GRAPH_STEPS:
             stream, graph = cap
@@ -331,10 +351,16 @@ def anneal_many_gpu(drawings, *, seconds: float, seeds=None, params=None, checkp
         cap = S.capture(GRAPH_STEPS)
         if cap is None:  # no graphs: plain launches on a stream of our own
             cap = (cp.cuda.Stream(non_blocking=True), None)
+        if p.restart and p.cycle % GRAPH_STEPS:
+            raise ValueError(f"restart=True needs cycle to be a multiple of {GRAPH_STEPS} in anneal_many_gpu")
         jobs.append(dict(S=S, p=p, seed=int(seed), T0=T0, repaired=repaired, stream=cap[0], graph=cap[1],
-                         events=[], hist=[], cps={}))
+                         events=[], hist=[], cps={}, launched=0))
 
     def launch(J):
+        if J["p"].restart and J["launched"] and (J["launched"] * GRAPH_STEPS) % J["p"].cycle == 0:
+            with J["stream"]:
+                J["S"].restart_from_best()
+        J["launched"] += 1
         if J["graph"] is not None:
             J["graph"].launch(J["stream"])
         else:

@@ -56,6 +56,8 @@ __all__ = ["AnnealParams", "AnnealResult", "anneal", "weights", "CAL_IT", "CAL_B
 
 CAL_IT = 1 << 62     # iteration number whose candidates calibrate T0
 CAL_BATCH = 256
+NEW_DEFAULTS = dict(slack_best=True, p_short=0.3, restart=True)
+"""Defaults of the 2026-11 additions where ``AnnealParams`` leaves them ``None`` (CPU only for now)."""
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,9 @@ class AnnealParams:
     r_max: int | None = None
     r_min: int | None = None
     slack: int = 3
-    slack_best: bool = False
-    p_short: float = 0.0
+    slack_best: bool | None = None
+    p_short: float | None = None
+    restart: bool | None = None
 
     def resolved(self, d: Drawing, device: str) -> "AnnealParams":
         side = max(d.width, d.height, 1)
@@ -94,6 +97,18 @@ class AnnealParams:
             r_max=self.r_max or max(2, side // 8),
             r_min=self.r_min or max(1, side // 2000),
         )
+        # Move-set / schedule additions of 2026-11 (see the module docstring): on by default on
+        # the CPU. The CUDA mirror exists but has not run on a GPU yet, so the GPU keeps its
+        # verified behaviour unless they are set explicitly.
+        new = device != "gpu"
+        p = replace(
+            p,
+            slack_best=NEW_DEFAULTS["slack_best"] if p.slack_best is None and new else bool(p.slack_best),
+            p_short=NEW_DEFAULTS["p_short"] if p.p_short is None and new else float(p.p_short or 0.0),
+            restart=NEW_DEFAULTS["restart"] if p.restart is None and new else bool(p.restart),
+        )
+        if not 0.0 <= p.p_short <= 1.0:
+            raise ValueError(f"bad annealing parameters: {p}")
         if p.cycle < 2 or p.batch < 1 or p.batch_min < 1 or not 1 <= p.tournament <= 8 or p.power not in (1, 2, 3):
             raise ValueError(f"bad annealing parameters: {p}")
         if p.r_min > p.r_max:
@@ -317,6 +332,13 @@ def _anneal_cpu(d, repaired, p, seed, seconds, iterations, progress, report_ever
             next_report = now + report_every
         if (iterations is not None and it >= iterations) or (seconds is not None and now >= seconds):
             break
+        if p.restart and it > 0 and it % p.cycle == 0:
+            # each new cycle (reheat) starts from the best drawing found so far (full recount)
+            ev.x[:], ev.y[:] = bx, by
+            ev._refresh_edges()
+            c = crossings(ev.drawing()).per_edge.copy()
+            hist = np.bincount(c, minlength=m + 1).astype(np.int64)
+            k, sumc = int(c.max(initial=0)), int(c.sum())
         r = _radius(p, it)
         T = _temperature(p, T0, it)
         chosen = -1
