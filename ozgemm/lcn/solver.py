@@ -17,22 +17,37 @@ Iteration ``it`` (``q = it mod cycle``):
   among ``tournament`` uniformly drawn edges (tournament selection concentrates moves on
   the edges at or near k); and a target point: with probability ``p_global`` uniform on
   the grid, with probability ``p_bary`` a uniform offset in ``[-r, r]^2`` from the
-  barycentre of its neighbours (integer floor of the mean), else a uniform offset in
-  ``[-r, r]^2`` from its current position. All random numbers are counter-based
+  barycentre of its neighbours (integer floor of the mean), with probability ``p_short``
+  (only when the vertex came from the tournament) the point at fraction ``t/1024`` (``t``
+  uniform in ``0..1023``, floor division) of the way from ``v`` to the other endpoint of the
+  tournament's edge plus a uniform offset in ``[-r, r]^2`` ("shorten the hot edge": a
+  shorter edge crosses fewer edges), else a uniform offset in ``[-r, r]^2`` from its current
+  position. All random numbers are counter-based
   (:mod:`ozgemm.lcn.rng`), a function of ``(seed, it, j, draw)``;
+* with ``restart``, at the start of every cycle but the first (``it > 0``, ``q = 0``) the
+  state is reset to the best drawing found so far (counts recounted from scratch), so every
+  reheat explores around the best drawing instead of wherever the last cycle drifted to;
 * the *first* candidate (in index order) that (a) is a real move inside the grid, (b) keeps
-  the drawing valid, (c) leaves every count ``<= k + slack`` and (d) passes the Metropolis
+  the drawing valid, (c) leaves every count ``<= K + slack`` (``K`` = the current k, or the
+  best k found so far with ``slack_best``; without it k can ratchet up by ``slack`` again
+  and again while the energy falls) and (d) passes the Metropolis
   test ``dE <= 0 or u < exp(-dE/T)`` is applied. Rejected candidates do not change the
   state, so this is exactly sequential simulated annealing; the GPU evaluates the whole
   batch in parallel, the CPU stops at the first accepted candidate.
 
 Energy (guides the search): ``E = sum_e W[c_e]`` with ``W[c] = c**power`` (int64, exact;
 default power 2), which spreads crossings evenly and so pushes the maximum down; a move
-may raise k by at most ``slack`` (default 3) above the current k. Reported objective (and the "best" drawing kept):
+may raise k by at most ``slack`` (default 3) above ``K`` (see (c)). Reported objective (and the "best" drawing kept):
 lexicographic ``(k, number of edges at k, total crossings)``.
 
 ``T0 = t_hi * median(dE > 0)`` over a fixed calibration batch of 256 candidates of the
 input drawing; ``T1 = T0 * t_ratio``.
+
+Defaults of the 2026-11 additions (``slack_best``, ``p_short``, ``restart``; ``NEW_DEFAULTS``):
+on for the CPU (True, 0.3, True); the GPU keeps the verified algorithm (False, 0.0, False)
+unless they are set explicitly, because their CUDA mirror (``lcn_candidate``/``lcn_select``
+in ``lcn_kernels.cu``, ``GpuState.restart_from_best``) has only been compile-checked, not
+run on a GPU. Set them explicitly to run the same algorithm on both devices.
 
 Reproducibility: for a given device, input, seed and parameters the trajectory is a pure
 function of the iteration number; a run limited by ``iterations`` is bit-reproducible, a
@@ -67,6 +82,8 @@ class AnnealParams:
     ``None`` for ``batch``, ``cycle``, ``r_max``, ``r_min`` selects a default from the
     device and the grid: batch 64 (CPU) / 1024 (GPU); cycle 4000 (CPU) / 100000 (GPU);
     ``r_max = max(2, max(width, height) // 8)``; ``r_min = max(1, max(width, height) // 2000)``.
+    ``None`` for ``slack_best``, ``p_short``, ``restart`` selects ``NEW_DEFAULTS`` on the CPU
+    and the previous behaviour (False, 0.0, False) on the GPU (see the module docstring).
     """
 
     batch: int | None = None
