@@ -43,11 +43,12 @@ lexicographic ``(k, number of edges at k, total crossings)``.
 ``T0 = t_hi * median(dE > 0)`` over a fixed calibration batch of 256 candidates of the
 input drawing; ``T1 = T0 * t_ratio``.
 
-Defaults of the 2026-11 additions (``slack_best``, ``p_short``, ``restart``; ``NEW_DEFAULTS``):
-on for the CPU (True, 0.3, True); the GPU keeps the verified algorithm (False, 0.0, False)
-unless they are set explicitly, because their CUDA mirror (``lcn_candidate``/``lcn_select``
+The 2026-11 additions (``slack_best``, ``p_short``, ``restart``) are off by default on both
+devices (``NEW_DEFAULTS``; on the GPU they stay off unless set explicitly whatever
+``NEW_DEFAULTS`` says): over three seeds they gave no robust gain at 60 s on the CPU
+(benchmarks/results_lcn.md section 4). Their CUDA mirror (``lcn_candidate``/``lcn_select``
 in ``lcn_kernels.cu``, ``GpuState.restart_from_best``) has only been compile-checked, not
-run on a GPU. Set them explicitly to run the same algorithm on both devices.
+run on a GPU.
 
 Reproducibility: for a given device, input, seed and parameters the trajectory is a pure
 function of the iteration number; a run limited by ``iterations`` is bit-reproducible, a
@@ -71,8 +72,11 @@ __all__ = ["AnnealParams", "AnnealResult", "anneal", "weights", "CAL_IT", "CAL_B
 
 CAL_IT = 1 << 62     # iteration number whose candidates calibrate T0
 CAL_BATCH = 256
-NEW_DEFAULTS = dict(slack_best=True, p_short=0.3, restart=True)
-"""Defaults of the 2026-11 additions where ``AnnealParams`` leaves them ``None`` (CPU only for now)."""
+NEW_DEFAULTS = dict(slack_best=False, p_short=0.0, restart=False)
+"""CPU defaults of the 2026-11 additions where ``AnnealParams`` leaves them ``None``. Off, like
+on the GPU: over three seeds they gave no robust gain at 60 s (benchmarks/results_lcn.md
+section 4), so both devices run the same (GPU-verified) algorithm by default. The values that
+were measured: ``dict(slack_best=True, p_short=0.3, restart=True)``."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ class AnnealParams:
     device and the grid: batch 64 (CPU) / 1024 (GPU); cycle 4000 (CPU) / 100000 (GPU);
     ``r_max = max(2, max(width, height) // 8)``; ``r_min = max(1, max(width, height) // 2000)``.
     ``None`` for ``slack_best``, ``p_short``, ``restart`` selects ``NEW_DEFAULTS`` on the CPU
-    and the previous behaviour (False, 0.0, False) on the GPU (see the module docstring).
+    (currently off) and off (False, 0.0, False) on the GPU (see the module docstring).
     """
 
     batch: int | None = None
@@ -114,9 +118,9 @@ class AnnealParams:
             r_max=self.r_max or max(2, side // 8),
             r_min=self.r_min or max(1, side // 2000),
         )
-        # Move-set / schedule additions of 2026-11 (see the module docstring): on by default on
-        # the CPU. The CUDA mirror exists but has not run on a GPU yet, so the GPU keeps its
-        # verified behaviour unless they are set explicitly.
+        # Move-set / schedule additions of 2026-11 (see the module docstring): NEW_DEFAULTS on
+        # the CPU (currently off). The CUDA mirror exists but has not run on a GPU yet, so the
+        # GPU keeps its verified behaviour unless they are set explicitly.
         new = device != "gpu"
         p = replace(
             p,
