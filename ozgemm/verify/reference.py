@@ -35,40 +35,22 @@ def have_flint() -> bool:
 def _ratios(x):
     """Exact entries of a 2-D operand as nested lists of (numerator, power-of-two denominator).
 
-    float arrays: ``float.as_integer_ratio``; :class:`~ozgemm.DD`: hi + lo added as
-    rationals; binary128 (numpy quad array or :class:`~ozgemm.Binary128`): decoded from the
-    IEEE encoding (sign, biased exponent, 112-bit fraction) with Python integers."""
-    from ..precision.formats import DD, Binary128, is_quad_array, quad_to_bits
-    from .._xp import to_numpy
+    float arrays: ``float.as_integer_ratio``; :class:`~ozgemm.DD` and binary128 (numpy quad
+    array or :class:`~ozgemm.Binary128`): the exact values decoded by :func:`_values`.
+    Raises ValueError for non-finite entries."""
+    from ..precision.formats import DD, Binary128, is_quad_array
 
-    if isinstance(x, DD):
-        hi, lo = to_numpy(x.hi).tolist(), to_numpy(x.lo).tolist()
-        out = []
-        for rh, rl in zip(hi, lo):
-            row = []
-            for h, l_ in zip(rh, rl):
-                n1, d1 = h.as_integer_ratio()
-                n2, d2 = l_.as_integer_ratio()
-                d = max(d1, d2)
-                row.append((n1 * (d // d1) + n2 * (d // d2), d))
-            out.append(row)
-        return out
-    if is_quad_array(x) or isinstance(x, Binary128):
-        bits = quad_to_bits(x) if is_quad_array(x) else to_numpy(x.bits)
-        out = []
-        for r in bits.tolist():
-            row = []
-            for lo, hi in r:
-                be = (hi >> 48) & 0x7FFF
-                if be == 0x7FFF:
-                    raise ValueError("exact_product needs finite inputs")
-                sig = ((hi & ((1 << 48) - 1)) << 64 | lo) | ((1 << 112) if be else 0)
-                e = max(be, 1) - 16383 - 112
-                v = -sig if hi >> 63 else sig
-                row.append((v << e, 1) if e >= 0 else (v, 1 << -e))
-            out.append(row)
-        return out
-    return [[v.as_integer_ratio() for v in r] for r in np.asarray(x, dtype=np.float64).tolist()]
+    if not (isinstance(x, (DD, Binary128)) or is_quad_array(x)):
+        return [[v.as_integer_ratio() for v in r] for r in np.asarray(x, dtype=np.float64).tolist()]
+    out = []
+    for r in _values(x):
+        row = []
+        for cn, ce in r:
+            if cn is None:
+                raise ValueError("exact_product needs finite inputs")
+            row.append((cn << ce, 1) if ce >= 0 else (cn, 1 << -ce))
+        out.append(row)
+    return out
 
 
 def _to_int_rows(x):
