@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["cupy_or_none", "gpu_available", "is_cupy_array", "array_namespace", "to_numpy", "as_float64"]
+__all__ = ["cupy_or_none", "gpu_available", "is_cupy_array", "array_namespace", "to_numpy", "as_float64", "ignore_fp_errors"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -105,3 +105,13 @@ def as_float64(x, contiguous=False):
         return out
     x = x.astype(cupy.float64, copy=False)
     return cupy.ascontiguousarray(x) if contiguous else x
+
+
+def ignore_fp_errors(xp):
+    """A context silencing numpy's floating-point warnings (overflow to inf, underflow in
+    ``ldexp``) where they are expected; CuPy raises none, so it gets a null context."""
+    if xp is np:
+        return np.errstate(all="ignore")
+    import contextlib
+
+    return contextlib.nullcontext()

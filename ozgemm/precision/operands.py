@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
+from .._xp import ignore_fp_errors
 from .formats import DD, Binary128, is_quad_array, quad_to_bits
 
 __all__ = ["Rows", "as_wide", "is_wide", "operand_rows", "transpose"]
@@ -82,7 +82,7 @@ def operand_rows(x, xp) -> Rows:
     """Decompose a 2-D operand (rows = the scaled direction) into :class:`Rows`."""
     if isinstance(x, DD):
         hi, lo = xp.ascontiguousarray(x.hi), xp.ascontiguousarray(x.lo)  # one copy of a transposed view
-        with np.errstate(all="ignore") if xp is np else _null():
+        with ignore_fp_errors(xp):
             s = hi + lo  # TwoSum: s + err == hi + lo exactly (no overflow)
             bb = s - hi
             err = (hi - (s - bb)) + (lo - bb)
@@ -93,21 +93,13 @@ def operand_rows(x, xp) -> Rows:
         hi2 = xp.where(ok, s, hi)
         lo2 = xp.where(ok, err, lo)
         fin = xp.isfinite(hi2) & xp.isfinite(lo2)
-        with np.errstate(all="ignore") if xp is np else _null():
+        with ignore_fp_errors(xp):
             proxy = xp.where(fin, hi2, hi2 + lo2)  # the IEEE class of hi + lo
         comps = xp.stack([xp.where(fin, hi2, 0.0), xp.where(fin, lo2, 0.0)])
         return Rows(comps=comps, pre=None, proxy=proxy, cpow=2)
     if isinstance(x, Binary128):
         return _quad_rows(xp.ascontiguousarray(x.bits), xp)
     return Rows(comps=x, pre=None, proxy=x, cpow=1)
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
 
 
 def _quad_rows(bits, xp) -> Rows:
@@ -137,7 +129,7 @@ def _quad_rows(bits, xp) -> Rows:
     def piece(v, off):
         f = v.astype(xp.float64)  # exact: < 2**53
         sgn = xp.where(neg, -1.0, 1.0)
-        with np.errstate(all="ignore") if xp is np else _null():
+        with ignore_fp_errors(xp):
             y = xp.ldexp(f, xp.clip(sh + off, -2000, 2000).astype(xp.int32))
         # a non-zero piece that ldexp flushed to zero stays visible as 2**-1074: the row's
         # width then exceeds every admissible beta (<= 1000), so the row counts as inexact

@@ -6,6 +6,8 @@ value reaches 2**(emax+1) (IEEE 754-2019, 4.3.1 and 7.4). Vectorised against ``x
 """
 from __future__ import annotations
 
+from .._xp import ignore_fp_errors
+
 __all__ = ["round_limbs", "round_result", "empty_result", "round_limbs_dd", "round_limbs_binary128",
            "round_to_precision"]
 
@@ -59,25 +61,12 @@ def round_limbs(mag, neg, e, fmt, xp):
     mant = kept + up.astype(u64)
     mant = xp.where(drop_all | ~nz, u64(0), mant)
     qe = xp.clip(qexp, -3000, 3000)
-    with _errstate(xp):
+    with ignore_fp_errors(xp):
         res = xp.ldexp(mant.astype(xp.float64), qe.astype(xp.int32))
         res = xp.where(neg & (mant != 0), -res, res)  # zero results are +0, as numpy.matmul gives
         if fmt.dtype != xp.float64:
             res = res.astype(fmt.dtype)
     return res
-
-
-class _errstate:
-    def __init__(self, xp):
-        self.ctx = xp.errstate(over="ignore", invalid="ignore") if hasattr(xp, "errstate") else None
-
-    def __enter__(self):
-        if self.ctx is not None:
-            self.ctx.__enter__()
-
-    def __exit__(self, *a):
-        if self.ctx is not None:
-            self.ctx.__exit__(*a)
 
 
 # --- wide formats (dd, binary128): the same single rounding, p up to 113 ---------------------
@@ -168,7 +157,7 @@ def round_to_precision(mag, e, p, emin_sub, xp):
 def _limbs_to_float64(mant, qexp, neg, xp):
     """(-1)**neg * mant * 2**qexp as float64 for mant < 2**54 (2 limbs); exact or +-inf."""
     v = mant[0] | (mant[1] << xp.uint64(32))
-    with _errstate(xp):
+    with ignore_fp_errors(xp):
         res = xp.ldexp(v.astype(xp.float64), xp.clip(qexp, -3000, 3000).astype(xp.int32))
     return xp.where(neg & (v != 0), -res, res)
 
