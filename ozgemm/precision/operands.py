@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 from .._xp import ignore_fp_errors
 from .formats import DD, Binary128, is_quad_array, quad_to_bits
 
