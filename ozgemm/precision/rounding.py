@@ -26,6 +26,9 @@ def round_limbs(mag, neg, e, fmt, xp):
     -------
     array of ``fmt.dtype``, shape ``mag.shape[1:]``. A result that rounds to zero is +0.0
     whatever its sign (numpy.matmul's accumulation from +0 gives +0 for every zero sum).
+
+    The fast path for p <= 53 (one 64-bit window; crt.cu mirrors it): the same bits as
+    :func:`round_to_precision`, which the wide formats use, in about 60 % of its time.
     """
     L = mag.shape[0]
     shape = mag.shape[1:]
@@ -122,7 +125,7 @@ def round_to_precision(mag, e, p, emin_sub, xp):
     """Round ``mag * 2**e`` (base-2**32 limbs, non-negative) to ``p`` bits, nearest-even,
     with gradual underflow at ``2**emin_sub``.
 
-    Returns ``(mant, qexp)``: ``mant`` as ``ceil((p+1)/32)`` limbs (L', ...) uint64 with
+    Returns ``(mant, qexp)``: ``mant`` as ``ceil((p+1)/32) + 1`` limbs (W, ...) uint64 with
     ``mant * 2**qexp`` the rounded value, ``2**(p-1) <= mant < 2**p`` for normal results
     (``mant < 2**(p-1)`` only at ``qexp == emin_sub``), ``mant == 0`` for zero. No overflow
     handling (the encoder decides). Exact integer arithmetic only (IEEE 754-2019, 4.3.1).
