@@ -10,7 +10,7 @@ from .crt.scheme import execute
 from .kernels import get_engine
 from .precision.contract import Contract, as_contract
 from .precision.formats import DD, Binary128, quad_from_bits
-from .precision.operands import as_wide, is_wide, operand_rows, raw, transpose
+from .precision.operands import arrays, as_wide, is_wide, operand_rows, transpose
 from .precision.planner import Plan, make_plan
 from .precision.rounding import empty_result
 from .precision.specials import patch_nonfinite, split_nonfinite
@@ -66,7 +66,7 @@ def _check_dtype(x, name, contract: Contract):
 def _prepare(a, b, contract):
     a = _check_operand(a, "a")
     b = _check_operand(b, "b")
-    xp = array_namespace(raw(a), raw(b))
+    xp = array_namespace(*arrays(a), *arrays(b))
     contract = as_contract(contract)
     _check_dtype(a, "a", contract)
     _check_dtype(b, "b", contract)
@@ -207,7 +207,7 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
         if tuple(out.shape) != tuple(final) or out.dtype != dtype:
             raise ValueError(f"out has shape {tuple(out.shape)} and dtype {out.dtype}; the result needs "
                              f"shape {tuple(final)} and dtype {np.dtype(dtype)}")
-        if any(xp.shares_memory(out, x) for x in _arrays(a) + _arrays(b)):
+        if any(xp.shares_memory(out, x) for x in arrays(a) + arrays(b)):
             raise ValueError("out overlaps an input operand; pass a separate array")
     if fmt.name == "dd":
         res = xp.empty((2,) + tuple(full), dtype=xp.float64)
@@ -237,14 +237,6 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
     elif fmt.name in ("binary32", "binary64") and res.ndim == 0 and xp is np:
         res = res[()]  # numpy.matmul returns a scalar for 1-D @ 1-D
     return (res, plans) if return_plan else res
-
-
-def _arrays(x):
-    if isinstance(x, DD):
-        return [x.hi, x.lo]
-    if isinstance(x, Binary128):
-        return [x.bits]
-    return [x]
 
 
 def plan(a, b, contract="fp64", *, engine=None) -> Plan:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from .._xp import ignore_fp_errors
 from .formats import DD, Binary128, is_quad_array, quad_to_bits
 
-__all__ = ["Rows", "as_wide", "is_wide", "operand_rows", "transpose"]
+__all__ = ["Rows", "arrays", "as_wide", "is_wide", "operand_rows", "transpose"]
 
 
 def is_wide(x) -> bool:
@@ -43,13 +43,14 @@ def as_wide(x):
     return x
 
 
-def raw(x):
-    """The underlying array of an operand (for array-library dispatch)."""
+def arrays(x):
+    """The arrays an operand holds (``[hi, lo]``, ``[bits]`` or ``[x]``): for array-library
+    and device dispatch, and for overlap checks."""
     if isinstance(x, DD):
-        return x.hi
+        return [x.hi, x.lo]
     if isinstance(x, Binary128):
-        return x.bits
-    return x
+        return [x.bits]
+    return [x]
 
 
 def transpose(x):
