@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from ozgemm import lcn  # noqa: E402
 from ozgemm._xp import gpu_available  # noqa: E402
 
-DATA = os.environ.get("OZGEMM_LCN_DATA", "/work/shared/lcn/gd2025")
+DATA = os.environ.get("OZGEMM_LCN_DATA", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lcn", "gd2025"))
 
 
 def env():

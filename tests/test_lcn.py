@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ozgemm import lcn
 from ozgemm.lcn.drawing import from_arrays
 
-DATA = os.environ.get("OZGEMM_LCN_DATA", "/work/shared/lcn/gd2025")
+DATA = os.environ.get("OZGEMM_LCN_DATA", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lcn", "gd2025"))
 INSTANCES = [os.path.join(DATA, f"automatic-{i}.json") for i in range(1, 10)]
 have_data = pytest.mark.skipif(not os.path.exists(INSTANCES[0]), reason="GD 2025 instances not available")
 
