@@ -32,8 +32,11 @@ _TYPES = {
 _SMEM_OPTIN = 227 * 1024
 
 
-# Measured best (TB, CB, CSB, mma) per (dtype name, L) on an H200, from the sweep in
+# Measured best configuration per (dtype name, L) on an H200, from the sweep in
 # ozgemm/fwt/bench.py:tune (see benchmarks/results_fwt.md); missing entries use the rule.
+# Entry: (TB, CB, CSB, mma, GB/s measured in the sweep[, WM, MINB]); WM (warp-major tile
+# layout) and MINB (__launch_bounds__ minimum CTAs per SM, 0 = unspecified) default to
+# False, 0 (the layout and bounds of the entries measured before they existed).
 ROW_TUNED: dict = {
     # (dtype, log2 n): (TB, CB, CSB, mma, GB/s measured in the sweep), H200 run 3 (2026-11-29)
     ("float16", 8): (7, 0, 0, True, 4006),
@@ -88,33 +91,66 @@ def _tuned(dtype_name: str, L: int):
     return ROW_TUNED.get((dtype_name, L))
 
 
+def _minb2_ok(tb: int, loge: int, acc_size: int, smem: int, lt: int) -> bool:
+    """Whether asking for 2 resident CTAs per SM (MINB = 2) can work: large tiles only
+    (2**12 elements or more), 2 x threads <= 2048, 2 x shared memory fits, and the register
+    budget 65536 / (2 x threads) leaves >= 16 registers beside the tile's values."""
+    nth = 1 << tb
+    regs = (1 << loge) * max(1, acc_size // 4)
+    return (lt >= 12 and lt <= 15 and 2 * nth <= 1024 and 2 * (smem + 1024) <= 228 * 1024
+            and 65536 // (2 * nth) >= regs + 16)
+
+
 def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> list:
-    """All valid (TB, CB, CSB) for a row of 2**L: 2**TB threads (128..1024), 2**(LOGV+CB) =
-    8..32 values per thread (8 only for L <= 11), CTA tile 2**LT (LT = LOGV+TB+CB, at most
-    4 rows beyond 2**11) with shared memory <= 227 KiB;
-    CSB = 0: tile >= row; CSB = 1, 2: the row spans a cluster of 2**CSB CTAs (LT + CSB = L)."""
+    """All valid (TB, CB, CSB, WM, MINB) for a row of 2**L: 2**TB threads (128..1024),
+    2**(LOGV+CB) = 8..32 values per thread (8 only for L <= 11), CTA tile 2**LT
+    (LT = LOGV+TB+CB, at most 4 rows beyond 2**11) with shared memory <= 227 KiB;
+    CSB = 0: tile >= row; CSB = 1, 2: the row spans a cluster of 2**CSB CTAs (LT + CSB = L).
+    WM = True (warp-major layout) only where it makes the row warp-local (no shared-memory
+    phase; 2**7-2**8 threads, rows >= 2**9), then also with 64 values per thread; MINB = 2
+    for rows >= 2**12 where ``_minb2_ok``."""
     out = []
-    for loge in (3, 4, 5):
+    for loge in (3, 4, 5, 6):
         if loge < logv or (loge == 3 and L > 11):
             continue
+        cb = loge - logv
         for tb in range(7, 11):
             lt = loge + tb
-            phase_b = tb > 5 and logv + 5 < min(L, lt)
-            if lt >= L and lt <= max(L, 11) + 2:
-                if not phase_b or (acc_size << lt) <= _SMEM_OPTIN:
-                    out.append((tb, loge - logv, 0))
-            for csb in ((1, 2) if clusters else ()):
-                if lt + csb == L and lt >= 10 and (acc_size << lt) <= _SMEM_OPTIN:
-                    out.append((tb, loge - logv, csb))
+            for wm in ((False, True) if cb > 0 else (False,)):
+                wb0 = logv + 5 + (cb if wm else 0)
+                phase_b = tb > 5 and wb0 < min(L, lt)
+                if wm and (phase_b or tb > 8 or L < 9):
+                    continue
+                if loge == 6 and (not wm or acc_size > 4):
+                    continue
+                smem = (acc_size << lt) if phase_b else 0
+                if lt >= L and lt <= max(L, 11) + 2 and smem <= _SMEM_OPTIN:
+                    out.append((tb, cb, 0, wm, 0))
+                    if L >= 12 and _minb2_ok(tb, loge, acc_size, smem, lt):
+                        out.append((tb, cb, 0, wm, 2))
+                if wm:
+                    continue
+                for csb in ((1, 2) if clusters else ()):
+                    if lt + csb == L and lt >= 10 and (acc_size << lt) <= _SMEM_OPTIN:
+                        out.append((tb, cb, csb, False, 0))
+                        if _minb2_ok(tb, loge, acc_size, acc_size << lt, lt):
+                            out.append((tb, cb, csb, False, 2))
     return out
 
 
+def _cfg5(cfg) -> tuple:
+    """(TB, CB, CSB, WM, MINB) from a 3- or 5-tuple."""
+    cfg = tuple(cfg)
+    return cfg if len(cfg) == 5 else cfg[:3] + (False, 0)
+
+
 def row_config(L: int, logv: int, dtype_name: str = None):
-    """(TB, CB, CSB) for the row kernel: 2**TB threads, 2**CB 16-byte vectors per thread,
-    cluster of 2**CSB CTAs. The measured choice (``ROW_TUNED``) if any, else a fixed rule."""
+    """(TB, CB, CSB, WM, MINB) for the row kernel: 2**TB threads, 2**CB 16-byte vectors per
+    thread, cluster of 2**CSB CTAs, warp-major layout, min CTAs per SM (0: unspecified).
+    The measured choice (``ROW_TUNED``) if any, else a fixed rule."""
     t = _tuned(dtype_name, L) if dtype_name is not None else None
     if t is not None:
-        return tuple(t[:3])
+        return tuple(t[:3]) + ((bool(t[5]), int(t[6])) if len(t) > 6 else (False, 0))
     if L <= 13:
         loge = 4
         tb = max(L - loge, 7)
@@ -123,7 +159,7 @@ def row_config(L: int, logv: int, dtype_name: str = None):
         tb = L - loge
     cb = loge - logv
     assert tb <= 10 and cb >= 0
-    return tb, cb, 0
+    return tb, cb, 0, False, 0
 
 
 def lmax_single(dtype) -> int:
@@ -189,9 +225,10 @@ def plan(L: int, dtype) -> list:
 
 def _row_name(dtype, L, mma=False, cfg=None) -> str:
     T, A, _, logv, _ = _TYPES[np.dtype(dtype)]
-    tb, cb, csb = cfg if cfg is not None else row_config(L, logv, np.dtype(dtype).name)
+    tb, cb, csb, wm, minb = _cfg5(cfg if cfg is not None else row_config(L, logv, np.dtype(dtype).name))
     kern = "fwht_rows" if csb == 0 else f"fwht_rows_cluster{1 << csb}"
-    return f"{kern}<{T}, {A}, {logv}, {tb}, {cb}, {'true' if mma else 'false'}>"
+    b = lambda v: "true" if v else "false"  # noqa: E731
+    return f"{kern}<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}>"
 
 
 # float16 row lengths (log2) for which the tensor-core (mma) front end is the default;
@@ -199,20 +236,22 @@ def _row_name(dtype, L, mma=False, cfg=None) -> str:
 MMA_DEFAULT_L: frozenset = frozenset()
 
 
-def _names(dtype, cc: int = 90) -> list:
+def _names(dtype, cc: int = 90, sweep: bool = True) -> list:
     """Kernel instantiations compiled for ``dtype`` on a device of compute capability ``cc``
-    (cluster kernels need sm_90, the mma variant sm_80)."""
+    (cluster kernels need sm_90, the mma variant sm_80): with ``sweep`` every candidate of
+    the tuning sweep, else only the rule's and ``ROW_TUNED``'s configurations (what
+    ``fwht`` launches; compiles faster)."""
     T, A, _, logv, lmax1 = _TYPES[np.dtype(dtype)]
     names = set()
     acc = np.dtype(_TYPES[np.dtype(dtype)][2]).itemsize
-    swept = np.dtype(dtype).kind == "f"  # the integer kernels use the fixed rule only
+    swept = sweep and np.dtype(dtype).kind == "f"  # the integer kernels use the fixed rule only
     for L in range(0, lmax1 + 3):
         cands = set(row_candidates(L, logv, acc, clusters=cc >= 90)) if swept else set()
         if L <= lmax1:
             cands.add(row_config(L, logv))
         tuned = ROW_TUNED.get((np.dtype(dtype).name, L)) if cc >= 90 else None
         if tuned:
-            cands.add(tuple(tuned[:3]))
+            cands.add(tuple(tuned[:3]) + ((bool(tuned[5]), int(tuned[6])) if len(tuned) > 6 else (False, 0)))
         for cfg in cands:
             names.add(_row_name(dtype, L, cfg=cfg))
             if np.dtype(dtype) == np.float16 and cc >= 80:
@@ -222,21 +261,34 @@ def _names(dtype, cc: int = 90) -> list:
     return sorted(names)
 
 
-@functools.lru_cache(maxsize=None)
-def _module(dtype_str: str, device_id: int):
+_MODULES: dict = {}  # (dtype str, device id) -> [(set of names, compiled RawModule), ...]
+
+
+def _module_for(dtype_str: str, device_id: int, name: str):
+    """A compiled module holding ``name``: one already compiled if any holds it, else a new
+    one with the rule's and ``ROW_TUNED``'s kernels (what ``fwht`` launches), or, for a
+    sweep candidate outside that set, every candidate of the sweep."""
     import cupy
 
+    mods = _MODULES.setdefault((dtype_str, device_id), [])
+    for names, mod in mods:
+        if name in names:
+            return mod
     dtype = np.dtype(dtype_str)
+    cc = _device_cc(device_id)
+    names = _names(dtype, cc, sweep=False)
+    if name not in names:
+        names = _names(dtype, cc, sweep=True)
     with cupy.cuda.Device(device_id):
-        mod = cupy.RawModule(code=_SRC.read_text(), options=("-std=c++17",),
-                             name_expressions=_names(dtype, _device_cc(device_id)))
+        mod = cupy.RawModule(code=_SRC.read_text(), options=("-std=c++17",), name_expressions=names)
         mod.compile()
+    mods.append((set(names), mod))
     return mod
 
 
 @functools.lru_cache(maxsize=None)
 def _kernel(dtype_str: str, device_id: int, name: str, smem: int):
-    k = _module(dtype_str, device_id).get_function(name)
+    k = _module_for(dtype_str, device_id, name).get_function(name)
     if smem > 48 * 1024:
         k.max_dynamic_shared_size_bytes = smem
     return k
@@ -244,12 +296,13 @@ def _kernel(dtype_str: str, device_id: int, name: str, smem: int):
 
 def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
     T, A, sc, logv, _ = _TYPES[dtype]
-    tb, cb, csb = cfg if cfg is not None else row_config(L, logv, dtype.name)
+    cfg = _cfg5(cfg if cfg is not None else row_config(L, logv, dtype.name))
+    tb, cb, csb, wm, _ = cfg
     lt = logv + tb + cb
     total = src.size
-    need_smem = (tb > 5 and logv + 5 < L) or csb > 0
+    need_smem = (tb > 5 and logv + 5 + (cb if wm else 0) < L) or csb > 0
     smem = (np.dtype(sc).itemsize << lt) if need_smem else 0
-    k = _kernel(dtype.str, src.device.id, _row_name(dtype, L, mma, (tb, cb, csb)), smem)
+    k = _kernel(dtype.str, src.device.id, _row_name(dtype, L, mma, cfg), smem)
     grid = ((total + (1 << lt) - 1) >> lt,)
     k(grid, (1 << tb,), (src, dst, np.int64(total), np.int32(L), sc(scale)), shared_mem=smem)
 
@@ -274,7 +327,7 @@ def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
 
     ``variant``: "plain" (CUDA cores), "mma" (float16 only: tensor-core front end in the
     row pass), or "auto" (the measured choice in ``ROW_TUNED``, else ``MMA_DEFAULT_L``).
-    ``cfg``: force one row pass with this (TB, CB, CSB) (used by the tuning sweep)."""
+    ``cfg``: force one row pass with this (TB, CB, CSB[, WM, MINB]) (used by the tuning sweep)."""
     dtype = x2.dtype
     if variant not in ("auto", "plain", "mma"):
         raise ValueError(f"variant must be 'auto', 'plain' or 'mma', got {variant!r}")

@@ -143,7 +143,7 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10) 
     """Sweep every valid row-kernel configuration (and, for float16, plain vs mma) for
     single-pass row lengths 2**lmin .. 2**LMAX1; check each one exactly on integer-valued
     data (|x| <= 7: every float sum is exact, float16 rounds once) against the numpy int64
-    transform, time it, and return {(dtype, L): (TB, CB, CSB, mma, GB/s)} of the fastest correct
+    transform, time it, and return {(dtype, L): (TB, CB, CSB, mma, GB/s, WM, MINB)} of the fastest correct
     one. For rows longer than the non-cluster single-pass limit (only cluster candidates),
     a configuration is adopted only if it beats the multi-pass plan measured alongside.
     Prints one line per configuration."""
@@ -191,7 +191,8 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10) 
                         print(f"  tune {name} L={L} cfg={cfg} {var}: FAILED {type(exc).__name__}: {exc}", flush=True)
                         continue
                     bw = 2 * x.nbytes / t
-                    print(f"  tune {name} L={L:2d} TB={cfg[0]} CB={cfg[1]} CSB={cfg[2]} {var:5s} exact={ok} "
+                    print(f"  tune {name} L={L:2d} TB={cfg[0]} CB={cfg[1]} CSB={cfg[2]} WM={int(cfg[3])} "
+                          f"MINB={cfg[4]} {var:5s} exact={ok} "
                           f"{t * 1e6:7.1f} us {bw / 1e9:5.0f} GB/s", flush=True)
                     if ok:
                         res.append((t, cfg, mma))
@@ -199,6 +200,7 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10) 
                 t, cfg, mma = min(res, key=lambda z: z[0])
                 if t_multi is None or t < t_multi:
                     if L <= lmax1 or (name, L - 1) in best or L - 1 == lmax1:
-                        best[(name, L)] = (cfg[0], cfg[1], cfg[2], mma, round(2 * x.nbytes / t / 1e9))
+                        best[(name, L)] = (cfg[0], cfg[1], cfg[2], mma, round(2 * x.nbytes / t / 1e9),
+                                           bool(cfg[3]), int(cfg[4]))
             del x, y, k
     return best

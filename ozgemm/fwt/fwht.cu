@@ -4,9 +4,10 @@
 // Storage types T: unsigned short (IEEE binary16 bits), float, double, long long.
 // Compute types A: float for binary16 and float, double, long long (exact).
 //
-// fwht_rows<T, A, LOGV, TB, CB>: one pass through memory. A block owns a tile of
+// fwht_rows<T, A, LOGV, TB, CB, MMA, WM, MINB>: one pass through memory. A block owns a tile of
 //   2^(LOGV+TB+CB) contiguous elements (whole rows of 2^L elements, L <= tile bits).
-//   Element index inside the tile: idx = v + (tid << LOGV) + (c << (LOGV+TB)),
+//   Element index inside the tile: idx = v + (tid << LOGV) + (c << (LOGV+TB)) (WM: warp-major,
+//   idx = v + (lane << LOGV) + (c << (LOGV+5)) + (wid << (LOGV+5+CB))),
 //   v < V = 16/sizeof(T) (one 16-byte vector), tid < 2^TB threads, c < 2^CB chunks.
 //   Phase A (from global, 16-byte coalesced loads): butterflies on the v bits and the
 //   chunk bits in registers, on the 5 lane bits with warp shuffles.
@@ -232,7 +233,7 @@ template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank
 // CSB = log2(cluster size): with CSB > 0 a row of 2^(LT+CSB) elements spans the 2^CSB CTAs
 // of a cluster (CTA rank = index bits [LT, LT+CSB)); after the in-CTA stages the last
 // butterflies read the other CTAs' shared memory (DSMEM) and combine with H_{2^CSB}.
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB>
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, bool WM>
 __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict__ y, long long total,
                                           int L, A scale) {
   constexpr int V = 1 << LOGV;
@@ -246,8 +247,19 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
+  const int wid = tid >> 5;
   const long long base = (long long)blockIdx.x << LT;
   A r[E];
+  // tile offset of thread tid's chunk c (16-byte vector): WM = false: chunk bits on top,
+  // [v | tid | c]; WM = true (warp-major): [v | lane | c | wid], so that the chunk bits are
+  // the index bits just above the lane bits and a warp owns 2^(LOGV+5+CB) contiguous
+  // elements (rows that short need no shared memory at all).
+  auto vofs = [&](int c) -> int {
+    if constexpr (WM) return (lane << LOGV) | (c << (LOGV + 5)) | (wid << (LOGV + 5 + CB));
+    else return (c * NTH + tid) << LOGV;
+  };
+  constexpr int CH0 = WM ? LOGV + 5 : LOGV + TB;  // index bit of chunk bit 0
+  constexpr int WB0 = WM ? LOGV + 5 + CB : LOGV + 5;  // index bit of warp bit 0
 
   // ---- phase A: load (16-byte vectors, consecutive threads -> consecutive vectors)
   // MMA (binary16 only, needs L >= 5): bits {0,1,3,4} on tensor cores, see mma_h16.
@@ -260,7 +272,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     const unsigned b11 = h16_pm1(2 * tq + 8, gq + 8) | (h16_pm1(2 * tq + 9, gq + 8) << 16);
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const long long off = base + ((long long)(c * NTH + tid) << LOGV);
+      const long long off = base + vofs(c);
       uint4 u = make_uint4(0u, 0u, 0u, 0u);
       if (off < total) u = __ldcs(reinterpret_cast<const uint4*>(x + off));
       mma_h16(u, b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
@@ -269,7 +281,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   } else {
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const long long off = base + ((long long)(c * NTH + tid) << LOGV);
+      const long long off = base + vofs(c);
       if (off < total) {
         gload(x + off, r + c * V);
       } else {
@@ -282,10 +294,10 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     for (int b = 0; b < LOGV; ++b)
       if (b < L) reg_stage<A, E>(r, 1 << b);
   }
-  // chunk bits: index bits [LOGV+TB, LT) = register bits [LOGV, LOGE)
+  // chunk bits: index bits [CH0, CH0+CB) = register bits [LOGV, LOGE)
 #pragma unroll
   for (int j = 0; j < CB; ++j)
-    if (LOGV + TB + j < L) reg_stage<A, E>(r, V << j);
+    if (CH0 + j < L) reg_stage<A, E>(r, V << j);
   // lane bits: index bits [LOGV, LOGV + min(5,TB))
   constexpr int LANEB = TB < 5 ? TB : 5;
 #pragma unroll
@@ -300,47 +312,67 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     }
   }
 
-  // ---- phase B: warp bits [LOGV+5, LOGV+TB) through shared memory, in groups of at most
+  // ---- phase B: warp bits [WB0, WB0+TB-5) through shared memory, in groups of at most
   // LOGE bits (one exchange per group). For a group of g bits starting at index bit b0:
   // lanes -> index bits [0,5); register e's low g bits -> [b0, b0+g);
   // q = (e >> g) | (wid << (LOGE - g)) -> the remaining bits [5, b0) and [b0+g, LT), in order.
-  if (TB > 5 && LOGV + 5 < L) {
+  // One group (the usual case) has its own code path: the generic loop raised register use
+  // (e.g. float32 TB=10 CB=3: 64 registers and 140 bytes of spills instead of 4; float32
+  // TB=8 CB=3 cluster: 100 registers instead of 80) and was measurably slower (results_fwt.md).
+  if (TB > 5 && WB0 < L) {
     constexpr int WB = TB > 5 ? TB - 5 : 0;            // warp bits
     constexpr int GB = WB < LOGE ? WB : LOGE;          // bits per group
     constexpr int NG = GB > 0 ? (WB + GB - 1) / GB : 0;
-    const int wid = tid >> 5;
 #pragma unroll
-    for (int c = 0; c < C; ++c) sstore<V>(sm + ((c * NTH + tid) << LOGV), r + c * V);
+    for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
     __syncthreads();
+    if constexpr (NG == 1) {
+      constexpr int W = 1 << WB;
+      constexpr int XB = LOGE - WB;  // extra register bits
+      constexpr int LOWB = WB0 - 5;
+      auto pos = [&](int e) -> int {
+        const int q = (e >> WB) | (wid << XB);
+        return lane + ((q & ((1 << LOWB) - 1)) << 5) + ((e & (W - 1)) << WB0) + ((q >> LOWB) << (WB0 + WB));
+      };
 #pragma unroll
-    for (int gi = 0; gi < NG; ++gi) {
-      const int b0 = LOGV + 5 + gi * GB;
-      const int g = (WB - gi * GB) < GB ? (WB - gi * GB) : GB;
-      if (b0 < L) {  // uniform over the block
-        const int lowb = b0 - 5;
-        auto pos = [&](int e) -> int {
-          const int q = (e >> g) | (wid << (LOGE - g));
-          return lane | ((e & ((1 << g) - 1)) << b0) | ((q & ((1 << lowb) - 1)) << 5) | ((q >> lowb) << (b0 + g));
-        };
+      for (int e = 0; e < E; ++e) r[e] = sm[pos(e)];
 #pragma unroll
-        for (int e = 0; e < E; ++e) r[e] = sm[pos(e)];
+      for (int jj = 0; jj < WB; ++jj)
+        if (WB0 + jj < L) reg_stage<A, E>(r, 1 << jj);
 #pragma unroll
-        for (int jj = 0; jj < GB; ++jj)
-          if (jj < g && b0 + jj < L) reg_stage<A, E>(r, 1 << jj);
+      for (int e = 0; e < E; ++e) sm[pos(e)] = r[e];
+      __syncthreads();
+    } else {
 #pragma unroll
-        for (int e = 0; e < E; ++e) sm[pos(e)] = r[e];
-        __syncthreads();
+      for (int gi = 0; gi < NG; ++gi) {
+        const int b0 = WB0 + gi * GB;
+        const int g = (WB - gi * GB) < GB ? (WB - gi * GB) : GB;
+        if (b0 < L) {  // uniform over the block
+          const int lowb = b0 - 5;
+          auto pos = [&](int e) -> int {
+            const int q = (e >> g) | (wid << (LOGE - g));
+            return lane | ((e & ((1 << g) - 1)) << b0) | ((q & ((1 << lowb) - 1)) << 5) | ((q >> lowb) << (b0 + g));
+          };
+#pragma unroll
+          for (int e = 0; e < E; ++e) r[e] = sm[pos(e)];
+#pragma unroll
+          for (int jj = 0; jj < GB; ++jj)
+            if (jj < g && b0 + jj < L) reg_stage<A, E>(r, 1 << jj);
+#pragma unroll
+          for (int e = 0; e < E; ++e) sm[pos(e)] = r[e];
+          __syncthreads();
+        }
       }
     }
 #pragma unroll
-    for (int c = 0; c < C; ++c) sload<V>(sm + ((c * NTH + tid) << LOGV), r + c * V);
+    for (int c = 0; c < C; ++c) sload<V>(sm + vofs(c), r + c * V);
   }
 
   // ---- cluster stage: index bits [LT, LT+CSB) across the CTAs of the cluster
   if (CSB > 0) {
     constexpr int CS = 1 << CSB;
 #pragma unroll
-    for (int c = 0; c < C; ++c) sstore<V>(sm + ((c * NTH + tid) << LOGV), r + c * V);
+    for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
     cluster_sync();
     const unsigned rank = cluster_rank();
 #pragma unroll
@@ -355,7 +387,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
 #pragma unroll
       for (int c = 0; c < C; ++c) {
         A t[V];
-        sload<V>(rsm + ((c * NTH + tid) << LOGV), t);
+        sload<V>(rsm + vofs(c), t);
 #pragma unroll
         for (int v = 0; v < V; ++v) r[c * V + v] = bfly(sg, t[v], r[c * V + v]);
       }
@@ -366,26 +398,28 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // ---- store
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    const long long off = base + ((long long)(c * NTH + tid) << LOGV);
+    const long long off = base + vofs(c);
     if (off < total) gstore(y + off, r + c * V, scale);
   }
 }
 
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA>
-__global__ void __launch_bounds__(1 << TB)
+// WM: warp-major tile layout (see vofs); MINB: minimum resident CTAs per SM asked of the
+// register allocator (__launch_bounds__), e.g. 2 so that two large tiles overlap.
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
+__global__ void __launch_bounds__(1 << TB, MINB)
 fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 0>(x, y, total, L, scale);
+  rows_body<T, A, LOGV, TB, CB, MMA, 0, WM>(x, y, total, L, scale);
 }
 #if OZ_FWT_CLUSTERS
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA>
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB)
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB, MINB)
 fwht_rows_cluster2(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 1>(x, y, total, L, scale);
+  rows_body<T, A, LOGV, TB, CB, MMA, 1, WM>(x, y, total, L, scale);
 }
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA>
-__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1 << TB)
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
+__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1 << TB, MINB)
 fwht_rows_cluster4(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 2>(x, y, total, L, scale);
+  rows_body<T, A, LOGV, TB, CB, MMA, 2, WM>(x, y, total, L, scale);
 }
 #endif  // OZ_FWT_CLUSTERS
 
