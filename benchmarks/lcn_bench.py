@@ -9,6 +9,11 @@
         MoveEvaluator on the first --cpu-moves of the same candidates; checks equality.
     python benchmarks/lcn_bench.py solve --instance I --time S [--device gpu] [--checkpoints 60,600]
         One annealing run; prints best k at each checkpoint and writes the solution/history.
+    python benchmarks/lcn_bench.py solve-all --time S [--params JSON] [--state-dir DIR] [--resume DIR]
+        All nine instances concurrently on one GPU (one CUDA stream each); exact resume from
+        saved states (a 600 s run as two device commands of 300 s).
+    python benchmarks/lcn_bench.py probe --instances 1,3,7,9 --configs JSON --time S
+        Parameter sets x instances, all concurrently on one GPU.
 """
 from __future__ import annotations
 
@@ -145,7 +150,7 @@ def cmd_evaluator(a):
 def cmd_solve(a):
     d = lcn.load(path(a.data, a.instance))
     c0 = lcn.crossings(d)
-    res = lcn.anneal(d, seconds=a.time, seed=a.seed, device=a.device, report_every=a.report_every)
+    res = lcn.anneal(d, seconds=a.time, seed=a.seed, device=a.device, report_every=a.report_every, params=_params(a))
     cps = [float(x) for x in a.checkpoints.split(",")] if a.checkpoints else []
     at = {}
     for cp_ in cps:
@@ -164,27 +169,47 @@ def cmd_solve(a):
     return out
 
 
+def _params(a):
+    return lcn.AnnealParams(**json.loads(a.params)) if a.params else lcn.AnnealParams()
+
+
 def cmd_solve_all(a):
-    """All listed instances concurrently on one GPU (one stream each), checkpoints read back."""
+    """All listed instances concurrently on one GPU (one stream each), checkpoints read back.
+
+    --state-dir DIR writes each run's complete annealing state (DIR/automatic-I.state.npz) at
+    the end; --resume DIR continues from such states (exact resume: same trajectory as one
+    uninterrupted run); --time is the length of this segment, checkpoints count from the
+    start of the whole run."""
     import tarfile
     from ozgemm.lcn.gpu import anneal_many_gpu
+    from ozgemm.lcn.solver import AnnealState
     inst = [int(x) for x in a.instances.split(",")]
     ds = [lcn.load(path(a.data, i)) for i in inst]
     cps = [float(x) for x in a.checkpoints.split(",")] if a.checkpoints else []
+    p = _params(a)
+    resume = None
+    if a.resume:
+        resume = [AnnealState.load(os.path.join(a.resume, f"automatic-{i}.state.npz")) for i in inst]
+        if a.until is not None:
+            a.time = a.until - max(s.elapsed for s in resume)
+            print(f"resuming at {max(s.elapsed for s in resume):.1f} s for {a.time:.1f} s", flush=True)
     t = time.perf_counter()
-    res = anneal_many_gpu(ds, seconds=a.time, seeds=[a.seed] * len(ds), checkpoints=cps,
+    res = anneal_many_gpu(ds, seconds=a.time, seeds=[a.seed] * len(ds), params=[p] * len(ds), checkpoints=cps,
+                          resume=resume,
                           progress=lambda j, r: print(f"[{inst[j]}] {r}", flush=True) if r["seconds"] % 30 < 5 else None)
     wall = time.perf_counter() - t
     rows = []
     outdir = a.out_dir or "."
     os.makedirs(outdir, exist_ok=True)
+    if a.state_dir:
+        os.makedirs(a.state_dir, exist_ok=True)
     names = []
     for i, d, (r, cpd) in zip(inst, ds, res):
         c0 = lcn.crossings(d)
-        row = dict(instance=i, input=list(c0.objective), input_valid=lcn.is_valid(d), start=list(r.initial.objective),
+        row = dict(instance=i, input=list(c0.objective), input_valid=lcn.is_valid(d), start=list(r.state.initial),
                    repaired=r.repaired, final=list(r.crossings.objective), final_valid=lcn.is_valid(r.drawing),
                    seconds=r.seconds, iterations=r.iterations, accepted=r.accepted, evaluations=r.evaluations,
-                   T0=r.params["T0"], checkpoints={})
+                   T0=r.params["T0"], T0_start=r.params["T0_start"], resumed=resume is not None, checkpoints={})
         for c, (sec, obj, dr) in cpd.items():
             cc = lcn.crossings(dr)
             row["checkpoints"][str(c)] = dict(seconds=sec, best=list(obj), recount=list(cc.objective),
@@ -192,9 +217,11 @@ def cmd_solve_all(a):
             fn = os.path.join(outdir, f"automatic-{i}.k{cc.k}.t{int(c)}.json")
             lcn.save(dr, fn)
             names.append(fn)
-        fn = os.path.join(outdir, f"automatic-{i}.k{r.crossings.k}.final.json")
+        fn = os.path.join(outdir, f"automatic-{i}.k{r.crossings.k}.t{int(round(r.seconds))}.final.json")
         lcn.save(r.drawing, fn)
         names.append(fn)
+        if a.state_dir:
+            r.state.save(os.path.join(a.state_dir, f"automatic-{i}.state.npz"))
         row["history"] = r.history
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "history"}), flush=True)
@@ -202,18 +229,55 @@ def cmd_solve_all(a):
         with tarfile.open(a.tar, "w:gz") as tf:
             for fn in names:
                 tf.add(fn, arcname=os.path.basename(fn))
-    print("\n| inst | input k (valid) | start k | best k @ checkpoints | final (k, at k, total) | valid | iterations |")
+    print("\n| inst | input k (valid) | start k | best k @ checkpoints | final (k, at k, total) @ s | valid | iterations |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         cp_s = ", ".join(f"{v['best'][0]} @ {v['seconds']:.0f}s" for v in r["checkpoints"].values())
         print(f"| {r['instance']} | {r['input'][0]} ({'yes' if r['input_valid'] else 'no'}) | {r['start'][0]} | {cp_s} | "
-              f"{tuple(r['final'])} | {r['final_valid']} | {r['iterations']} |")
-    return dict(env=env(), wall=wall, concurrent=len(ds), seed=a.seed, rows=rows)
+              f"{tuple(r['final'])} @ {r['seconds']:.0f} | {r['final_valid']} | {r['iterations']} |")
+    return dict(env=env(), wall=wall, concurrent=len(ds), seed=a.seed, params=a.params, rows=rows)
+
+
+def cmd_probe(a):
+    """Several parameter sets x instances, all concurrently on one GPU (one stream each)."""
+    from ozgemm.lcn.gpu import anneal_many_gpu
+    inst = [int(x) for x in a.instances.split(",")]
+    configs = json.loads(a.configs)  # {name: AnnealParams kwargs}
+    jobs = [(name, i) for name in configs for i in inst]
+    ds = {i: lcn.load(path(a.data, i)) for i in inst}
+    cps = [float(x) for x in a.checkpoints.split(",")] if a.checkpoints else []
+    res = anneal_many_gpu([ds[i] for _, i in jobs], seconds=a.time, seeds=[a.seed] * len(jobs),
+                          params=[lcn.AnnealParams(**configs[name]) for name, _ in jobs], checkpoints=cps)
+    rows = []
+    for (name, i), (r, cpd) in zip(jobs, res):
+        assert lcn.is_valid(r.drawing)
+        row = dict(config=name, instance=i, final=list(r.crossings.objective), iterations=r.iterations,
+                   evaluations=r.evaluations, T0_start=r.params["T0_start"], T0=r.params["T0"],
+                   checkpoints={str(c): list(o) for c, (_, o, _) in cpd.items()}, history=r.history)
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "history"}), flush=True)
+    print(f"\nbest k (concurrent runs: {len(jobs)}, {a.time:.0f} s, seed {a.seed}); checkpoints {cps} and final")
+    print("| config | " + " | ".join(f"inst {i}" for i in inst) + " |")
+    print("|---|" + "---|" * len(inst))
+    for name in configs:
+        cells = []
+        for i in inst:
+            r = next(r for r in rows if r["config"] == name and r["instance"] == i)
+            cells.append(" / ".join(str(v[0]) for v in r["checkpoints"].values()) + f" / **{r['final'][0]}** "
+                         f"({r['iterations'] // 1000}k it)")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    return dict(env=env(), concurrent=len(jobs), seconds=a.time, seed=a.seed, configs=configs, rows=rows)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=("score", "evaluator", "solve", "solve-all"))
+    ap.add_argument("mode", choices=("score", "evaluator", "solve", "solve-all", "probe"))
+    ap.add_argument("--params", default=None, help="AnnealParams as JSON (solve-all)")
+    ap.add_argument("--configs", default=None, help="probe: JSON {name: AnnealParams kwargs}")
+    ap.add_argument("--state-dir", default=None, help="solve-all: write the final annealing states here")
+    ap.add_argument("--resume", default=None, help="solve-all: resume from the states in this folder")
+    ap.add_argument("--until", type=float, default=None,
+                    help="solve-all --resume: run until this total annealing time (sets --time)")
     ap.add_argument("--instances", default="1,2,3,4,5,6,7,8,9")
     ap.add_argument("--out-dir", default=None)
     ap.add_argument("--tar", default=None)
@@ -230,7 +294,8 @@ def main(argv=None):
     ap.add_argument("--report-every", type=float, default=2.0)
     ap.add_argument("--out-drawing", default=None)
     a = ap.parse_args(argv)
-    out = dict(score=cmd_score, evaluator=cmd_evaluator, solve=cmd_solve, **{"solve-all": cmd_solve_all})[a.mode](a)
+    out = dict(score=cmd_score, evaluator=cmd_evaluator, solve=cmd_solve, probe=cmd_probe,
+               **{"solve-all": cmd_solve_all})[a.mode](a)
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(out, fh, indent=1, default=str)

@@ -355,7 +355,9 @@ def test_hot_edge_shortening_candidates_stay_near_the_edge():
 
 @pytest.mark.parametrize("kw", [dict(slack_best=True, slack=1, restart=False),
                                 dict(slack_best=True, p_short=0.3, p_bary=0.1, restart=True),
-                                dict(slack_best=False, p_short=0.5, restart=True)])
+                                dict(slack_best=False, p_short=0.5, restart=True),
+                                dict(slack_best=True, p_short=0.3, restart=True, recal=True, reheat=1.0, hinge=0.5),
+                                dict(power=3, recal=True, hinge=0.25)])
 def test_anneal_new_moves_reproducible_valid_exact(kw):
     rng = np.random.default_rng(4)
     d = lcn.repair(random_drawing(rng, 25, 60, 20))
@@ -372,3 +374,60 @@ def test_anneal_new_moves_reproducible_valid_exact(kw):
         # the current k never leaves best k + slack (history has one record per iteration)
         assert len(a.history) >= 300
         assert all(h["k"] <= h["best_k"] + p.slack for h in a.history)
+
+
+def test_energy_weights_plain_and_hinge():
+    from ozgemm.lcn.solver import hinge_base, weights
+    assert weights(5, 2).tolist() == [0, 1, 4, 9, 16, 25]
+    assert weights(5, 3).tolist() == [0, 1, 8, 27, 64, 125]
+    # hinge at 2: max(0, c - 2)**2 + c
+    assert weights(5, 2, 2).tolist() == [0, 1, 2, 4, 8, 14]
+    assert weights(4, 3, 0).tolist() == [0, 2, 10, 30, 68]
+    p = lcn.AnnealParams(hinge=0.5)
+    assert hinge_base(p, 41) == 20 and hinge_base(p, 40) == 20
+    assert hinge_base(lcn.AnnealParams(hinge=0.75), 9) == 6  # floor(6.75)
+    assert hinge_base(lcn.AnnealParams(), 41) == -1
+    with pytest.raises(OverflowError):
+        weights(2**21, 3)
+    with pytest.raises(ValueError):
+        lcn.AnnealParams(hinge=1.0).resolved(lcn.repair(random_drawing(np.random.default_rng(1), 5, 6, 9)), "cpu")
+
+
+RESUME_KW = [dict(),
+             dict(slack_best=True, p_short=0.3, restart=True, recal=True, reheat=1.0, hinge=0.5)]
+
+
+@pytest.mark.parametrize("kw", RESUME_KW)
+@pytest.mark.parametrize("split", [200, 250])
+def test_anneal_cpu_resume_equals_uninterrupted(kw, split, tmp_path):
+    """iterations=N, saved, loaded and resumed to 2N (or N' > N) is the run of 2N iterations:
+    same current and best drawing, counts, counters, T0, energy hinge and adaptive batch."""
+    from ozgemm.lcn.solver import AnnealState
+    rng = np.random.default_rng(8)
+    d = lcn.repair(random_drawing(rng, 25, 60, 20))
+    p = lcn.AnnealParams(batch=4, cycle=100, **kw)
+    full = lcn.anneal(d, iterations=400, seed=7, device="cpu", params=p)
+    part = lcn.anneal(d, iterations=split, seed=7, device="cpu", params=p)
+    assert part.state.it == split
+    part.state.save(tmp_path / "s.npz")
+    st = AnnealState.load(tmp_path / "s.npz")
+    res = lcn.anneal(d, iterations=400, seed=7, device="cpu", params=p, resume=st)
+    a, b = res.state, full.state
+    for f in ("x", "y", "bx", "by", "counts"):
+        assert getattr(a, f).tolist() == getattr(b, f).tolist(), f
+    for f in ("it", "beff", "T0", "base", "best", "accepted", "evals", "initial"):
+        assert getattr(a, f) == getattr(b, f), f
+    assert res.drawing.x.tolist() == full.drawing.x.tolist() and res.drawing.y.tolist() == full.drawing.y.tolist()
+    assert (res.iterations, res.accepted, res.evaluations) == (full.iterations, full.accepted, full.evaluations)
+    # the current drawing's stored counts are the exact counts (plain-Python recount)
+    pts, edges = plain(d.with_coords(a.x, a.y))
+    ref = ref_counts(pts, edges)
+    assert a.counts.tolist() == [ref[i] for i in range(d.m)]
+    if kw.get("recal"):  # re-calibrated at the cycle boundaries
+        assert a.T0 != lcn.anneal(d, iterations=0, seed=7, device="cpu", params=p).state.T0
+    # a state is only accepted with its own instance, seed and parameters
+    with pytest.raises(ValueError):
+        lcn.anneal(d, iterations=400, seed=8, device="cpu", params=p, resume=st)
+    with pytest.raises(ValueError):
+        lcn.anneal(d, iterations=400, seed=7, device="cpu", params=lcn.AnnealParams(batch=8, cycle=100, **kw),
+                   resume=st)

@@ -124,8 +124,7 @@ def test_gpu_anneal_large_instance_consistent():
 
 
 # ---------------------------------------------------------------------------------------
-# 2026-11 additions (slack_best, p_short, restart): written without GPU access; the CUDA
-# mirror was only compile-checked (nvcc -arch=sm_90). These tests are the first GPU check.
+# 2026-11 additions (slack_best, p_short, restart; recal, hinge; exact resume).
 @have_data
 def test_device_candidates_equal_cpu_candidates_hot_edge_shortening():
     from ozgemm.lcn.exact import _Inc
@@ -143,17 +142,72 @@ def test_device_candidates_equal_cpu_candidates_hot_edge_shortening():
         assert (gok[j] == -1) == triv
 
 
+NEW_KW = [dict(slack_best=True, p_short=0.3, restart=True),
+          dict(slack_best=True, p_short=0.3, restart=True, recal=True, reheat=1.0, hinge=0.5),
+          dict(power=3, recal=True)]
+
+
 @have_data
 @pytest.mark.parametrize("use_graph", [True, False])
-def test_gpu_anneal_same_trajectory_as_cpu_new_moves(use_graph):
+@pytest.mark.parametrize("kw", NEW_KW)
+def test_gpu_anneal_same_trajectory_as_cpu_new_moves(use_graph, kw):
     from ozgemm.lcn.gpu import anneal_gpu
     from ozgemm.lcn.solver import _anneal_cpu
     d = lcn.repair(lcn.load(INSTANCES[0]))
-    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=320, t_ratio=1e-4, p_bary=0.1,
-                         slack_best=True, p_short=0.3, restart=True).resolved(d, "gpu")
+    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=320, t_ratio=1e-4, p_bary=0.1, **kw).resolved(d, "gpu")
     g = anneal_gpu(d, False, p, 9, None, 1000, None, 1.0, use_graph=use_graph)
     c = _anneal_cpu(d, False, p, 9, None, 1000, None, 1.0)
     assert g.iterations == c.iterations == 1000
     assert g.accepted == c.accepted
     assert g.drawing.x.tolist() == c.drawing.x.tolist() and g.drawing.y.tolist() == c.drawing.y.tolist()
     assert lcn.validate(g.drawing) == []
+    assert g.state.T0 == c.state.T0 and g.state.base == c.state.base
+    assert g.state.counts.tolist() == c.state.counts.tolist()
+
+
+def _same_state(a, b):
+    for f in ("x", "y", "bx", "by", "counts"):
+        assert getattr(a, f).tolist() == getattr(b, f).tolist(), f
+    for f in ("it", "beff", "T0", "base", "best", "accepted", "evals", "initial"):
+        assert getattr(a, f) == getattr(b, f), f
+
+
+@have_data
+def test_gpu_resume_equals_uninterrupted_and_cpu(tmp_path):
+    """GPU: 480 iterations, state saved/loaded, resumed to 960 == 960 in one run == the CPU run
+    (cycle 320: the boundary work at 320 and 640 happens in both)."""
+    from ozgemm.lcn.solver import AnnealState
+    d = lcn.load(INSTANCES[0])
+    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=320, **NEW_KW[1])
+    full = lcn.anneal(d, iterations=960, seed=4, device="gpu", params=p)
+    part = lcn.anneal(d, iterations=480, seed=4, device="gpu", params=p)
+    part.state.save(tmp_path / "g.npz")
+    res = lcn.anneal(d, iterations=960, seed=4, device="gpu", params=p, resume=AnnealState.load(tmp_path / "g.npz"))
+    _same_state(res.state, full.state)
+    cpu = lcn.anneal(d, iterations=960, seed=4, device="cpu", params=p)
+    _same_state(res.state, cpu.state)
+    assert lcn.validate(res.drawing) == []
+
+
+@have_data
+def test_anneal_many_gpu_equals_single_runs_and_resumes(tmp_path):
+    """anneal_many_gpu (one stream per run, CUDA graphs): same trajectory as anneal(device="gpu")
+    per instance, and 320 + resumed to 640 iterations == 640 iterations."""
+    from ozgemm.lcn.gpu import anneal_many_gpu
+    from ozgemm.lcn.solver import AnnealState
+    ds = [lcn.load(INSTANCES[0]), lcn.load(INSTANCES[3])]
+    p = lcn.AnnealParams(batch=128, cycle=160, **NEW_KW[1])
+    many = anneal_many_gpu(ds, iterations=640, seeds=[3, 4], params=[p, p])
+    part = anneal_many_gpu(ds, iterations=320, seeds=[3, 4], params=[p, p])
+    states = []
+    for i, (r, _) in enumerate(part):
+        r.state.save(tmp_path / f"s{i}.npz")
+        states.append(AnnealState.load(tmp_path / f"s{i}.npz"))
+    resumed = anneal_many_gpu(ds, iterations=640, seeds=[3, 4], params=[p, p], resume=states)
+    for d, seed, (a, _), (b, _) in zip(ds, [3, 4], many, resumed):
+        single = lcn.anneal(d, iterations=640, seed=seed, device="gpu", params=p)
+        assert a.iterations == b.iterations == 640
+        _same_state(a.state, single.state)
+        _same_state(b.state, single.state)
+        assert lcn.validate(b.drawing) == []
+        assert b.crossings.objective == a.crossings.objective

@@ -91,7 +91,7 @@ class GpuState:
     dE (int64), largest changed count (-1 if none), ok = 1 valid / 0 invalid / -1 trivial).
     """
 
-    def __init__(self, d: Drawing, p, seed: int, T0: float = 1.0):
+    def __init__(self, d: Drawing, p, seed: int, T0: float = 1.0, base: int | None = None):
         cp = self.cp = _cp()
         _check_exact(d, grid=True)
         self.d, self.p, self.seed = d, p, seed
@@ -106,8 +106,6 @@ class GpuState:
         self.ev = cp.asarray(d.edges[:, 1].astype(np.int32))
         self.off = cp.asarray(off.astype(np.int32))
         self.inc = cp.asarray(eid.astype(np.int32))
-        from .solver import weights
-        self.W = cp.asarray(weights(m, p.power))
         self.cnt = _count(cp, self.x, self.y, self.eu, self.ev, m)
         self.hist = cp.bincount(self.cnt, minlength=m + 1).astype(cp.int32)
         self.dinc = cp.zeros(MAXDEG, dtype=cp.int32)
@@ -120,19 +118,82 @@ class GpuState:
         st[_ST["BEST_K"]], st[_ST["BEST_AT"]], st[_ST["BEST_TOT"]] = self.initial.objective
         st[_ST["BEFF"]] = p.batch_first
         self.st = cp.asarray(st)
+        from .solver import hinge_base
+        self.set_weights(hinge_base(p, self.initial.k) if base is None else base)
         self.set_temperature(T0)
         self._alloc(max(p.batch, 256))
 
+    def set_weights(self, base: int):
+        """Energy table ``weights(m, power, base)`` (in place once allocated, so captured
+        CUDA graphs see the new table)."""
+        from .solver import weights
+        self.base = int(base)
+        W = self.cp.asarray(weights(self.m, self.p.power, self.base))
+        if getattr(self, "W", None) is None:
+            self.W = W
+        else:
+            self.W[...] = W
+
     def set_temperature(self, T0: float):
+        """Set the calibrated temperature T0 (in place once allocated, like :meth:`set_weights`)."""
         p, cp = self.p, self.cp
         ip = np.array([0, self.n, self.m, self.d.width, self.d.height, p.cycle, p.r_min, p.r_max,
                        p.tournament, p.slack, int(p.slack_best)], dtype=np.int64)
         ip[0] = np.array([self.seed], dtype=np.uint64).view(np.int64)[0]
         self.T0 = float(T0)
-        self.ip = cp.asarray(ip)
-        self.dp = cp.asarray(np.array([p.p_uniform, p.p_global, self.T0, self.T0 * p.t_ratio, p.reheat, p.t_floor,
-                                       p.p_bary, p.p_short],
-                                      dtype=np.float64))
+        dp = np.array([p.p_uniform, p.p_global, self.T0, self.T0 * p.t_ratio, p.reheat, p.t_floor,
+                       p.p_bary, p.p_short], dtype=np.float64)
+        if getattr(self, "dp", None) is None:
+            self.ip, self.dp = cp.asarray(ip), cp.asarray(dp)
+        else:
+            self.ip[...] = cp.asarray(ip)
+            self.dp[...] = cp.asarray(dp)
+
+    def cycle_boundary(self, it: int):
+        """The work at the start of cycle ``it // cycle`` (it > 0, ``it % cycle == 0``), as in
+        solver._anneal_cpu: restart from the best drawing (``restart``), rebuild the hinge
+        energy from the best k (``hinge``), re-calibrate T0 on the current drawing (``recal``).
+        Runs on the current stream; the hinge and the calibration read scalars back (sync)."""
+        from .solver import CAL_IT, hinge_base
+        p = self.p
+        if p.restart:
+            self.restart_from_best()
+        if p.hinge > 0:
+            self.set_weights(hinge_base(p, self.scalars()["BEST_K"]))
+        if p.recal:
+            self.set_temperature(self.calibrate(CAL_IT + it))
+
+    def load_state(self, state):
+        """Continue from an :class:`ozgemm.lcn.solver.AnnealState` (the GpuState must have been
+        built on ``d.with_coords(state.x, state.y)``): checks the recount against the stored
+        counts, then sets the best drawing, T0, the energy table and the scalars."""
+        cp = self.cp
+        if to_numpy(self.cnt).astype(np.int64).tolist() != np.asarray(state.counts).tolist():
+            raise AssertionError("resume state: stored counts differ from the GPU recount of its drawing")
+        self.bx[...] = cp.asarray(np.asarray(state.bx, dtype=np.int64))
+        self.by[...] = cp.asarray(np.asarray(state.by, dtype=np.int64))
+        self.set_weights(state.base)
+        self.set_temperature(state.T0)
+        st = to_numpy(self.st)
+        st[_ST["IT"]], st[_ST["BEFF"]] = state.it, state.beff
+        st[_ST["BEST_K"]], st[_ST["BEST_AT"]], st[_ST["BEST_TOT"]] = state.best
+        st[_ST["ACCEPTED"]], st[_ST["EVALS"]] = state.accepted, state.evals
+        self.st[...] = cp.asarray(st)
+
+    def state(self, elapsed: float, initial, repaired: bool):
+        """The complete annealing state (:class:`ozgemm.lcn.solver.AnnealState`) after the
+        queued work (synchronises the current stream)."""
+        from dataclasses import asdict as _asdict
+
+        from .solver import AnnealState, edges_fingerprint
+        s = self.scalars()
+        return AnnealState(x=to_numpy(self.x).astype(np.int64), y=to_numpy(self.y).astype(np.int64),
+                           bx=to_numpy(self.bx).astype(np.int64), by=to_numpy(self.by).astype(np.int64),
+                           counts=self.counts(), it=s["IT"], beff=s["BEFF"], T0=self.T0, base=self.base,
+                           best=(s["BEST_K"], s["BEST_AT"], s["BEST_TOT"]), accepted=s["ACCEPTED"],
+                           evals=s["EVALS"], elapsed=float(elapsed), initial=tuple(int(v) for v in initial),
+                           repaired=bool(repaired), seed=int(self.seed), device="gpu", params=_asdict(self.p),
+                           edges_sha=edges_fingerprint(self.d))
 
     def _alloc(self, B):
         cp = self.cp
@@ -187,7 +248,7 @@ class GpuState:
         """Make the best drawing the current state again (``AnnealParams.restart``; asynchronous,
         on the current stream): coordinates, counts (full recount), histogram, k and the count
         sum. In-place updates, so captured CUDA graphs keep pointing at the same buffers.
-        NOT YET RUN ON A GPU (added 2026-11 without device access); mirrors the CPU restart."""
+        Mirrors the CPU restart."""
         cp = self.cp
         self.x[...] = self.bx
         self.y[...] = self.by
@@ -232,12 +293,13 @@ class GpuState:
         s = to_numpy(self.st)
         return {name: int(s[i]) for name, i in _ST.items()}
 
-    def calibrate(self):
-        """T0 from the fixed calibration batch (same candidates as the CPU path)."""
+    def calibrate(self, cal_it: int | None = None):
+        """T0 from the calibration batch of iteration ``cal_it`` (default ``CAL_IT``; same
+        candidates as the CPU path) on the current drawing. Synchronises the current stream."""
         from .solver import CAL_BATCH, CAL_IT, _t0_from
         st = to_numpy(self.st)
         s2 = st.copy()
-        s2[_ST["IT"]], s2[_ST["BEFF"]] = CAL_IT, CAL_BATCH
+        s2[_ST["IT"]], s2[_ST["BEFF"]] = CAL_IT if cal_it is None else cal_it, CAL_BATCH
         self.st[...] = self.cp.asarray(s2)
         self.launch_eval(CAL_BATCH)
         de, ok = to_numpy(self.out_de[:CAL_BATCH]), to_numpy(self.out_ok[:CAL_BATCH])
@@ -255,23 +317,41 @@ class GpuState:
 GRAPH_STEPS = 32
 
 
+def _boundary_ops(p) -> bool:
+    return bool(p.restart or p.recal or p.hinge > 0)
+
+
+def _new_state(d: Drawing, p, seed: int, resume):
+    """GpuState for a fresh run (calibrated) or for a resumed one (state loaded)."""
+    if resume is None:
+        S = GpuState(d, p, seed)
+        S.set_temperature(S.calibrate())
+    else:
+        S = GpuState(d.with_coords(resume.x, resume.y), p, seed, base=resume.base)
+        S.load_state(resume)
+    return S
+
+
 def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, progress, report_every,
-               use_graph: bool = True):
+               use_graph: bool = True, resume=None):
     """GPU implementation of :func:`ozgemm.lcn.anneal` (same algorithm; see solver.py).
 
     Iterations are replayed from a CUDA graph of ``GRAPH_STEPS`` iterations when capture
     works (fewer host launches), else launched kernel by kernel; the result is identical.
+    ``resume``: an AnnealState to continue from (see :func:`ozgemm.lcn.anneal`).
     """
     from .solver import AnnealResult
     cp = _cp()
-    S = GpuState(d, p, seed)
-    T0 = S.calibrate()
-    S.set_temperature(T0)
+    S = _new_state(d, p, seed, resume)
+    T0 = S.T0
+    t_prev = resume.elapsed if resume is not None else 0.0
+    initial = S.initial if resume is None else None
+    init_obj = S.initial.objective if resume is None else resume.initial
     cp.cuda.Device().synchronize()
     cap = S.capture(GRAPH_STEPS) if use_graph else None
     hist = []
     chunk = 16
-    last_restart = -1
+    last_boundary = -1
     t_start = time.perf_counter()
     next_report = 0.0
     while True:
@@ -281,7 +361,7 @@ def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, pr
         if now >= next_report or done:
             k = s["K"]
             at_k = int(to_numpy(S.hist[k:k + 1])[0])
-            rec = dict(seconds=round(now, 3), iteration=s["IT"], k=k, at_k=at_k, total=s["SUMC"] // 2,
+            rec = dict(seconds=round(t_prev + now, 3), iteration=s["IT"], k=k, at_k=at_k, total=s["SUMC"] // 2,
                        best_k=s["BEST_K"], best_at_k=s["BEST_AT"], best_total=s["BEST_TOT"],
                        accepted=s["ACCEPTED"], evaluations=s["EVALS"])
             hist.append(rec)
@@ -291,10 +371,11 @@ def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, pr
         if done:
             break
         todo = chunk if iterations is None else min(chunk, iterations - s["IT"])
-        if p.restart:  # stop at each cycle boundary to restart from the best drawing (as the CPU)
-            if s["IT"] > 0 and s["IT"] % p.cycle == 0 and s["IT"] != last_restart:
-                S.restart_from_best()
-                last_restart = s["IT"]
+        if _boundary_ops(p):  # stop at each cycle boundary (restart / hinge / recal, as the CPU)
+            if s["IT"] > 0 and s["IT"] % p.cycle == 0 and s["IT"] != last_boundary:
+                S.cycle_boundary(s["IT"])  # on the null stream: finish it before the graph's stream runs
+                cp.cuda.Device().synchronize()
+                last_boundary = s["IT"]
             todo = min(todo, p.cycle - s["IT"] % p.cycle)
         t0 = time.perf_counter()
         if cap is not None and todo >= GRAPH_STEPS:
@@ -316,12 +397,13 @@ def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, pr
     best = (s["BEST_K"], s["BEST_AT"], s["BEST_TOT"])
     if final.objective != best:
         raise AssertionError(f"device objective {best} disagrees with the CPU recount {final.objective}")
-    return AnnealResult(out, final, S.initial, repaired, hist, s["IT"], s["ACCEPTED"], s["EVALS"], elapsed,
-                        "gpu", seed, asdict(p) | {"T0": T0, "cuda_graph": cap is not None})
+    state = S.state(t_prev + elapsed, init_obj, repaired)
+    return AnnealResult(out, final, initial, repaired, hist, s["IT"], s["ACCEPTED"], s["EVALS"], t_prev + elapsed,
+                        "gpu", seed, asdict(p) | {"T0": S.T0, "T0_start": T0, "cuda_graph": cap is not None}, state)
 
 
-def anneal_many_gpu(drawings, *, seconds: float, seeds=None, params=None, checkpoints=(),
-                    refill: int = 4, progress=None):
+def anneal_many_gpu(drawings, *, seconds: float | None = None, seeds=None, params=None, checkpoints=(),
+                    refill: int = 4, progress=None, resume=None, iterations: int | None = None):
     """Anneal several drawings concurrently on one GPU, one CUDA stream (and graph) each.
 
     Each drawing follows exactly the trajectory :func:`ozgemm.lcn.anneal` with
@@ -330,37 +412,58 @@ def anneal_many_gpu(drawings, *, seconds: float, seeds=None, params=None, checkp
     per stream and polls events, so a large instance does not slow down a small one beyond
     sharing the SMs.
 
-    checkpoints : times (s) at which every run's best objective and best drawing are read
-    back (each run's stream is synchronised at that moment).
+    seconds : wall-time limit of this call; iterations : stop every run at this iteration
+    (a multiple of ``GRAPH_STEPS``; counted over the whole run when resuming); at least one.
+    checkpoints : times (s, counted from the start of the whole run when resuming) at which
+    every run's best objective and best drawing are read back (each run's stream is
+    synchronised at that moment).
+    resume : list of AnnealState (one per drawing; from a previous call's results) or None.
+    Work at cycle boundaries (restart / hinge / recal) needs ``cycle`` to be a multiple of
+    ``GRAPH_STEPS``, and a resumed state's iteration too.
 
-    Returns a list of (AnnealResult, {checkpoint_seconds: (seconds_read, objective, Drawing)}).
+    Returns a list of (AnnealResult, {checkpoint_seconds: (seconds_read, objective, Drawing)});
+    ``AnnealResult.state`` resumes the run.
     """
-    from .solver import AnnealParams, AnnealResult, _prepare
+    from .solver import AnnealParams, AnnealResult, _check_resume, _prepare
+    if seconds is None and iterations is None:
+        raise ValueError("give seconds= or iterations=")
+    if iterations is not None and iterations % GRAPH_STEPS:
+        raise ValueError(f"iterations must be a multiple of {GRAPH_STEPS}")
     cp = _cp()
     n = len(drawings)
     seeds = list(seeds) if seeds is not None else [0] * n
     params = list(params) if params is not None else [AnnealParams()] * n
+    resume = list(resume) if resume is not None else [None] * n
     jobs = []
-    for d, seed, p in zip(drawings, seeds, params):
-        start, repaired = _prepare(d, True, seed)
-        p = p.resolved(start, "gpu")
-        S = GpuState(start, p, int(seed))
-        T0 = S.calibrate()
-        S.set_temperature(T0)
+    for d, seed, p, rs in zip(drawings, seeds, params, resume):
+        if rs is None:
+            start, repaired = _prepare(d, True, seed)
+            p = p.resolved(start, "gpu")
+        else:
+            start, repaired = d, rs.repaired
+            p = p.resolved(start, "gpu")
+            _check_resume(d, rs, p, int(seed), "gpu")
+            if rs.it % GRAPH_STEPS:
+                raise ValueError(f"resume state at iteration {rs.it}, not a multiple of {GRAPH_STEPS}")
+        if _boundary_ops(p) and p.cycle % GRAPH_STEPS:
+            raise ValueError(f"restart/hinge/recal need cycle to be a multiple of {GRAPH_STEPS} in anneal_many_gpu")
+        S = _new_state(start, p, int(seed), rs)
         cp.cuda.Device().synchronize()
         cap = S.capture(GRAPH_STEPS)
         if cap is None:  # no graphs: plain launches on a stream of our own
             cap = (cp.cuda.Stream(non_blocking=True), None)
-        if p.restart and p.cycle % GRAPH_STEPS:
-            raise ValueError(f"restart=True needs cycle to be a multiple of {GRAPH_STEPS} in anneal_many_gpu")
-        jobs.append(dict(S=S, p=p, seed=int(seed), T0=T0, repaired=repaired, stream=cap[0], graph=cap[1],
-                         events=[], hist=[], cps={}, launched=0))
+        it0 = rs.it if rs is not None else 0
+        jobs.append(dict(S=S, p=p, seed=int(seed), T0=S.T0, repaired=repaired, stream=cap[0], graph=cap[1],
+                         events=[], hist=[], cps={}, it=it0, t_prev=rs.elapsed if rs is not None else 0.0,
+                         initial=S.initial if rs is None else None,
+                         init_obj=S.initial.objective if rs is None else rs.initial))
 
     def launch(J):
-        if J["p"].restart and J["launched"] and (J["launched"] * GRAPH_STEPS) % J["p"].cycle == 0:
+        it = J["it"]  # iteration at which this graph replay starts
+        if _boundary_ops(J["p"]) and it > 0 and it % J["p"].cycle == 0:
             with J["stream"]:
-                J["S"].restart_from_best()
-        J["launched"] += 1
+                J["S"].cycle_boundary(it)
+        J["it"] += GRAPH_STEPS
         if J["graph"] is not None:
             J["graph"].launch(J["stream"])
         else:
@@ -373,7 +476,7 @@ def anneal_many_gpu(drawings, *, seconds: float, seeds=None, params=None, checkp
             s = J["S"].scalars()
             k = s["K"]
             at_k = int(to_numpy(J["S"].hist[k:k + 1])[0])
-        rec = dict(seconds=round(now, 3), iteration=s["IT"], k=k, at_k=at_k, total=s["SUMC"] // 2,
+        rec = dict(seconds=round(J["t_prev"] + now, 3), iteration=s["IT"], k=k, at_k=at_k, total=s["SUMC"] // 2,
                    best_k=s["BEST_K"], best_at_k=s["BEST_AT"], best_total=s["BEST_TOT"],
                    accepted=s["ACCEPTED"], evaluations=s["EVALS"])
         J["hist"].append(rec)
@@ -382,19 +485,24 @@ def anneal_many_gpu(drawings, *, seconds: float, seeds=None, params=None, checkp
         return s
 
     t_start = time.perf_counter()
-    pending = sorted(float(c) for c in checkpoints)
+    t_prev = max((J["t_prev"] for J in jobs), default=0.0)
+    pending = sorted((float(c) - t_prev, float(c)) for c in checkpoints if float(c) > t_prev)
     next_report = 0.0
     while True:
         now = time.perf_counter() - t_start
-        if now >= seconds:
+        if seconds is not None and now >= seconds:
             break
+        busy = False
         for J in jobs:
             J["events"] = [e for e in J["events"] if not e.done]
-            while len(J["events"]) < refill:
+            while len(J["events"]) < refill and (iterations is None or J["it"] < iterations):
                 launch(J)
                 J["events"].append(J["stream"].record())
-        if pending and now >= pending[0]:
-            c = pending.pop(0)
+            busy |= bool(J["events"])
+        if not busy:
+            break
+        if pending and now >= pending[0][0]:
+            c = pending.pop(0)[1]
             for J in jobs:
                 s = read(J, time.perf_counter() - t_start)
                 with J["stream"]:
@@ -417,8 +525,11 @@ def anneal_many_gpu(drawings, *, seconds: float, seeds=None, params=None, checkp
         best = (s["BEST_K"], s["BEST_AT"], s["BEST_TOT"])
         if final.objective != best:
             raise AssertionError(f"device objective {best} disagrees with the CPU recount {final.objective}")
-        res = AnnealResult(dr, final, S.initial, J["repaired"], J["hist"], s["IT"], s["ACCEPTED"], s["EVALS"],
-                           elapsed, "gpu", J["seed"], asdict(J["p"]) | {"T0": J["T0"], "cuda_graph": J["graph"] is not None,
-                                                                        "concurrent_runs": n})
+        with J["stream"]:
+            state = S.state(J["t_prev"] + elapsed, J["init_obj"], J["repaired"])
+        res = AnnealResult(dr, final, J["initial"], J["repaired"], J["hist"], s["IT"], s["ACCEPTED"], s["EVALS"],
+                           J["t_prev"] + elapsed, "gpu", J["seed"],
+                           asdict(J["p"]) | {"T0": S.T0, "T0_start": J["T0"], "cuda_graph": J["graph"] is not None,
+                                             "concurrent_runs": n}, state)
         out.append((res, J["cps"]))
     return out

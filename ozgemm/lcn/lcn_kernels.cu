@@ -308,7 +308,10 @@ __global__ void lcn_eval_moves(const i64* __restrict__ ip, const double* __restr
 // iteration boundaries.
 __global__ void lcn_select(const i64* ip, const double* dp, int B, int bmin, i64* st, const i64* de,
                            const int* mx, const int* ok) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    // one warp: lane l tests candidates l, l+32, ...; the first accepted index (in index
+    // order) and the number of non-trivial candidates up to it are those of the sequential loop
+    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
+    const int lane = threadIdx.x;
     const LcnParams P = lcn_params(ip, dp);
     u64 it = (u64)st[ST_IT];
     u64 q = it % (u64)P.cycle;
@@ -319,12 +322,26 @@ __global__ void lcn_select(const i64* ip, const double* dp, int B, int bmin, i64
     int chosen = -1;
     i64 evals = 0;
     i64 beff = st[ST_BEFF];
-    for (int j = 0; j < beff; ++j) {
-        evals += (ok[j] >= 0);  // non-trivial candidates are all evaluated on the GPU
-        if (ok[j] != 1 || (i64)mx[j] > kb + P.slack) continue;
-        i64 d = de[j];
-        if (d <= 0 || lcn_unit(lcn_hash(P.seed, it, j, 13)) < exp(-(double)d / T)) { chosen = j; break; }
+    for (i64 base = 0; base < beff; base += 32) {
+        const i64 j = base + lane;
+        bool in = j < beff, acc = false;
+        const int o = in ? ok[j] : -1;
+        if (o == 1 && (i64)mx[j] <= kb + P.slack) {
+            i64 d = de[j];
+            acc = d <= 0 || lcn_unit(lcn_hash(P.seed, it, (u64)j, 13)) < exp(-(double)d / T);
+        }
+        const unsigned a = __ballot_sync(0xffffffffu, acc);
+        const unsigned nt = __ballot_sync(0xffffffffu, o >= 0);  // non-trivial: evaluated
+        if (a) {
+            const int first = __ffs(a) - 1;
+            const unsigned upto = (first == 31) ? 0xffffffffu : ((2u << first) - 1u);
+            evals += __popc(nt & upto);
+            chosen = (int)(base + first);
+            break;
+        }
+        evals += __popc(nt);
     }
+    if (lane != 0) return;
     st[ST_CHOSEN] = chosen;
     st[ST_EVALS] += evals;
     if (chosen < 0) beff = min((i64)B, 2 * beff);

@@ -68,7 +68,8 @@ from . import rng
 from .drawing import Drawing
 from .exact import CoordinateRangeError, Crossings, MoveEvaluator, _Inc, _summary, crossings, repair, validate
 
-__all__ = ["AnnealParams", "AnnealResult", "anneal", "weights", "CAL_IT", "CAL_BATCH"]
+__all__ = ["AnnealParams", "AnnealResult", "AnnealState", "anneal", "weights", "hinge_base", "edges_fingerprint",
+           "CAL_IT", "CAL_BATCH"]
 
 CAL_IT = 1 << 62     # iteration number whose candidates calibrate T0
 CAL_BATCH = 256
@@ -108,6 +109,8 @@ class AnnealParams:
     slack_best: bool | None = None
     p_short: float | None = None
     restart: bool | None = None
+    recal: bool = False
+    hinge: float = 0.0
 
     def resolved(self, d: Drawing, device: str) -> "AnnealParams":
         side = max(d.width, d.height, 1)
@@ -128,7 +131,7 @@ class AnnealParams:
             p_short=NEW_DEFAULTS["p_short"] if p.p_short is None and new else float(p.p_short or 0.0),
             restart=NEW_DEFAULTS["restart"] if p.restart is None and new else bool(p.restart),
         )
-        if not 0.0 <= p.p_short <= 1.0:
+        if not 0.0 <= p.p_short <= 1.0 or not 0.0 <= p.hinge < 1.0:
             raise ValueError(f"bad annealing parameters: {p}")
         if p.cycle < 2 or p.batch < 1 or p.batch_min < 1 or not 1 <= p.tournament <= 8 or p.power not in (1, 2, 3):
             raise ValueError(f"bad annealing parameters: {p}")
@@ -150,10 +153,13 @@ class AnnealResult:
     """Outcome of :func:`anneal`.
 
     drawing : the best drawing found (valid); crossings : its exact counts, recomputed from
-    scratch on the CPU with :func:`crossings`; initial : counts of the (repaired) start;
+    scratch on the CPU with :func:`crossings`; initial : counts of the (repaired) start
+    (None for a resumed run: see ``state.initial``);
     history : list of dicts (seconds, iteration, k, at_k, total, best_k, best_at_k,
     best_total) read back at intervals; iterations, accepted, evaluations : counters;
-    seconds : wall time of the annealing loop; device : "cpu" or "gpu"; seed; params.
+    seconds : wall time of the annealing loop (of all segments of a resumed run); device :
+    "cpu" or "gpu"; seed; params; state : the :class:`AnnealState` at the end (for
+    ``anneal(..., resume=state)``).
     """
 
     drawing: Drawing
@@ -168,13 +174,106 @@ class AnnealResult:
     device: str = "cpu"
     seed: int = 0
     params: dict = field(default_factory=dict)
+    state: "AnnealState | None" = None
 
 
-def weights(m: int, power: int) -> np.ndarray:
-    """Energy table ``W[c] = c**power`` for c = 0..m (int64). Raises if sum could overflow."""
-    if m * (m ** power) >= 2**62:
+@dataclass
+class AnnealState:
+    """The complete state of an annealing run between two iterations, for an exact resume.
+
+    x, y : current coordinates; bx, by : coordinates of the best drawing; counts : exact
+    per-edge crossing counts of the current drawing; it : next iteration number; beff :
+    adaptive batch size of that iteration; T0 : calibrated temperature in force (the start
+    calibration, or the last re-calibration with ``recal``); base : hinge of the energy table
+    in force (-1: none); best : objective (k, edges at k, total) of the best drawing;
+    accepted, evals : counters; elapsed : annealing seconds so far; initial : objective of
+    the (repaired) start drawing; repaired; seed; device; params : the resolved
+    :class:`AnnealParams` as a dict; edges_sha : SHA-256 of the edge list, n, m, width,
+    height (checked on resume).
+
+    ``anneal(d, resume=state, iterations=N)`` continues at iteration ``state.it``; the
+    trajectory is exactly the one of an uninterrupted run (same device, seed, parameters).
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    bx: np.ndarray
+    by: np.ndarray
+    counts: np.ndarray
+    it: int
+    beff: int
+    T0: float
+    base: int
+    best: tuple
+    accepted: int
+    evals: int
+    elapsed: float
+    initial: tuple
+    repaired: bool
+    seed: int
+    device: str
+    params: dict
+    edges_sha: str
+
+    _ARRAYS = ("x", "y", "bx", "by", "counts")
+
+    def save(self, path) -> None:
+        """Write the state to ``path`` (NumPy ``.npz``; scalars as JSON)."""
+        import json
+        meta = {k: v for k, v in asdict(self).items() if k not in self._ARRAYS}
+        np.savez(path, meta=np.array(json.dumps(meta)), **{k: np.asarray(getattr(self, k), dtype=np.int64)
+                                                             for k in self._ARRAYS})
+
+    @classmethod
+    def load(cls, path) -> "AnnealState":
+        """Read a state written by :meth:`save`."""
+        import json
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            arrs = {k: z[k].astype(np.int64) for k in cls._ARRAYS}
+        meta["best"], meta["initial"] = tuple(meta["best"]), tuple(meta["initial"])
+        return cls(**arrs, **meta)
+
+
+def edges_fingerprint(d: Drawing) -> str:
+    """SHA-256 of (n, m, width, height, edge list) of ``d`` (identifies the instance of a state)."""
+    import hashlib
+    h = hashlib.sha256(np.array([d.n, d.m, d.width, d.height], dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(d.edges, dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
+def _check_resume(drawing: Drawing, state: AnnealState, p: "AnnealParams", seed: int, device: str):
+    if state.edges_sha != edges_fingerprint(drawing):
+        raise ValueError("resume state belongs to another instance (edge list / grid differ)")
+    if state.device != device or state.seed != seed or state.params != asdict(p):
+        raise ValueError(f"resume state was made with device={state.device}, seed={state.seed}, "
+                         f"params={state.params}; got device={device}, seed={seed}, params={asdict(p)}")
+    if len(state.x) != drawing.n or len(state.counts) != drawing.m:
+        raise ValueError("resume state has the wrong size")
+
+
+def weights(m: int, power: int, base: int = -1) -> np.ndarray:
+    """Energy table for c = 0..m (int64): ``W[c] = c**power`` when ``base < 0`` (default),
+    else the hinge ``W[c] = max(0, c - base)**power + c`` (``AnnealParams.hinge``).
+    Raises OverflowError if the sum over m edges could overflow int64."""
+    if m * (m ** power + m) >= 2**62:
         raise OverflowError(f"energy c**{power} summed over {m} edges may overflow int64; use a lower power")
-    return np.arange(m + 1, dtype=np.int64) ** power
+    c = np.arange(m + 1, dtype=np.int64)
+    if base < 0:
+        return c ** power
+    return np.maximum(c - base, 0) ** power + c
+
+
+def hinge_base(p: "AnnealParams", best_k: int) -> int:
+    """The hinge of the energy table for a cycle: ``floor(hinge * best_k)`` (-1: no hinge).
+
+    ``best_k`` is the best k found before the cycle starts (the start drawing's k for the
+    first cycle). Computed on the host for both devices (integer: ``hinge`` is first turned
+    into a multiple of 2**-20)."""
+    if p.hinge <= 0.0:
+        return -1
+    return (int(best_k) * int(p.hinge * (1 << 20))) >> 20
 
 
 def _radius(p: AnnealParams, it: int) -> int:
@@ -244,11 +343,11 @@ def _evaluate_cpu(ev: MoveEvaluator, c, Wt, v, nx, ny):
     return True, int((Wt[cn] - Wt[c[nz]]).sum()), int(cn.max()), delta
 
 
-def _calibrate_cpu(d, p, seed, ev, c, Wt):
+def _calibrate_cpu(d, p, seed, ev, c, Wt, cal_it=CAL_IT):
     T0s = []
-    r = _radius(p, CAL_IT)  # the candidates of iteration CAL_IT, exactly as the GPU draws them
+    r = _radius(p, cal_it)  # the candidates of iteration cal_it, exactly as the GPU draws them
     for j in range(CAL_BATCH):
-        v, nx, ny, triv = _candidate(seed, CAL_IT, j, p, d, c, ev.x, ev.y, r, ev.inc)
+        v, nx, ny, triv = _candidate(seed, cal_it, j, p, d, c, ev.x, ev.y, r, ev.inc)
         if triv:
             continue
         ok, de, _, _ = _evaluate_cpu(ev, c, Wt, v, nx, ny)
@@ -275,7 +374,8 @@ def _prepare(drawing: Drawing, do_repair: bool, seed: int):
 
 def anneal(drawing: Drawing, *, seconds: float | None = None, iterations: int | None = None,
            seed: int = 0, device: str = "auto", params: AnnealParams | None = None,
-           repair: bool = True, progress=None, report_every: float = 1.0) -> AnnealResult:
+           repair: bool = True, progress=None, report_every: float = 1.0,
+           resume: AnnealState | None = None) -> AnnealResult:
     """Minimise the local crossing number of ``drawing`` by simulated annealing.
 
     Parameters
@@ -290,6 +390,11 @@ def anneal(drawing: Drawing, *, seconds: float | None = None, iterations: int | 
     params : AnnealParams
     progress : callable(dict) or None, called with each history record.
     report_every : seconds between history records (the GPU state is read back only then).
+    resume : AnnealState or None
+        Continue the run that ended in this state (``AnnealResult.state``; same input
+        drawing, device, seed and params): ``iterations`` then counts from 0 of the whole
+        run (a run of N iterations resumed with ``iterations=2N`` equals one run of 2N), and
+        ``seconds`` limits this call only. No repair or calibration is done again.
 
     Returns
     -------
@@ -314,33 +419,53 @@ def anneal(drawing: Drawing, *, seconds: float | None = None, iterations: int | 
     if device == "auto":
         from .._xp import gpu_available
         device = "gpu" if gpu_available() else "cpu"
-    start, repaired = _prepare(drawing, repair, seed)
-    p = (params or AnnealParams()).resolved(start, device)
+    if resume is not None:
+        p = (params or AnnealParams()).resolved(drawing, device)
+        _check_resume(drawing, resume, p, int(seed), device)
+        start, repaired = drawing, resume.repaired
+    else:
+        start, repaired = _prepare(drawing, repair, seed)
+        p = (params or AnnealParams()).resolved(start, device)
     if device == "gpu":
         from .gpu import anneal_gpu
-        return anneal_gpu(start, repaired, p, int(seed), seconds, iterations, progress, report_every)
-    return _anneal_cpu(start, repaired, p, int(seed), seconds, iterations, progress, report_every)
+        return anneal_gpu(start, repaired, p, int(seed), seconds, iterations, progress, report_every,
+                          resume=resume)
+    return _anneal_cpu(start, repaired, p, int(seed), seconds, iterations, progress, report_every, resume)
 
 
-def _anneal_cpu(d, repaired, p, seed, seconds, iterations, progress, report_every):
+def _anneal_cpu(d, repaired, p, seed, seconds, iterations, progress, report_every, resume=None):
+    if resume is not None:
+        d = d.with_coords(resume.x, resume.y)
     ev = MoveEvaluator(d)
-    init = crossings(d)
-    c = init.per_edge.copy()
+    cur = crossings(d)
+    c = cur.per_edge.copy()
     m = d.m
-    Wt = weights(m, p.power)
     hist = np.bincount(c, minlength=m + 1).astype(np.int64)
-    k, sumc = init.k, int(c.sum())
-    best = init.objective
-    bx, by = ev.x.copy(), ev.y.copy()
-    T0 = _calibrate_cpu(d, p, seed, ev, c, Wt)
-    it = accepted = evals = 0
-    beff = p.batch_first
+    k, sumc = cur.k, int(c.sum())
+    if resume is None:
+        init = cur.objective
+        best = cur.objective
+        bx, by = ev.x.copy(), ev.y.copy()
+        base = hinge_base(p, best[0])
+        Wt = weights(m, p.power, base)
+        T0 = _calibrate_cpu(d, p, seed, ev, c, Wt)
+        it = accepted = evals = 0
+        beff = p.batch_first
+        t_prev = 0.0
+    else:
+        if c.tolist() != resume.counts.tolist():
+            raise AssertionError("resume state: stored counts differ from the recount of its drawing")
+        init, best = tuple(resume.initial), tuple(resume.best)
+        bx, by = resume.bx.astype(np.int64).copy(), resume.by.astype(np.int64).copy()
+        base, T0, it, beff = resume.base, resume.T0, resume.it, resume.beff
+        accepted, evals, t_prev = resume.accepted, resume.evals, resume.elapsed
+        Wt = weights(m, p.power, base)
     hist_rec = []
     t_start = time.perf_counter()
     next_report = 0.0
 
     def record(now):
-        rec = dict(seconds=round(now, 3), iteration=it, k=int(k), at_k=int(hist[k]), total=sumc // 2,
+        rec = dict(seconds=round(t_prev + now, 3), iteration=it, k=int(k), at_k=int(hist[k]), total=sumc // 2,
                    best_k=best[0], best_at_k=best[1], best_total=best[2], accepted=accepted, evaluations=evals)
         hist_rec.append(rec)
         if progress:
@@ -353,13 +478,20 @@ def _anneal_cpu(d, repaired, p, seed, seconds, iterations, progress, report_ever
             next_report = now + report_every
         if (iterations is not None and it >= iterations) or (seconds is not None and now >= seconds):
             break
-        if p.restart and it > 0 and it % p.cycle == 0:
-            # each new cycle (reheat) starts from the best drawing found so far (full recount)
-            ev.x[:], ev.y[:] = bx, by
-            ev._refresh_edges()
-            c = crossings(ev.drawing()).per_edge.copy()
-            hist = np.bincount(c, minlength=m + 1).astype(np.int64)
-            k, sumc = int(c.max(initial=0)), int(c.sum())
+        if it > 0 and it % p.cycle == 0 and (p.restart or p.recal or p.hinge > 0):
+            # cycle boundary: restart from the best drawing (full recount), rebuild the hinge
+            # energy from the best k, re-calibrate T0 on the current drawing
+            if p.restart:
+                ev.x[:], ev.y[:] = bx, by
+                ev._refresh_edges()
+                c = crossings(ev.drawing()).per_edge.copy()
+                hist = np.bincount(c, minlength=m + 1).astype(np.int64)
+                k, sumc = int(c.max(initial=0)), int(c.sum())
+            if p.hinge > 0:
+                base = hinge_base(p, best[0])
+                Wt = weights(m, p.power, base)
+            if p.recal:
+                T0 = _calibrate_cpu(d, p, seed, ev, c, Wt, CAL_IT + it)
         r = _radius(p, it)
         T = _temperature(p, T0, it)
         chosen = -1
@@ -399,5 +531,12 @@ def _anneal_cpu(d, repaired, p, seed, seconds, iterations, progress, report_ever
     final = crossings(out)
     if final.objective != best:
         raise AssertionError(f"incremental objective {best} disagrees with recount {final.objective}")
-    return AnnealResult(out, final, init, repaired, hist_rec, it, accepted, evals, elapsed, "cpu", seed,
-                        asdict(p) | {"T0": T0})
+    state = AnnealState(x=ev.x.astype(np.int64).copy(), y=ev.y.astype(np.int64).copy(), bx=np.asarray(bx).copy(),
+                        by=np.asarray(by).copy(), counts=c.astype(np.int64).copy(), it=int(it), beff=int(beff),
+                        T0=float(T0), base=int(base), best=tuple(int(v) for v in best), accepted=int(accepted),
+                        evals=int(evals), elapsed=t_prev + elapsed, initial=tuple(int(v) for v in init),
+                        repaired=bool(repaired), seed=int(seed), device="cpu", params=asdict(p),
+                        edges_sha=edges_fingerprint(d))
+    initial = cur if resume is None else None
+    return AnnealResult(out, final, initial, repaired, hist_rec, it, accepted, evals, t_prev + elapsed, "cpu", seed,
+                        asdict(p) | {"T0": T0}, state)
