@@ -2,7 +2,7 @@
 checked exactly, the fastest adopted), (2) GPU + CPU tests with the adopted configurations,
 (3) the benchmark (table printed last).
 
-    cd <repo>; PYTHONPATH=. PYTHONUNBUFFERED=1 python3 benchmarks/fwt_device.py [--no-tests]
+    cd <repo>; PYTHONPATH=. PYTHONUNBUFFERED=1 python3 benchmarks/fwt_device.py [--no-tune] [--no-tests]
 
 Writes $OUT/fwt_tuned.json, $OUT/fwt_junit.xml and $OUT/fwt_bench.json when $OUT is set.
 """
@@ -21,11 +21,14 @@ from ozgemm.fwt import _cuda  # noqa: E402
 from ozgemm.fwt.bench import main, tune  # noqa: E402
 
 # 1. sweep the row-kernel configurations (each checked exactly), adopt the fastest
-best = tune()
-_cuda.ROW_TUNED.update(best)
-with open(os.path.join(out, "fwt_tuned.json"), "w") as f:
-    json.dump({f"{k[0]}:{k[1]}": v for k, v in best.items()}, f)
-print("ROW_TUNED =", {k: v for k, v in sorted(best.items())}, f"[{time.time() - t0:.0f} s]", flush=True)
+#    (--no-tune: keep the committed ROW_TUNED, i.e. test and benchmark the code as it is)
+if "--no-tune" not in sys.argv:
+    best = tune()
+    _cuda.ROW_TUNED.clear()  # the sweep's table replaces the committed one (as it would be committed)
+    _cuda.ROW_TUNED.update(best)
+    with open(os.path.join(out, "fwt_tuned.json"), "w") as f:
+        json.dump({f"{k[0]}:{k[1]}": v for k, v in best.items()}, f)
+    print("ROW_TUNED =", {k: v for k, v in sorted(best.items())}, f"[{time.time() - t0:.0f} s]", flush=True)
 
 # 2. tests, in this process so that they run with the adopted configurations
 if "--no-tests" not in sys.argv:
