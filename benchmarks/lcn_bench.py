@@ -88,11 +88,11 @@ def cmd_score(a):
 
 def cmd_evaluator(a):
     from ozgemm.lcn.exact import _Inc
-    from ozgemm.lcn.solver import AnnealParams, _candidate, _evaluate_cpu, _radius, weights
+    from ozgemm.lcn.solver import AnnealParams, _candidate, _evaluate_cpu, _radius, hinge_base, weights
     d = lcn.repair(lcn.load(path(a.data, a.instance)))
     c = lcn.crossings(d).per_edge
     p = AnnealParams(batch=a.batch).resolved(d, "gpu")
-    W = weights(d.m, p.power)
+    W = weights(d.m, p.power, hinge_base(p, int(c.max(initial=0))))  # the table GpuState builds
     it = 1000
     inc = _Inc(d)
     # the candidates of iteration `it` (device-generated on the GPU; same on the CPU)

@@ -341,16 +341,17 @@ def test_hot_edge_shortening_candidates_stay_near_the_edge():
                 ly, hy = sorted((int(d.y[v]), int(d.y[w])))
                 ok |= lx - r <= nx <= hx + r and ly - r <= ny <= hy + r
             assert ok, (it, j, v, nx, ny)
-    # the GPU keeps the verified generator (p_short = 0) unless asked; p_short = 0 candidates do
-    # not depend on slack_best / restart
-    p0 = lcn.AnnealParams(p_bary=0.2).resolved(d, "gpu")
-    assert (p0.p_short, p0.slack_best, p0.restart) == (0.0, False, False)
+    # p_short = 0 candidates do not depend on slack_best / restart / recal / hinge
+    p0 = lcn.AnnealParams(p_bary=0.2, p_short=0.0, slack_best=False, restart=False, recal=False,
+                          hinge=0.0).resolved(d, "gpu")
     p1 = lcn.AnnealParams(p_bary=0.2, p_short=0.0, slack_best=True, restart=True).resolved(d, "cpu")
     for j in range(50):
         assert _candidate(3, 9, j, p0, d, c, d.x, d.y, 2, inc) == _candidate(3, 9, j, p1, d, c, d.x, d.y, 2, inc)
-    # defaults: the same algorithm on both devices (the additions are opt-in)
-    pc = lcn.AnnealParams().resolved(d, "cpu")
-    assert (pc.p_short, pc.slack_best, pc.restart) == (0.0, False, False)
+    # defaults: the same algorithm on both devices (configuration "rch" of results_lcn.md section 5)
+    for dev, cyc in (("cpu", 4000), ("gpu", 32000)):
+        pc = lcn.AnnealParams().resolved(d, dev)
+        assert (pc.p_short, pc.slack_best, pc.restart, pc.recal, pc.hinge, pc.reheat, pc.cycle) == \
+            (0.3, True, True, True, 0.5, 1.0, cyc)
 
 
 @pytest.mark.parametrize("kw", [dict(slack_best=True, slack=1, restart=False),
@@ -386,14 +387,14 @@ def test_energy_weights_plain_and_hinge():
     p = lcn.AnnealParams(hinge=0.5)
     assert hinge_base(p, 41) == 20 and hinge_base(p, 40) == 20
     assert hinge_base(lcn.AnnealParams(hinge=0.75), 9) == 6  # floor(6.75)
-    assert hinge_base(lcn.AnnealParams(), 41) == -1
+    assert hinge_base(lcn.AnnealParams(hinge=0.0), 41) == -1
     with pytest.raises(OverflowError):
         weights(2**21, 3)
     with pytest.raises(ValueError):
         lcn.AnnealParams(hinge=1.0).resolved(lcn.repair(random_drawing(np.random.default_rng(1), 5, 6, 9)), "cpu")
 
 
-RESUME_KW = [dict(),
+RESUME_KW = [dict(slack_best=False, p_short=0.0, restart=False, recal=False, hinge=0.0, reheat=0.5),
              dict(slack_best=True, p_short=0.3, restart=True, recal=True, reheat=1.0, hinge=0.5)]
 
 

@@ -41,10 +41,14 @@ def test_gpu_recount_equals_cpu_and_reference(i):
     assert [int(g.per_edge[e]) for e in sample] == [r[e] for e in sample]
 
 
+PREVIOUS = dict(slack_best=False, p_short=0.0, restart=False, recal=False, hinge=0.0, reheat=0.5)
+"""The previous default algorithm (all 2026-11 additions off), pinned where a test predates them."""
+
+
 def _state(d, seed=5, **kw):
     from ozgemm.lcn.gpu import GpuState
     from ozgemm.lcn.solver import AnnealParams
-    p = AnnealParams(**kw).resolved(d, "gpu")
+    p = AnnealParams(**(PREVIOUS | kw)).resolved(d, "gpu")
     return GpuState(d, p, seed), p
 
 
@@ -98,9 +102,8 @@ def test_device_candidates_equal_cpu_candidates():
 @have_data
 def test_gpu_anneal_same_trajectory_as_cpu_and_valid():
     d = lcn.repair(lcn.load(INSTANCES[0]))
-    # the verified GPU algorithm (the 2026-11 additions, CPU defaults, pinned off; see below)
-    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=500, t_ratio=1e-4, p_bary=0.1,
-                         slack_best=False, p_short=0.0, restart=False)
+    # the previous algorithm (the 2026-11 additions pinned off; see below for them)
+    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=500, t_ratio=1e-4, p_bary=0.1, **PREVIOUS)
     g = lcn.anneal(d, iterations=1000, seed=9, device="gpu", params=p)
     c = lcn.anneal(d, iterations=1000, seed=9, device="cpu", params=p)
     assert g.iterations == c.iterations == 1000
@@ -142,9 +145,9 @@ def test_device_candidates_equal_cpu_candidates_hot_edge_shortening():
         assert (gok[j] == -1) == triv
 
 
-NEW_KW = [dict(slack_best=True, p_short=0.3, restart=True),
+NEW_KW = [PREVIOUS | dict(slack_best=True, p_short=0.3, restart=True),
           dict(slack_best=True, p_short=0.3, restart=True, recal=True, reheat=1.0, hinge=0.5),
-          dict(power=3, recal=True)]
+          PREVIOUS | dict(power=3, recal=True)]
 
 
 @have_data

@@ -36,19 +36,30 @@ Iteration ``it`` (``q = it mod cycle``):
   batch in parallel, the CPU stops at the first accepted candidate.
 
 Energy (guides the search): ``E = sum_e W[c_e]`` with ``W[c] = c**power`` (int64, exact;
-default power 2), which spreads crossings evenly and so pushes the maximum down; a move
+default power 2), which spreads crossings evenly and so pushes the maximum down, or the
+hinge table of ``hinge`` (below; on by default); a move
 may raise k by at most ``slack`` (default 3) above ``K`` (see (c)). Reported objective (and the "best" drawing kept):
 lexicographic ``(k, number of edges at k, total crossings)``.
 
 ``T0 = t_hi * median(dE > 0)`` over a fixed calibration batch of 256 candidates of the
 input drawing; ``T1 = T0 * t_ratio``.
 
-The 2026-11 additions (``slack_best``, ``p_short``, ``restart``) are off by default on both
-devices (``NEW_DEFAULTS``; on the GPU they stay off unless set explicitly whatever
-``NEW_DEFAULTS`` says): over three seeds they gave no robust gain at 60 s on the CPU
-(benchmarks/results_lcn.md section 4). Their CUDA mirror (``lcn_candidate``/``lcn_select``
-in ``lcn_kernels.cu``, ``GpuState.restart_from_best``) has only been compile-checked, not
-run on a GPU.
+Cycle boundaries (``it > 0``, ``it % cycle == 0``), in this order: with ``restart`` the
+state is reset to the best drawing (see above); with ``hinge > 0`` the energy table becomes
+``W[c] = max(0, c - b)**power + c`` with ``b = floor(hinge * best k)`` (the first cycle uses
+the start drawing's k): counts below ``b`` cost only their total, so the energy concentrates
+on the edges near the maximum; with ``recal`` T0 is re-calibrated on the current drawing
+(the calibration candidates of iteration ``CAL_IT + it``), so the temperature follows the
+energy scale of the drawing being improved instead of the start drawing's.
+
+Defaults (both devices): ``slack_best``, ``p_short = 0.3``, ``restart``, ``recal``,
+``reheat = 1`` (every cycle re-anneals from the re-calibrated T0), ``hinge = 0.5``; cycle
+32,000 iterations on the GPU (4,000 on the CPU). This is the configuration "rch" that won
+a 120 s GPU probe of five parameter sets (benchmarks/results_lcn.md, section 5); it is
+better than the previous defaults (all additions off, reheat 0.5, cycle 100,000) at equal
+iteration counts on instances 1, 2, 3, 5, 6, 7, 8 and worse on 4 and 9 (600 s H200 run).
+``AnnealParams(slack_best=False, p_short=0.0, restart=False, recal=False, hinge=0.0,
+reheat=0.5, cycle=100_000)`` is the previous GPU algorithm.
 
 Reproducibility: for a given device, input, seed and parameters the trajectory is a pure
 function of the iteration number; a run limited by ``iterations`` is bit-reproducible, a
@@ -73,11 +84,9 @@ __all__ = ["AnnealParams", "AnnealResult", "AnnealState", "anneal", "weights", "
 
 CAL_IT = 1 << 62     # iteration number whose candidates calibrate T0
 CAL_BATCH = 256
-NEW_DEFAULTS = dict(slack_best=False, p_short=0.0, restart=False)
-"""CPU defaults of the 2026-11 additions where ``AnnealParams`` leaves them ``None``. Off, like
-on the GPU: over three seeds they gave no robust gain at 60 s (benchmarks/results_lcn.md
-section 4), so both devices run the same (GPU-verified) algorithm by default. The values that
-were measured: ``dict(slack_best=True, p_short=0.3, restart=True)``."""
+NEW_DEFAULTS = dict(slack_best=True, p_short=0.3, restart=True)
+"""Defaults (both devices) of the 2026-11 additions where ``AnnealParams`` leaves them ``None``
+(on since the H200 probe and 600 s run of benchmarks/results_lcn.md section 5)."""
 
 
 @dataclass(frozen=True)
@@ -85,10 +94,9 @@ class AnnealParams:
     """Parameters of :func:`anneal` (see the module docstring for their meaning).
 
     ``None`` for ``batch``, ``cycle``, ``r_max``, ``r_min`` selects a default from the
-    device and the grid: batch 64 (CPU) / 1024 (GPU); cycle 4000 (CPU) / 100000 (GPU);
+    device and the grid: batch 64 (CPU) / 1024 (GPU); cycle 4000 (CPU) / 32000 (GPU);
     ``r_max = max(2, max(width, height) // 8)``; ``r_min = max(1, max(width, height) // 2000)``.
-    ``None`` for ``slack_best``, ``p_short``, ``restart`` selects ``NEW_DEFAULTS`` on the CPU
-    (currently off) and off (False, 0.0, False) on the GPU (see the module docstring).
+    ``None`` for ``slack_best``, ``p_short``, ``restart`` selects ``NEW_DEFAULTS`` (on) on both devices (see the module docstring).
     """
 
     batch: int | None = None
@@ -97,7 +105,7 @@ class AnnealParams:
     power: int = 2
     t_hi: float = 0.3
     t_ratio: float = 1e-3
-    reheat: float = 0.5
+    reheat: float = 1.0
     t_floor: float = 0.01
     p_uniform: float = 0.2
     tournament: int = 4
@@ -109,27 +117,24 @@ class AnnealParams:
     slack_best: bool | None = None
     p_short: float | None = None
     restart: bool | None = None
-    recal: bool = False
-    hinge: float = 0.0
+    recal: bool = True
+    hinge: float = 0.5
 
     def resolved(self, d: Drawing, device: str) -> "AnnealParams":
         side = max(d.width, d.height, 1)
         p = replace(
             self,
             batch=self.batch or (1024 if device == "gpu" else 64),
-            cycle=self.cycle or (100_000 if device == "gpu" else 4000),
+            cycle=self.cycle or (32_000 if device == "gpu" else 4000),
             r_max=self.r_max or max(2, side // 8),
             r_min=self.r_min or max(1, side // 2000),
         )
-        # Move-set / schedule additions of 2026-11 (see the module docstring): NEW_DEFAULTS on
-        # the CPU (currently off). The CUDA mirror exists but has not run on a GPU yet, so the
-        # GPU keeps its verified behaviour unless they are set explicitly.
-        new = device != "gpu"
+        # move-set / schedule additions of 2026-11 (see the module docstring): NEW_DEFAULTS
         p = replace(
             p,
-            slack_best=NEW_DEFAULTS["slack_best"] if p.slack_best is None and new else bool(p.slack_best),
-            p_short=NEW_DEFAULTS["p_short"] if p.p_short is None and new else float(p.p_short or 0.0),
-            restart=NEW_DEFAULTS["restart"] if p.restart is None and new else bool(p.restart),
+            slack_best=NEW_DEFAULTS["slack_best"] if p.slack_best is None else bool(p.slack_best),
+            p_short=NEW_DEFAULTS["p_short"] if p.p_short is None else float(p.p_short),
+            restart=NEW_DEFAULTS["restart"] if p.restart is None else bool(p.restart),
         )
         if not 0.0 <= p.p_short <= 1.0 or not 0.0 <= p.hinge < 1.0:
             raise ValueError(f"bad annealing parameters: {p}")
