@@ -6,7 +6,7 @@ Plan for a row of n = 2**L elements, dtype with 16-byte vectors of V = 16/itemsi
   one read and one write of every element.
 * L > LMAX1: ``fwht_rows`` on the low L1 bits (out-of-place), then ``fwht_cols`` passes
   of MB ∈ {3, 6, 9} bits each (in place) until all L bits are done; q = ceil((L-LMAX1)/9)
-  strided passes, so 2 passes up to L = LMAX1 + 9 (2**24 float32), 3 passes beyond.
+  strided passes, so 2 passes up to L = LMAX1 + 9 (2**24 float32, 2**23 float64), 3 beyond.
 
 The kernels compute in float32 for float16 (rounded once per pass), in the dtype itself for
 float32/float64, and exactly in int64 for integers. The final ``scale`` is applied in the
