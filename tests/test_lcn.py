@@ -432,3 +432,53 @@ def test_anneal_cpu_resume_equals_uninterrupted(kw, split, tmp_path):
     with pytest.raises(ValueError):
         lcn.anneal(d, iterations=400, seed=7, device="cpu", params=lcn.AnnealParams(batch=8, cycle=100, **kw),
                    resume=st)
+
+
+# --- start layouts (ozgemm.lcn.layout) ---------------------------------------------------
+
+def _objective_ref(d):
+    pts, edges = plain(d)
+    c = ref_counts(pts, edges)
+    k = max(c.values())
+    return (k, sum(1 for v in c.values() if v == k), sum(c.values()) // 2)
+
+
+@have_data
+@pytest.mark.parametrize("method", ["kamada-kawai", "spring", "given"])
+def test_layouts_are_valid_drawings_of_the_same_graph(method):
+    from ozgemm.lcn.layout import layout
+    d = lcn.load(INSTANCES[0])
+    before = (d.x.copy(), d.y.copy())
+    s = layout(d, method, seed=3)
+    assert np.array_equal(d.x, before[0]) and np.array_equal(d.y, before[1])  # input untouched
+    assert s.edges.tolist() == d.edges.tolist() and (s.width, s.height) == (d.width, d.height)
+    pts, edges = plain(s)
+    assert ref_valid(pts, edges, s.width, s.height)
+    assert lcn.crossings(s).objective == _objective_ref(s)
+    again = layout(d, method, seed=3)
+    assert np.array_equal(again.x, s.x) and np.array_equal(again.y, s.y)  # deterministic
+
+
+@have_data
+def test_best_start_picks_the_smallest_objective():
+    """Instance 2: the given layout (k = 173 after repair) loses to a stress layout; the
+    returned table and choice agree with plain-Python recounts of every candidate."""
+    from ozgemm.lcn.layout import best_start, layout
+    d = lcn.load(INSTANCES[1])
+    s, method, table = best_start(d, seed=0)
+    refs = {m: _objective_ref(layout(d, m, seed=0)) for m in ("given", "kamada-kawai", "spring")}
+    assert table == refs
+    assert method == min(refs, key=lambda m: (refs[m], ["given", "kamada-kawai", "spring"].index(m)))
+    assert method != "given" and refs[method][0] < refs["given"][0]
+    assert _objective_ref(s) == refs[method]
+
+
+def test_layout_errors():
+    from ozgemm.lcn.layout import KK_MAX_N, layout
+    d = lcn.repair(random_drawing(np.random.default_rng(0), 6, 7, 20))
+    with pytest.raises(ValueError, match="layout method"):
+        layout(d, "circular")
+    n = KK_MAX_N + 1
+    big = lcn.from_arrays(np.arange(n), np.zeros(n, dtype=np.int64), [(i, i + 1) for i in range(n - 1)], n, 10)
+    with pytest.raises(ValueError, match="kamada-kawai"):
+        layout(big, "kamada-kawai")
