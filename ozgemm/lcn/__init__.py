@@ -5,7 +5,7 @@ crossings on any single edge (the drawing is then *k-planar*). This module provi
 integer counting (:func:`crossings`), validation and repair (:func:`validate`,
 :func:`repair`), incremental single-vertex move deltas (:class:`MoveEvaluator`), and a
 simulated-annealing solver (:func:`anneal`) with a CPU (NumPy) and a device-resident GPU
-(CuPy) implementation. See ``docs/lcn.md``.
+(CuPy) implementation, and start layouts for it (:mod:`ozgemm.lcn.layout`). See ``docs/lcn.md``.
 """
 from .drawing import Drawing, DrawingFormatError, from_arrays, load, save
 from .exact import (CoordinateRangeError, Crossings, MoveEvaluator, Violation, crossing_pairs,
