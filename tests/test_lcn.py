@@ -465,12 +465,14 @@ def test_best_start_picks_the_smallest_objective():
     returned table and choice agree with plain-Python recounts of every candidate."""
     from ozgemm.lcn.layout import best_start, layout
     d = lcn.load(INSTANCES[1])
-    s, method, table = best_start(d, seed=0)
+    s, method, table = best_start(d, methods=["given", "kamada-kawai", "spring"], seed=0)
     refs = {m: _objective_ref(layout(d, m, seed=0)) for m in ("given", "kamada-kawai", "spring")}
     assert table == refs
     assert method == min(refs, key=lambda m: (refs[m], ["given", "kamada-kawai", "spring"].index(m)))
     assert method != "given" and refs[method][0] < refs["given"][0]
     assert _objective_ref(s) == refs[method]
+    s2, method2, table2 = best_start(d, seed=0)  # default: given and Kamada-Kawai
+    assert table2 == {m: refs[m] for m in ("given", "kamada-kawai")}
 
 
 def test_layout_errors():
@@ -482,3 +484,70 @@ def test_layout_errors():
     big = lcn.from_arrays(np.arange(n), np.zeros(n, dtype=np.int64), [(i, i + 1) for i in range(n - 1)], n, 10)
     with pytest.raises(ValueError, match="kamada-kawai"):
         layout(big, "kamada-kawai")
+
+
+
+def test_best_start_skips_a_layout_that_cannot_be_repaired(tmp_path, capsys):
+    """A valid path on a 2 x 0 grid: the snapped Kamada-Kawai layout has no valid repair
+    (three collinear points; the middle one must be the shared vertex), so best_start keeps
+    the given drawing instead of failing, and so does the CLI's default --init best."""
+    from ozgemm.cli import main
+    from ozgemm.lcn.layout import best_start
+    d = lcn.from_arrays([1, 2, 0], [0, 0, 0], [(0, 1), (0, 2)], 2, 0)
+    assert lcn.validate(d) == []
+    s, method, table = best_start(d)
+    assert method == "given" and table["kamada-kawai"] is None
+    assert (s.x.tolist(), s.y.tolist()) == ([1, 2, 0], [0, 0, 0])
+    f = tmp_path / "p.json"
+    lcn.save(d, str(f))
+    assert main(["lcn", "solve", str(f), "-o", str(tmp_path / "o.json"), "--iterations", "5", "--device", "cpu",
+                 "--quiet"]) == 0
+    assert "start layout given" in capsys.readouterr().out
+
+
+def test_layout_and_best_start_argument_errors():
+    from ozgemm.lcn.layout import best_start, layout
+    d = lcn.repair(random_drawing(np.random.default_rng(0), 6, 7, 20))
+    for bad in (-1, 1.5, None, True):
+        with pytest.raises(ValueError, match="seed"):
+            layout(d, "spring", seed=bad)
+    with pytest.raises(TypeError, match="list or tuple"):
+        best_start(d, methods="spring")
+    with pytest.raises(ValueError, match="non-empty"):
+        best_start(d, methods=[])
+    huge = lcn.from_arrays(d.x, d.y, d.edges, 2**60, 2**60)
+    with pytest.raises(ValueError, match="2\\*\\*52"):
+        layout(huge, "spring")
+
+
+@have_data
+def test_cli_solve_bad_arguments_exit_2_before_any_layout(tmp_path, capsys):
+    from ozgemm.cli import main
+    out = str(tmp_path / "o.json")
+    cases = [(["--seed", "-1"], "seed"), (["--params", '{"batchx": 1}'], "batchx"),
+             (["--params", '{"hinge": 1.5}'], "hinge"), (["--time", "-3"], "seconds"),
+             (["--iterations", "-1"], "iterations")]
+    for extra, word in cases:
+        assert main(["lcn", "solve", INSTANCES[8], "-o", out, "--device", "cpu", "--quiet"] + extra) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("ozgemm lcn: error:") and word in err, (extra, err)
+        assert not os.path.exists(out)
+    assert main(["lcn", "score", str(tmp_path / "missing.json")]) == 2
+    assert "FileNotFoundError" in capsys.readouterr().err
+
+
+def test_resume_refuses_wrong_types_and_invalid_states(tmp_path):
+    from ozgemm.lcn.solver import AnnealState
+    d = lcn.repair(random_drawing(np.random.default_rng(4), 12, 20, 30))
+    r = lcn.anneal(d, iterations=50, seed=1, device="cpu")
+    with pytest.raises(TypeError, match="AnnealState"):
+        lcn.anneal(d, iterations=100, seed=1, device="cpu", resume={"it": 50})
+    path = str(tmp_path / "state")
+    r.state.save(path)
+    st = AnnealState.load(path)  # .npz appended on save is found on load
+    assert lcn.anneal(d, iterations=100, seed=1, device="cpu", resume=st).iterations == \
+        lcn.anneal(d, iterations=100, seed=1, device="cpu").iterations
+    import dataclasses
+    bad = dataclasses.replace(st, x=np.zeros_like(st.x), y=np.zeros_like(st.y))
+    with pytest.raises(ValueError, match="not valid"):
+        lcn.anneal(d, iterations=100, seed=1, device="cpu", resume=bad)

@@ -33,7 +33,7 @@ def _score(args) -> int:
 def _solve(args) -> int:
     from .drawing import load, save
     from .exact import crossings
-    from .solver import AnnealParams, anneal
+    from .solver import AnnealParams, anneal, check_anneal_args
 
     import time
 
@@ -42,10 +42,13 @@ def _solve(args) -> int:
     d = load(args.input)
     if args.time is None and args.iterations is None:
         args.time = 60.0
+    params = AnnealParams(**json.loads(args.params)) if args.params else None
+    check_anneal_args(d, seconds=args.time, iterations=args.iterations, seed=args.seed, device=args.device,
+                      params=params)  # before spending time on the layout
     t0 = time.perf_counter()
     if args.init == "best":
         start, method, table = best_start(d, seed=args.seed)
-        lay = ", ".join(f"{m} k={o[0]}" for m, o in table.items())
+        lay = ", ".join(f"{m} k={o[0]}" if o else f"{m} failed" for m, o in table.items())
     else:
         start, method = layout(d, args.init, seed=args.seed), args.init
         lay = method
@@ -53,7 +56,7 @@ def _solve(args) -> int:
     if not args.quiet:
         print(f"start layout: {method} ({lay}; {lay_s:.1f} s)", file=sys.stderr)
     if args.time is not None:  # the layout's time counts against --time
-        args.time = max(args.time - lay_s, 0.5)
+        args.time = max(args.time - lay_s, 0.0)
     bar = None
     if not args.quiet:
         from tqdm import tqdm
@@ -69,7 +72,6 @@ def _solve(args) -> int:
         bar.set_postfix_str(f"k={rec['k']} best=({rec['best_k']},{rec['best_at_k']},{rec['best_total']}) "
                             f"total={rec['total']} it={rec['iteration']}")
 
-    params = AnnealParams(**json.loads(args.params)) if args.params else None
     res = anneal(start, seconds=args.time, iterations=args.iterations, seed=args.seed, device=args.device,
                  params=params, progress=progress, report_every=args.report_every)
     if bar is not None:
@@ -99,6 +101,17 @@ def _draw(args) -> int:
     return 0
 
 
+def _typed_errors(func):
+    """Report bad input (typed errors) as one line on stderr and exit status 2, not a traceback."""
+    def run(args) -> int:
+        try:
+            return func(args)
+        except (ValueError, TypeError, OSError, RuntimeError, OverflowError) as e:
+            print(f"ozgemm lcn: error: {type(e).__name__}: {e}", file=sys.stderr)
+            return 2
+    return run
+
+
 def register(subparsers) -> None:
     """Add the ``lcn`` sub-command (with score / solve / draw) to an argparse subparsers object."""
     p = subparsers.add_parser("lcn", help="local crossing number of straight-line grid drawings (GD 2025)")
@@ -108,7 +121,7 @@ def register(subparsers) -> None:
     s = sub.add_parser("score", help="k, edges at k, total crossings and validity of drawings")
     s.add_argument("files", nargs="+", metavar="FILE")
     s.add_argument("--json", action="store_true", help="print JSON instead of text")
-    s.set_defaults(func=_score)
+    s.set_defaults(func=_typed_errors(_score))
 
     s = sub.add_parser("solve", help="minimise k by simulated annealing (repairs invalid input first)")
     s.add_argument("input", metavar="IN")
@@ -119,16 +132,16 @@ def register(subparsers) -> None:
     s.add_argument("--device", choices=("cpu", "gpu", "auto"), default="auto")
     s.add_argument("--init", choices=("best", "given", "kamada-kawai", "spring"), default="best",
                    help="start layout: the input's (repaired), a Kamada-Kawai or spring layout snapped to "
-                        "the grid, or the best of these by (k, edges at k, total) (default; layouts only "
-                        "for n <= 3000); its time counts against --time")
+                        "the grid, or the better of the input and Kamada-Kawai by (k, edges at k, total) "
+                        "(default 'best'; Kamada-Kawai only for n <= 3000); its time counts against --time")
     s.add_argument("--params", default=None, help='AnnealParams as JSON, e.g. \'{"batch": 256}\'')
     s.add_argument("--report-every", type=float, default=1.0, help="seconds between progress read-backs")
     s.add_argument("--history", default=None, help="write the progress history as JSON here")
     s.add_argument("--quiet", action="store_true", help="no progress display")
-    s.set_defaults(func=_solve)
+    s.set_defaults(func=_typed_errors(_solve))
 
     s = sub.add_parser("draw", help="plot a drawing, edges at k highlighted")
     s.add_argument("file", metavar="FILE")
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--dpi", type=int, default=150)
-    s.set_defaults(func=_draw)
+    s.set_defaults(func=_typed_errors(_draw))

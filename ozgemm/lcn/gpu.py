@@ -169,7 +169,7 @@ class GpuState:
         counts, then sets the best drawing, T0, the energy table and the scalars."""
         cp = self.cp
         if to_numpy(self.cnt).astype(np.int64).tolist() != np.asarray(state.counts).tolist():
-            raise AssertionError("resume state: stored counts differ from the GPU recount of its drawing")
+            raise ValueError("resume state: stored counts differ from the GPU recount of its drawing")
         self.bx[...] = cp.asarray(np.asarray(state.bx, dtype=np.int64))
         self.by[...] = cp.asarray(np.asarray(state.by, dtype=np.int64))
         self.set_weights(state.base)

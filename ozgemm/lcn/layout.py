@@ -72,11 +72,23 @@ def layout(d: Drawing, method: str = "kamada-kawai", seed: int = 0) -> Drawing:
     Raises
     ------
     ValueError
-        Unknown method; Kamada–Kawai on more than ``KK_MAX_N`` vertices; a graph that no
-        layout can draw validly (self-loops, duplicate edges; from :func:`repair`).
+        Unknown method; a negative or non-integer seed; grid sides above 2**52; Kamada–Kawai
+        on more than ``KK_MAX_N`` vertices; a graph that cannot be drawn validly, or a
+        snapped layout that :func:`repair` cannot make valid (possible on tiny grids where
+        the given drawing is valid; :func:`best_start` then skips that layout).
+
+    Notes
+    -----
+    networkx lays out each connected component over the whole box for Kamada–Kawai, so the
+    components of a disconnected graph overlap; compare with ``"given"`` (as
+    :func:`best_start` does).
     """
     if method not in METHODS:
         raise ValueError(f"layout method must be one of {METHODS}, got {method!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if max(d.width, d.height) > 2**52:
+        raise ValueError(f"grid {d.width}x{d.height}: layouts are snapped in float64, sides must be <= 2**52")
     if method == "given" or d.n <= 1:
         return repair(d, seed=seed)
     import networkx as nx
@@ -98,28 +110,46 @@ def best_start(d: Drawing, methods=None, seed: int = 0):
     Parameters
     ----------
     d : Drawing
-    methods : iterable of method names, default: ``"given"``, then ``"kamada-kawai"`` when
-        ``n <= KK_MAX_N``, then ``"spring"`` when ``n <= KK_MAX_N``.
+    methods : list or tuple of method names (see :data:`METHODS`), default ``["given",
+        "kamada-kawai"]``, or ``["given"]`` when ``n > KK_MAX_N``. (The spring layout is
+        cheaper per call but rarely better than Kamada–Kawai on the contest instances and
+        cost 13 s on instance 9; benchmarks/results_lcn.md section 6.)
     seed : int
 
     Returns
     -------
     (drawing, method, table): the valid drawing with the smallest objective
     ``(k, edges at k, total crossings)`` (exact counts; ties go to the earlier method),
-    its method name, and a dict ``method -> objective`` of every candidate.
+    its method name, and a dict ``method -> objective`` of every candidate (``None`` for a
+    layout that :func:`repair` could not make valid, which is skipped).
 
     Raises
     ------
-    ValueError as :func:`layout`.
+    TypeError if ``methods`` is not a list/tuple; ValueError for an empty or unknown
+    method list, or when no candidate gives a valid drawing (the first candidate's error).
     """
     if methods is None:
-        methods = ["given"] + (["kamada-kawai", "spring"] if d.n <= KK_MAX_N else [])
+        methods = ["given"] + (["kamada-kawai"] if d.n <= KK_MAX_N else [])
+    if not isinstance(methods, (list, tuple)):
+        raise TypeError(f"methods must be a list or tuple of names from {METHODS}, got {type(methods).__name__}")
+    if not methods or any(m not in METHODS for m in methods):
+        raise ValueError(f"methods must be a non-empty list of names from {METHODS}, got {methods!r}")
     best = None
     table = {}
+    first_error = None
     for m in methods:
-        cand = layout(d, m, seed)
+        try:
+            cand = layout(d, m, seed)
+        except ValueError as e:
+            if m == "kamada-kawai" and d.n > KK_MAX_N:
+                raise
+            first_error = first_error or e
+            table[m] = None
+            continue
         obj = crossings(cand).objective
         table[m] = obj
         if best is None or obj < best[2]:
             best = (cand, m, obj)
+    if best is None:
+        raise first_error
     return best[0], best[1], table

@@ -79,7 +79,7 @@ from . import rng
 from .drawing import Drawing
 from .exact import CoordinateRangeError, Crossings, MoveEvaluator, _Inc, _summary, crossings, repair, validate
 
-__all__ = ["AnnealParams", "AnnealResult", "AnnealState", "anneal", "weights", "hinge_base", "edges_fingerprint",
+__all__ = ["AnnealParams", "AnnealResult", "AnnealState", "anneal", "check_anneal_args", "weights", "hinge_base", "edges_fingerprint",
            "CAL_IT", "CAL_BATCH"]
 
 CAL_IT = 1 << 62     # iteration number whose candidates calibrate T0
@@ -231,8 +231,12 @@ class AnnealState:
 
     @classmethod
     def load(cls, path) -> "AnnealState":
-        """Read a state written by :meth:`save`."""
+        """Read a state written by :meth:`save` (``.npz`` is appended when ``path`` lacks it,
+        as :meth:`save` does)."""
         import json
+        import os
+        if not os.path.exists(path) and os.path.exists(str(path) + ".npz"):
+            path = str(path) + ".npz"
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             arrs = {k: z[k].astype(np.int64) for k in cls._ARRAYS}
@@ -256,6 +260,9 @@ def _check_resume(drawing: Drawing, state: AnnealState, p: "AnnealParams", seed:
                          f"params={state.params}; got device={device}, seed={seed}, params={asdict(p)}")
     if len(state.x) != drawing.n or len(state.counts) != drawing.m:
         raise ValueError("resume state has the wrong size")
+    for what, xs, ys in (("current", state.x, state.y), ("best", state.bx, state.by)):
+        if validate(drawing.with_coords(xs, ys)):
+            raise ValueError(f"resume state: its {what} drawing is not valid")
 
 
 def weights(m: int, power: int, base: int = -1) -> np.ndarray:
@@ -377,6 +384,41 @@ def _prepare(drawing: Drawing, do_repair: bool, seed: int):
     return drawing, False
 
 
+def check_anneal_args(drawing: Drawing, *, seconds=None, iterations=None, seed: int = 0, device: str = "auto",
+                      params: "AnnealParams | None" = None, resume=None) -> str:
+    """Check :func:`anneal`'s arguments without running anything; return the device to use.
+
+    Used by :func:`anneal` itself and by ``ozgemm lcn solve`` before it spends time on a
+    start layout. Raises as :func:`anneal` does (ValueError, TypeError,
+    CoordinateRangeError, RuntimeError when ``device="gpu"`` and no GPU is visible).
+    """
+    if seconds is None and iterations is None:
+        raise ValueError("give seconds= or iterations=")
+    if seconds is not None and not seconds >= 0:
+        raise ValueError(f"seconds must be >= 0, got {seconds}")
+    if iterations is not None and int(iterations) < 0:
+        raise ValueError(f"iterations must be >= 0, got {iterations}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**64:
+        raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+    if device not in ("auto", "cpu", "gpu"):
+        raise ValueError(f"device must be 'cpu', 'gpu' or 'auto', got {device!r}")
+    if params is not None and not isinstance(params, AnnealParams):
+        raise TypeError(f"params must be an AnnealParams, got {type(params).__name__}")
+    if resume is not None and not isinstance(resume, AnnealState):
+        raise TypeError(f"resume must be an AnnealState (AnnealState.load(path)), got {type(resume).__name__}")
+    if drawing.width * drawing.height > 2**62 - 1 or max(drawing.width, drawing.height) >= 2**32 - 1:
+        raise CoordinateRangeError(f"grid {drawing.width}x{drawing.height} too large for the exact int64 annealer")
+    if drawing.n == 0:
+        raise ValueError("empty drawing")
+    from .._xp import gpu_available
+    if device == "auto":
+        device = "gpu" if gpu_available() else "cpu"
+    elif device == "gpu" and not gpu_available():
+        raise RuntimeError("device='gpu' but CuPy sees no CUDA GPU")
+    (params or AnnealParams()).resolved(drawing, device)  # parameter range checks
+    return device
+
+
 def anneal(drawing: Drawing, *, seconds: float | None = None, iterations: int | None = None,
            seed: int = 0, device: str = "auto", params: AnnealParams | None = None,
            repair: bool = True, progress=None, report_every: float = 1.0,
@@ -411,19 +453,8 @@ def anneal(drawing: Drawing, *, seconds: float | None = None, iterations: int | 
     is too large for exact int64 arithmetic (width*height > 2**62 - 1) or for the 32-bit
     random ranges (side >= 2**32 - 1); RuntimeError if device="gpu" and no GPU.
     """
-    if seconds is None and iterations is None:
-        raise ValueError("give seconds= or iterations=")
-    if not 0 <= int(seed) < 2**64:
-        raise ValueError("seed must be in [0, 2**64)")
-    if device not in ("auto", "cpu", "gpu"):
-        raise ValueError(f"device must be 'cpu', 'gpu' or 'auto', got {device!r}")
-    if drawing.width * drawing.height > 2**62 - 1 or max(drawing.width, drawing.height) >= 2**32 - 1:
-        raise CoordinateRangeError(f"grid {drawing.width}x{drawing.height} too large for the exact int64 annealer")
-    if drawing.n == 0:
-        raise ValueError("empty drawing")
-    if device == "auto":
-        from .._xp import gpu_available
-        device = "gpu" if gpu_available() else "cpu"
+    device = check_anneal_args(drawing, seconds=seconds, iterations=iterations, seed=seed, device=device,
+                               params=params, resume=resume)
     if resume is not None:
         p = (params or AnnealParams()).resolved(drawing, device)
         _check_resume(drawing, resume, p, int(seed), device)
@@ -459,7 +490,7 @@ def _anneal_cpu(d, repaired, p, seed, seconds, iterations, progress, report_ever
         t_prev = 0.0
     else:
         if c.tolist() != resume.counts.tolist():
-            raise AssertionError("resume state: stored counts differ from the recount of its drawing")
+            raise ValueError("resume state: stored counts differ from the recount of its drawing")
         init, best = tuple(resume.initial), tuple(resume.best)
         bx, by = resume.bx.astype(np.int64).copy(), resume.by.astype(np.int64).copy()
         base, T0, it, beff = resume.base, resume.T0, resume.it, resume.beff
