@@ -3,10 +3,11 @@ is the GPU's at equal iterations. Usage: python benchmarks/lcn_cpu_init_run.py I
 import sys, time, json
 import os
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from lcn_bench import DATA, path  # the instances' folder; OZGEMM_LCN_DATA overrides
 from ozgemm import lcn
 from ozgemm.lcn.layout import layout
 i, init, T = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
-d = lcn.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'data', 'lcn', 'gd2025', f'automatic-{i}.json'))
+d = lcn.load(path(DATA, i))
 t = time.perf_counter()
 s = layout(d, init, seed=1)
 lay = time.perf_counter() - t

@@ -16,10 +16,9 @@ import networkx  # noqa: E402
 import numpy  # noqa: E402
 import scipy  # noqa: E402
 
+from lcn_bench import DATA, path  # noqa: E402  (the instances' folder; OZGEMM_LCN_DATA overrides)
 from ozgemm import lcn  # noqa: E402
 from ozgemm.lcn.layout import layout  # noqa: E402
-
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lcn", "gd2025")
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--instances", default="1,2,3,4,5,6,7,9")
@@ -32,7 +31,7 @@ print(env)
 rows = []
 print("| inst | given k (s) | kamada-kawai k (s) | spring k (s) |\n|---|---|---|---|")
 for i in [int(x) for x in a.instances.split(",")]:
-    d = lcn.load(os.path.join(DATA, f"automatic-{i}.json"))
+    d = lcn.load(path(DATA, i))
     row = dict(instance=i)
     for m in ("given", "kamada-kawai", "spring"):
         t = time.perf_counter()

@@ -21,15 +21,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from ozgemm import lcn  # noqa: E402
 from test_lcn import plain, ref_counts  # noqa: E402
-
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lcn", "gd2025")
+from lcn_bench import DATA, path  # noqa: E402  (the instances' folder; OZGEMM_LCN_DATA overrides)
 
 
 def check(fn):
     name = os.path.basename(fn)
     inst = int(name.split("-")[1].split(".")[0])
     d = lcn.load(fn)
-    orig = lcn.load(os.path.join(DATA, f"automatic-{inst}.json"))
+    orig = lcn.load(path(DATA, inst))
     same = (d.edges.tolist() == orig.edges.tolist() and (d.width, d.height) == (orig.width, orig.height)
             and d.n == orig.n)
     viol = lcn.validate(d)

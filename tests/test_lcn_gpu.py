@@ -82,20 +82,24 @@ def test_batched_move_eval_equals_cpu(i):
 
 
 @have_data
-def test_device_candidates_equal_cpu_candidates():
-    from ozgemm.lcn.solver import _candidate
-    d = lcn.repair(lcn.load(INSTANCES[0]))
-    S, p = _state(d, seed=123, batch=512, p_bary=0.3)
-    S.set_iteration(77, 512)
+@pytest.mark.parametrize("inst, seed, it, kw", [
+    (1, 123, 77, dict(p_bary=0.3)),
+    # the 2026-11 additions: hot-edge shortening, bound from the best k, restarts
+    (4, 321, 1234, dict(p_bary=0.2, p_short=0.4, slack_best=True, restart=True)),
+])
+def test_device_candidates_equal_cpu_candidates(inst, seed, it, kw):
+    from ozgemm.lcn.exact import _Inc
+    from ozgemm.lcn.solver import _candidate, _radius
+    d = lcn.repair(lcn.load(INSTANCES[inst - 1]))
+    S, p = _state(d, seed=seed, batch=512, **kw)
+    S.set_iteration(it, 512)
     S.launch_eval(512)
     gv, gx, gy, gok = S.out_v.get(), S.out_x.get(), S.out_y.get(), S.out_ok.get()
-    from ozgemm.lcn.exact import _Inc
-    from ozgemm.lcn.solver import _radius
     inc = _Inc(d)
     c = lcn.crossings(d).per_edge
     for j in range(512):
-        v, nx, ny, triv = _candidate(123, 77, j, p, d, c, d.x, d.y, _radius(p, 77), inc)
-        assert (gv[j], gx[j], gy[j]) == (v, nx, ny)
+        v, nx, ny, triv = _candidate(seed, it, j, p, d, c, d.x, d.y, _radius(p, it), inc)
+        assert (gv[j], gx[j], gy[j]) == (v, nx, ny), j
         assert (gok[j] == -1) == triv
 
 
@@ -128,23 +132,6 @@ def test_gpu_anneal_large_instance_consistent():
 
 # ---------------------------------------------------------------------------------------
 # 2026-11 additions (slack_best, p_short, restart; recal, hinge; exact resume).
-@have_data
-def test_device_candidates_equal_cpu_candidates_hot_edge_shortening():
-    from ozgemm.lcn.exact import _Inc
-    from ozgemm.lcn.solver import _candidate, _radius
-    d = lcn.repair(lcn.load(INSTANCES[3]))
-    S, p = _state(d, seed=321, batch=512, p_bary=0.2, p_short=0.4, slack_best=True, restart=True)
-    S.set_iteration(1234, 512)
-    S.launch_eval(512)
-    gv, gx, gy, gok = S.out_v.get(), S.out_x.get(), S.out_y.get(), S.out_ok.get()
-    inc = _Inc(d)
-    c = lcn.crossings(d).per_edge
-    for j in range(512):
-        v, nx, ny, triv = _candidate(321, 1234, j, p, d, c, d.x, d.y, _radius(p, 1234), inc)
-        assert (gv[j], gx[j], gy[j]) == (v, nx, ny), j
-        assert (gok[j] == -1) == triv
-
-
 NEW_KW = [PREVIOUS | dict(slack_best=True, p_short=0.3, restart=True),
           dict(slack_best=True, p_short=0.3, restart=True, recal=True, reheat=1.0, hinge=0.5),
           PREVIOUS | dict(power=3, recal=True)]

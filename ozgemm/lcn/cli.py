@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 __all__ = ["register"]
 
@@ -33,11 +34,8 @@ def _score(args) -> int:
 def _solve(args) -> int:
     from .drawing import load, save
     from .exact import crossings
-    from .solver import AnnealParams, anneal, check_anneal_args
-
-    import time
-
     from .layout import best_start, layout
+    from .solver import AnnealParams, anneal, check_anneal_args
 
     d = load(args.input)
     if args.time is None and args.iterations is None:
