@@ -13,7 +13,7 @@ from .precision.formats import DD, Binary128, quad_from_bits
 from .precision.operands import arrays, as_wide, is_wide, operand_rows, transpose
 from .precision.planner import Plan, make_plan
 from .precision.rounding import empty_result
-from .precision.specials import patch_nonfinite, split_nonfinite
+from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
 
 __all__ = ["matmul", "plan"]
 
@@ -99,6 +99,18 @@ def _plan_2d(a, b, contract, engine, xp, force_moduli=None):
     if not (is_wide(a) or is_wide(b)):
         if contract.fmt.name != "binary32":
             a, b = as_float64(a), as_float64(b)
+        if (xp.__name__ == "cupy" and force_moduli is None and contract.method == "crt"
+                and contract.bound_kind == "componentwise"):
+            # the NaN/Inf check's flag travels with the planner's one host read; only inputs
+            # that do hold NaN/Inf are planned a second time, on their finite rows/columns
+            from .kernels.cuda import nonfinite_flags
+
+            flags = nonfinite_flags(a, b)
+            if flags is not None:
+                try:
+                    return a, b, a, b, None, None, make_plan(contract, a, b, engine, nonfinite_flag=flags[2])
+                except NonFiniteInputs:
+                    pass
         a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, xp)
         return a, b, a0, b0, bad_r, bad_c, make_plan(contract, a0, b0, engine, force_moduli=force_moduli)
     ra = operand_rows(a if is_wide(a) else as_float64(a), xp)
@@ -209,20 +221,30 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
                              f"shape {tuple(final)} and dtype {np.dtype(dtype)}")
         if any(xp.shares_memory(out, x) for x in arrays(a) + arrays(b)):
             raise ValueError("out overlaps an input operand; pass a separate array")
-    if fmt.name == "dd":
-        res = xp.empty((2,) + tuple(full), dtype=xp.float64)
-    elif fmt.name == "binary128":
-        res = xp.empty(tuple(full) + (2,), dtype=xp.uint64)
-    else:
-        res = xp.empty(full, dtype=dtype)
+
+    def result_array():
+        if fmt.name == "dd":
+            return xp.empty((2,) + tuple(full), dtype=xp.float64)
+        if fmt.name == "binary128":
+            return xp.empty(tuple(full) + (2,), dtype=xp.uint64)
+        return xp.empty(full, dtype=dtype)
+
+    res = None
     lead = (slice(None),) if fmt.name == "dd" else ()
     plans = []
     for idx in itertools.product(*[range(d) for d in batch]):
         ia = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (a2.ndim - 2):], a2.shape[:-2]))
         ib = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (b2.ndim - 2):], b2.shape[:-2]))
         c, p = _product_2d(a2[ia], b2[ib], contract, eng, xp)
-        res[lead + idx] = c
+        if not batch and fmt.name in ("binary32", "binary64") and c.dtype == dtype and c.flags.c_contiguous:
+            res = c  # one 2-D product: keep its result (no copy of m x n values)
+        else:
+            if res is None:
+                res = result_array()
+            res[lead + idx] = c
         plans.append(p)
+    if res is None:  # an empty batch
+        res = result_array()
     if fmt.name == "dd":
         res = res.reshape((2,) + tuple(final))
         res = DD(res[0], res[1])

@@ -84,7 +84,7 @@ def test_mixed_libraries_rejected():
 
 def test_fused_stats_and_width_match_numpy():
     from ozgemm.kernels import get_engine
-    from ozgemm.precision.planner import required_beta
+    from ozgemm.precision.planner import plan_scalars, required_beta
     from ozgemm.precision.stats import row_stats
 
     eng = get_engine("cuda")
@@ -96,15 +96,37 @@ def test_fused_stats_and_width_match_numpy():
         x[5, :4] = [5e-324, -2.0 ** -1050, 1e308, 0.0]
         y = rng.standard_normal((300, 23)) * np.exp2(rng.integers(-spread, spread + 1, (300, 23)))
         s_np, s_gpu = row_stats(x, np), eng.row_stats(cp.asarray(x))
-        for f in ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int"):
+        for f in ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum"):
             assert np.array_equal(getattr(s_np, f), cp.asnumpy(getattr(s_gpu, f))), f
         t_np, t_gpu = row_stats(y.T, np), eng.row_stats(cp.asarray(y.T))
+        for f in ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum"):
+            assert np.array_equal(getattr(t_np, f), cp.asnumpy(getattr(t_gpu, f))), f
         lb_np = cpu.gemm_exact(s_np.q, t_np.q)
         lb_gpu = eng.gemm_exact(s_gpu.q, t_gpu.q)
         assert np.array_equal(lb_np, cp.asnumpy(lb_gpu))
         b_np = int(required_beta(s_np, t_np, lb_np, 53, 300, 2.0 ** -53, np))
         b_gpu = int(eng.required_beta(s_gpu, t_gpu, lb_gpu, 53, 300, 2.0 ** -53, cp))
         assert b_np == b_gpu
+        for bits, kk in ((53, 300), (24, 300), (107, 1200)):  # all six planner scalars, int32 and int64 lb
+            want = plan_scalars(s_np, t_np, lb_np, bits, kk, 2.0 ** -bits, np)
+            for lb_dev in (lb_gpu, lb_gpu.astype(cp.int64)):
+                got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_dev, bits, kk, 2.0 ** -bits, cp))
+                assert np.array_equal(want, got), (bits, want, got)
+
+
+def test_row_stats_long_rows_match_numpy():
+    """Rows longer than the kernel's register cache (16 entries x 512 threads) and a padded q."""
+    from ozgemm.kernels import get_engine
+    from ozgemm.precision.stats import row_stats
+
+    eng = get_engine("cuda")
+    rng = np.random.default_rng(12)
+    for k in (1, 31, 8192, 8193, 20000):
+        x = (rng.random((5, k)) - 0.5) * np.exp(2.0 * rng.standard_normal((5, k)))
+        x[1, ::3] = 0.0
+        s_np, s_gpu = row_stats(x, np), eng.row_stats(cp.asarray(x))
+        for f in ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum"):
+            assert np.array_equal(getattr(s_np, f), cp.asnumpy(getattr(s_gpu, f))), (k, f)
 
 
 def test_semantics_rows_and_specials_on_gpu():
@@ -226,3 +248,29 @@ def test_wide_formats_bit_identical_to_cpu(contract, kind):
         assert np.array_equal(quad_to_bits(want), cp.asnumpy(got.bits))
     else:
         assert np.array_equal(want.view(np.uint64), cp.asnumpy(got).view(np.uint64))
+
+
+def test_nonfinite_flag_read_with_the_plan():
+    """Componentwise contracts plan unchecked cupy operands and read the NaN/Inf flag with the
+    planner's scalars: operands holding NaN/Inf are planned again on their finite rows/columns
+    and give the CPU engine's bits; specials = "raise" still raises; clean operands too."""
+    from ozgemm.precision.contract import ContractError
+
+    rng = np.random.default_rng(21)
+    a = (rng.random((20, 33)) - 0.5) * np.exp(rng.standard_normal((20, 33)))
+    b = (rng.random((33, 17)) - 0.5) * np.exp(rng.standard_normal((33, 17)))
+    a_bad, b_bad = a.copy(), b.copy()
+    a_bad[3, 5] = np.nan
+    b_bad[7, 2] = -np.inf
+    for con, dt in (("fp64", np.float64), ("fp32", np.float32), ("fp64-fast", np.float64)):
+        for x, y in ((a, b), (a_bad, b), (a, b_bad), (a_bad, b_bad)):
+            want = ozgemm.matmul(x.astype(dt), y.astype(dt), contract=con)
+            got = ozgemm.matmul(cp.asarray(x.astype(dt)), cp.asarray(y.astype(dt)), contract=con).get()
+            assert np.array_equal(np.isnan(want), np.isnan(got)), con
+            ok = ~np.isnan(want)
+            assert np.array_equal(want[ok].view(np.uint8), got[ok].view(np.uint8)), con
+    strict = ozgemm.load_contract("fp64").with_(specials="raise", name="strict")
+    with pytest.raises(ContractError, match="non-finite"):
+        ozgemm.matmul(cp.asarray(a_bad), cp.asarray(b), contract=strict)
+    assert np.array_equal(ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=strict).get().view(np.uint64),
+                          ozgemm.matmul(a, b, contract=strict).view(np.uint64))

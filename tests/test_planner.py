@@ -63,8 +63,28 @@ def test_lb_gemm_upper_bound_covers_abs_product(p):
     b = (rng.random((23, 7)) - 0.5) * np.exp(p * rng.standard_normal((23, 7)))
     sa, sb = row_stats(a, np), row_stats(b.T, np)
     lb = get_engine("cpu", np).gemm_exact(sa.q, sb.q)
-    ub = int(_lb_upper_max(lb, sa.q, sb.q, np))
+    ub = int(_lb_upper_max(lb, sa.qsum, sb.qsum, np))
     exact_max = max(sum(abs(Fraction(a[i, l]) * Fraction(b[l, j])) * Fraction(2) ** (-int(sa.E[i]) - int(sb.E[j]))
                         for l in range(23)) for i in range(9) for j in range(7))
     assert exact_max <= Fraction(ub + 23, 2**14)
     assert exact_max > Fraction(ub + 23, 2**14) / 2  # and it is not vacuous
+
+
+def test_max_beta_for_equals_linear_search():
+    """The galloping search of _max_beta_for returns the largest beta <= the cap with
+    M > 2 Cmax(beta), as a plain linear scan does (including 0 and the cap)."""
+    from fractions import Fraction
+
+    from ozgemm.crt.moduli import moduli_product
+    from ozgemm.precision import planner as P
+
+    rng = np.random.default_rng(5)
+    cases = [(moduli_product(int(n)), Fraction(int(rng.integers(1, 2**20)), 2**int(rng.integers(0, 30))),
+              int(rng.integers(1, 2**18)), int(lo), int(c))
+             for n, lo, c in zip(rng.integers(1, 40, 60), rng.integers(1, 80, 60), rng.choice([1, 2, 4], 60))]
+    cases.append((2**3000, Fraction(1), 1, 1, 1))  # every beta ok: the cap
+    cases.append((2, Fraction(1), 1, 1, 1))  # none ok: 0
+    for M, S, k, lo, c in cases:
+        ok = [b for b in range(max(lo, 1), P._BETA_CAP + 1) if M > 2 * P._cmax(b, S, k, c)]
+        want = 0 if not ok or ok[0] != max(lo, 1) else max(ok)
+        assert P._max_beta_for(M, S, k, lo, c) == want, (M, S, k, lo, c)

@@ -96,6 +96,17 @@ def nonfinite_rows_cols(a, b):
 
     Returns (bad_rows, bad_cols, any) as cupy bool arrays and a Python bool, or None where a
     layout or dtype is not handled here (the caller then uses its generic code)."""
+    r = nonfinite_flags(a, b)
+    if r is None:
+        return None
+    bad_rows, bad_cols, anyf = r
+    return bad_rows, bad_cols, bool(anyf.get()[0])
+
+
+def nonfinite_flags(a, b):
+    """:func:`nonfinite_rows_cols` without the host read: (bad_rows, bad_cols, anyf) with
+    ``anyf`` a (1,) int32 device array (1 if any entry is NaN/Inf), or None (layout/dtype
+    not handled). The planner folds ``anyf`` into its own single device->host read."""
     if a.dtype != b.dtype or a.dtype not in (cp.float32, cp.float64) or a.ndim != 2 or b.ndim != 2:
         return None
     it = a.itemsize
@@ -118,7 +129,7 @@ def nonfinite_rows_cols(a, b):
         grid, block = _grid2d(c, r)
         grid = (grid[0], min(grid[1], max(1, 65536 // grid[0])))
         f(grid, block, (x, np.int64(ld), np.int32(r), np.int32(c), np.int32(cols), flag, anyf))
-    return bad_rows, bad_cols, bool(anyf.get()[0])
+    return bad_rows, bad_cols, anyf
 
 
 class CudaEngine(Engine):
@@ -216,31 +227,48 @@ class CudaEngine(Engine):
         q = cp.zeros((r, k), dtype=cp.int8)
         n1 = cp.zeros((r,), dtype=cp.int64)
         n2 = cp.zeros((r,), dtype=cp.int64)
+        qsum = cp.zeros((r,), dtype=cp.int64)
         if r and k:
             f = _stats_module().get_function("row_stats")
-            threads = min(1024, max(32, 1 << max(k - 1, 0).bit_length() >> 4))  # ~16 entries per thread
+            # <= 16 entries per thread (kept in registers between the kernel's two passes), <= 512 threads
+            threads = min(512, max(32, 1 << max(k - 1, 0).bit_length() >> 4))
             ldx = x.strides[-2] // 8
             f((r,), (threads,), (x, np.int64(ldx), np.int32(r), np.int32(k), E, width, norm1, zero, n1, n2, q,
-                                 np.int64(k), np.int32(k), np.int32(C), np.int64(r * k)))
+                                 np.int64(k), np.int32(k), np.int32(C), np.int64(r * k), qsum))
         return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero,
-                        n1_int=n1, n2_int=n2, src=x if C == 1 else None, ncomp=C)
+                        n1_int=n1, n2_int=n2, qsum=qsum, src=x if C == 1 else None, ncomp=C)
+
+    def plan_scalars(self, sa, sb, lb, bits, k, u, xp):
+        """:func:`ozgemm.precision.planner.plan_scalars` in one kernel pass over ``lb``:
+        int64 device array [minimal width, max n1 A, max n1 B, max n2 A, max n2 B, max_ij
+        (LB_ij + ra_i + cb_j)], bit-identical to the numpy planner."""
+        from ..precision.planner import plan_scalars
+
+        m, n = lb.shape
+        if m * n == 0 or sa.qsum is None or sb.qsum is None:
+            return plan_scalars(sa, sb, lb, bits, k, u, xp)
+        out = cp.zeros((6,), dtype=cp.uint64)
+        out[0] = 1
+        if lb.dtype not in (cp.int32, cp.int64) or lb.strides[1] != lb.itemsize:
+            lb = cp.ascontiguousarray(lb, dtype=cp.int64)
+        name = "plan_scalars_i32" if lb.dtype == cp.int32 else "plan_scalars"
+        fac = (1.0 + u) * (1.0 + 2.0 ** -40)
+        f = _stats_module().get_function(name)
+        # rows per thread: enough blocks to fill the device, one atomic per block and scalar
+        grid, block = _grid2d(n, m)
+        grid = (grid[0], min(grid[1], max(1, 8192 // grid[0])))
+        f(grid, block, (lb, np.int64(lb.strides[0] // lb.itemsize), np.int32(m), np.int32(n), sa.width, sb.width,
+                        sa.norm1, sb.norm1, np.int32(bits), np.float64(k * 2.0 ** (1 - bits)), np.float64(fac),
+                        sa.qsum, sb.qsum, sa.n1_int, sb.n1_int, sa.n2_int, sb.n2_int, out))
+        return out.view(cp.int64)
 
     def required_beta(self, sa, sb, lb, bits, k, u, xp):
-        m, n = lb.shape
-        out = cp.ones((1,), dtype=cp.uint64)
-        if m * n:
-            if lb.dtype not in (cp.int32, cp.int64) or lb.strides[1] != lb.itemsize:
-                lb = cp.ascontiguousarray(lb, dtype=cp.int64)
-            name = "required_beta_i32" if lb.dtype == cp.int32 else "required_beta"
-            fac = (1.0 + u) * (1.0 + 2.0 ** -40)
-            f = _stats_module().get_function(name)
-            # rows per thread: enough blocks to fill the device, one atomic per block
-            grid, block = _grid2d(n, m)
-            grid = (grid[0], min(grid[1], max(1, 8192 // grid[0])))
-            f(grid, block, (lb, np.int64(lb.strides[0] // lb.itemsize), np.int32(m), np.int32(n), sa.width, sb.width,
-                            sa.norm1, sb.norm1, np.int32(bits), np.float64(k * 2.0 ** (1 - bits)),
-                            np.float64(fac), out))
-        return out[0].astype(cp.int64)
+        """:func:`ozgemm.precision.planner.required_beta` on the device (an int64 0-d array)."""
+        from ..precision.planner import required_beta
+
+        if lb.size == 0 or sa.qsum is None or sb.qsum is None:
+            return required_beta(sa, sb, lb, bits, k, u, xp)
+        return self.plan_scalars(sa, sb, lb, bits, k, u, xp)[0]
 
     # -- fused phases ------------------------------------------------------------------
     def residues_padded(self, x, shift, n_moduli, rp, kp):

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..crt.moduli import MODULI, moduli_exceeding, moduli_product
 from .contract import Contract, ContractError
+from .specials import NonFiniteInputs
 from .stats import LB_BITS, NORM_BITS, RowStats, row_stats
 
 __all__ = ["Plan", "make_plan", "KBLOCK_INT32"]
@@ -168,9 +169,16 @@ def _max_beta_for(M: int, S, k: int, lo: int = 1, cpow: int = 1) -> int:
     b = max(lo, 1)
     if not M > 2 * _cmax(b, S, k, cpow):
         return 0
-    hi = _BETA_CAP
-    if M > 2 * _cmax(hi, S, k, cpow):
-        return hi
+    # galloping from lo (the answer is usually a few bits above it), then bisection
+    step, hi = 1, None
+    while b + step <= _BETA_CAP:
+        if M > 2 * _cmax(b + step, S, k, cpow):
+            b, step = b + step, 2 * step
+        else:
+            hi = b + step
+            break
+    if hi is None:  # every beta up to b is ok; beyond the cap counts as not ok
+        hi = _BETA_CAP + 1
     while b + 1 < hi:  # invariant: ok(b), not ok(hi)
         mid = (b + hi) // 2
         if M > 2 * _cmax(mid, S, k, cpow):
@@ -200,17 +208,29 @@ def _delta_norm(beta, sa: RowStats, sb: RowStats, k, xp):
     return c * h * (x[:, None] * sb.norm1[None, :] + y[None, :] * (sa.norm1 + x * (c * k * h))[:, None])
 
 
-def _lb_upper_max(lb, qa, qb, xp):
-    """max_ij (LB_ij + sum_l qa_il + sum_l qb_jl) as an int64 scalar array.
+def _lb_upper_max(lb, ra, cb, xp):
+    """max_ij (LB_ij + ra_i + cb_j) as an int64 scalar array, ra_i = sum_l qa_il, cb_j = sum_l qb_jl
+    (the ``qsum`` of :class:`~ozgemm.precision.stats.RowStats`).
 
     qa = floor(|a~| 2**7) (so |a~| 2**7 < qa + 1), likewise qb, and LB = qa qb^T, hence
     sum_l |a~_il||b~_lj| < sum_l (qa_il + 1)(qb_jl + 1) 2**-14 = (LB_ij + ra_i + cb_j + k) 2**-14:
     an upper bound of every entry of |A~||B~| from the lower-bound GEMM already computed
     (exact integers; padding columns of q are zero and add nothing)."""
-    ra = qa.sum(axis=1, dtype=xp.int64)
-    cb = qb.sum(axis=1, dtype=xp.int64)
     rowmax = (lb.astype(xp.int64) + cb[None, :]).max(axis=1)
     return (rowmax + ra).max()
+
+
+def plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp):
+    """The six integers the componentwise planner reads from the device, as one int64 array:
+    [minimal width (:func:`required_beta`), max_i n1_i(A), max_j n1_j(B), max_i n2_i(A),
+    max_j n2_j(B), max_ij (LB_ij + ra_i + cb_j) (:func:`_lb_upper_max`)]; 0 for an empty side.
+    Engines may fuse them into one kernel (``engine.plan_scalars``, the CUDA engine)."""
+    m, n = lb.shape
+    z = xp.zeros((1,), dtype=xp.int64)
+    return xp.concatenate([xp.asarray(required_beta(sa, sb, lb, bits, k, u, xp), dtype=xp.int64).reshape(1),
+                           sa.n1_int.max(keepdims=True) if m else z, sb.n1_int.max(keepdims=True) if n else z,
+                           sa.n2_int.max(keepdims=True) if m else z, sb.n2_int.max(keepdims=True) if n else z,
+                           _lb_upper_max(lb, sa.qsum, sb.qsum, xp).reshape(1) if m and n else z])
 
 
 def _ceil_log2_ratio(z, r, xp):
@@ -260,11 +280,14 @@ def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, x
     return xp.maximum(beta_ij.max(), 1) if beta_ij.size else xp.asarray(1)
 
 
-def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None) -> Plan:
+def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None, nonfinite_flag=None) -> Plan:
     """Plan the product of finite 2-D arrays ``a`` (m x k) and ``b`` (k x n).
 
     ``force_moduli`` (diagnostics only, e.g. the error-vs-moduli plot of ``ozgemm audit``)
     uses that many moduli and the widest beta they allow, proving nothing.
+    ``nonfinite_flag``: a (1,) device array, non-zero when ``a``/``b`` were not checked and
+    hold NaN/Inf; it is read with the planner's own scalars (no extra host synchronisation)
+    and :class:`~ozgemm.precision.specials.NonFiniteInputs` is raised when it is set.
 
     Raises
     ------
@@ -298,6 +321,10 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
     sb = stats(b.T if b.ndim == 2 else b.transpose(0, 2, 1))
     cpow = _cpow(sa, sb)
     lg = cpow.bit_length() - 1
+    if nonfinite_flag is not None and (force_moduli is not None or contract.bound_kind != "componentwise"):
+        if int(nonfinite_flag.reshape(-1)[0]):  # plans without a host read of their own: read it now
+            raise NonFiniteInputs()
+        nonfinite_flag = None
     if cpow > 1 and contract.bound_kind != "componentwise":
         raise ContractError(f"contract {contract.name!r} ({contract.source}): normwise contracts take float32/"
                             "float64 operands; use a componentwise contract for dd/binary128 operands")
@@ -317,16 +344,15 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None)
     elif contract.bound_kind == "componentwise":
         lb = engine.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
         beta_max = min(contract.bits + contract.exponent_range, _BETA_CAP)
-        rbeta = getattr(engine, "required_beta", None) or required_beta
+        scalars = getattr(engine, "plan_scalars", None) or plan_scalars
         # c/2-unit scaling errors (cpow = 2**lg): the same closed form with bits + lg and
         # k c**2 (R/c and K c, both exact powers of two; see _cpow and required_beta)
-        rb = rbeta(sa, sb, lb, contract.bits + lg, k * cpow * cpow, u, xp)
-        z = xp.zeros((1,), dtype=xp.int64)
-        host = xp.concatenate([xp.asarray(rb, dtype=xp.int64).reshape(1),
-                               sa.n1_int.max(keepdims=True) if m else z, sb.n1_int.max(keepdims=True) if n else z,
-                               sa.n2_int.max(keepdims=True) if m else z, sb.n2_int.max(keepdims=True) if n else z,
-                               _lb_upper_max(lb, sa.q, sb.q, xp).reshape(1) if m and n else z])
+        host = scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, u, xp)
+        if nonfinite_flag is not None:
+            host = xp.concatenate([host, nonfinite_flag.astype(xp.int64).reshape(1)])
         host = host.get() if hasattr(host, "get") else host  # the one device->host read
+        if nonfinite_flag is not None and host[-1]:
+            raise NonFiniteInputs()
         beta_min = int(host[0])
         n1a, n1b, n2a, n2b, ub = (int(v) for v in host[1:])
         # S >= sum_l |a~||b~|: the smallest of min(max 1-norm), the Cauchy-Schwarz bound and

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from .contract import ContractError
 
-__all__ = ["split_nonfinite", "patch_nonfinite"]
+__all__ = ["split_nonfinite", "patch_nonfinite", "NonFiniteInputs"]
+
+
+class NonFiniteInputs(Exception):
+    """Internal signal: a plan made on unchecked operands found (in its one device->host read)
+    that they hold NaN/Inf; the caller sets those rows/columns aside and plans again."""
 
 
 def split_nonfinite(a, b, contract, xp):

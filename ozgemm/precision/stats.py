@@ -60,6 +60,7 @@ class RowStats:
     zero_row: object
     n1_int: object = None  # (r,) int64: sum_l ceil(|x_il| 2**(30-E_i))        (norm1 = n1_int 2**-30)
     n2_int: object = None  # (r,) int64: sum_l ceil(|x_il| 2**(15-E_i))**2  (>= 2**30 sum_l x~_il**2)
+    qsum: object = None  # (r,) int64: sum_l q_il (the bound GEMM's upper bound, planner._lb_upper_max)
     src: object = None  # the contiguous float64 rows the stats came from (fused engines reuse it)
     ncomp: int = 1  # components per entry (1: float32/64; 2: dd; 3: binary128 pieces)
 
@@ -121,4 +122,4 @@ def row_stats(x, xp) -> RowStats:
     if not multi:
         mant, exp = mant[0], exp[0]
     return RowStats(mant=mant, exp=exp, E=E, width=width, norm1=norm1, q=q, zero_row=zero_row,
-                    n1_int=qs, n2_int=n2, ncomp=C)
+                    n1_int=qs, n2_int=n2, qsum=q.sum(axis=1, dtype=xp.int64), ncomp=C)

@@ -59,24 +59,46 @@ struct Pow2 {
 };
 
 // One block per row of x (r x k, row stride ldx; blockDim.x a multiple of 32). Writes E,
-// width, norm1, zero_row and the 7-bit quantisation q (r x kq int8, zero padding for l >= k),
-// bit for bit as ozgemm/precision/stats.py (ceil/floor of ldexp-scaled |x|, exact integer sums).
-extern "C" __global__ void row_stats(const double* __restrict__ x, i64 ldx, int r, int k,
+// width, norm1, zero_row, the 7-bit quantisation q (r x kq int8, zero padding for l >= k) and
+// its row sum qsum, bit for bit as ozgemm/precision/stats.py (ceil/floor of ldexp-scaled |x|,
+// exact integer sums). The first RS_CACHE entries per thread of component 0 are kept in
+// registers between the two passes (one read of the row from memory for k <= RS_CACHE
+// blockDim.x; the host picks blockDim <= 512 so where it can), the rest are read again.
+#define RS_CACHE 16
+extern "C" __global__ void __launch_bounds__(512) row_stats(const double* __restrict__ x, i64 ldx, int r, int k,
                                      i64* __restrict__ E_out, i64* __restrict__ width_out,
                                      double* __restrict__ norm_out, bool* __restrict__ zero_out,
                                      i64* __restrict__ n1_out, i64* __restrict__ n2_out,
                                      signed char* __restrict__ q, i64 ldq, int kq,
-                                     int ncomp, i64 sc) {
+                                     int ncomp, i64 sc, i64* __restrict__ qsum_out) {
     // ncomp components per entry (x + c sc: dd hi/lo, binary128 pieces; see
     // precision/stats.py row_stats for the multi-component rules)
     __shared__ i64 s_red[32];
     const int i = blockIdx.x;
     if (i >= r) return;
     const double* row = x + (i64)i * ldx;
+    const int bd = blockDim.x, tid = threadIdx.x;
     int tmax = -100000, lmin = 100000;
+    double cache[RS_CACHE];
+#pragma unroll
+    for (int p = 0; p < RS_CACHE; ++p) {  // independent loads first, then the reductions
+        const int l = tid + p * bd;
+        cache[p] = l < k ? row[l] : 0.0;
+    }
+#pragma unroll
+    for (int p = 0; p < RS_CACHE; ++p) {
+        const double v = cache[p];
+        if (v != 0.0) {
+            int t, b;
+            top_lsb(v, &t, &b);
+            tmax = max(tmax, t);
+            lmin = min(lmin, b);
+        }
+    }
     for (int c = 0; c < ncomp; ++c) {
         const double* rc = row + c * sc;
-        for (int l = threadIdx.x; l < k; l += blockDim.x) {
+#pragma unroll 4
+        for (int l = (c == 0 ? tid + RS_CACHE * bd : tid); l < k; l += bd) {
             double v = rc[l];
             if (v != 0.0) {
                 int t, b;
@@ -92,10 +114,10 @@ extern "C" __global__ void row_stats(const double* __restrict__ x, i64 ldx, int 
     const int E = zero ? 0 : tmax;
     const Pow2 f30(NORM_BITS - E), f15(NORM_BITS / 2 - E), f7(LB_BITS - E);
     i64 acc = 0, acc2 = 0;
-    for (int l = threadIdx.x; l < kq; l += blockDim.x) {
+    int qs = 0;  // <= 127 entries per thread below 2^31
+    auto entry = [&](int l, double x0) {
         signed char qq = 0;
         if (l < k) {
-            const double x0 = row[l];
             const double a = fabs(x0);
             acc += __double2ll_ru(f30(a));                           // ceil, <= 2^30
             i64 h = __double2ll_ru(f15(a));                          // ceil, <= 2^15
@@ -112,17 +134,32 @@ extern "C" __global__ void row_stats(const double* __restrict__ x, i64 ldx, int 
             if ((double)fq == y && ((rest < 0.0 && x0 > 0.0) || (rest > 0.0 && x0 < 0.0))) fq -= 1;
             qq = (signed char)fq;
         }
+        qs += qq;
         q[(i64)i * ldq + l] = qq;
+    };
+    i64 qs64 = 0;
+#pragma unroll
+    for (int p = 0; p < RS_CACHE; ++p) {
+        const int l = tid + p * bd;
+        if (l < kq) entry(l, cache[p]);
     }
+#pragma unroll 4
+    for (int l = tid + RS_CACHE * bd; l < kq; l += bd) {
+        entry(l, l < k ? row[l] : 0.0);
+        if (qs > (1 << 30)) { qs64 += qs; qs = 0; }
+    }
+    qs64 += qs;
     acc = block_reduce(acc, AddOp(), s_red);
     acc2 = block_reduce(acc2, AddOp(), s_red);
-    if (threadIdx.x == 0) {
+    qs64 = block_reduce(qs64, AddOp(), s_red);
+    if (tid == 0) {
         E_out[i] = E;
         width_out[i] = zero ? 0 : (i64)E - lmin;
         norm_out[i] = scalbn((double)acc, -NORM_BITS);
         zero_out[i] = zero;
         n1_out[i] = acc;
         n2_out[i] = acc2;
+        qsum_out[i] = qs64;
     }
 }
 
@@ -170,75 +207,124 @@ extern "C" __global__ void nonfinite_f32(const unsigned int* __restrict__ x, i64
     nonfinite_flags<float, unsigned int, 8, 23>(x, ld, r, c, cols, flag, any);
 }
 
-__device__ __forceinline__ i64 ceil_log2_ratio(double z, double r) {
-    int ez, er;
-    double fz = frexp(z, &ez);
-    double fr = frexp(r, &er);
-    return (i64)ez - (i64)er + (fz > fr ? 1 : 0);
+// frexp of a positive finite double, x = f 2^e with f in [0.5, 1) (bit for bit as frexp)
+__device__ __forceinline__ void frexp_pos(double x, double* f, int* e) {
+    const u64 b = (u64)__double_as_longlong(x);
+    const int eb = (int)(b >> 52);
+    if (eb == 0) {  // subnormal
+        *f = frexp(x, e);
+        return;
+    }
+    *e = eb - 1022;
+    *f = __longlong_as_double((i64)((b & ((1ULL << 52) - 1)) | (1022ULL << 52)));
 }
 
-// need(z): smallest beta with 2^(-beta-1) z fac <= R   (see planner.required_beta)
-__device__ __forceinline__ i64 need(double z, double fac, bool pos, double Rs) {
+// need(z) of planner.required_beta (smallest beta with 2^(-beta-1) z fac <= R) from the
+// frexp pairs of zz = z fac (zz >= 0) and of R (pos: R > 0):
+//   zz == 0: -2^40; R == 0 < zz: 2^40; else ceil(log2(zz / R)) - 1 = ez - er + (fz > fr) - 1.
+__device__ __forceinline__ i64 need_f(bool zpos, double fz, int ez, bool pos, double fr, int er) {
     const i64 big = 1LL << 40;
-    double zz = __dmul_rn(z, fac);
-    i64 n = zz > 0 ? ceil_log2_ratio(zz, Rs) - 1 : -big;
-    return (pos || zz == 0) ? n : big;
+    if (!zpos) return -big;
+    if (!pos) return big;
+    return (i64)ez - (i64)er + (fz > fr ? 1 : 0) - 1;
 }
 
-// per-entry width, reduced to one max per block (atomicMax into *out, initialised to 1).
-// lb: the bound GEMM's exact products, int32 (one k-block) or int64, row stride ldlb.
+// The planner's six device scalars (planner.plan_scalars) in one pass over the bound GEMM's
+// products lb (int32: one k-block, or int64; row stride ldlb), out (u64[6], initialised to
+// {1, 0, 0, 0, 0, 0}) by atomicMax:
+//   out[0] = max(1, max_ij beta_ij)   the minimal width, per entry as planner.required_beta
+//            (R_ij = lb_ij 2^(-(bits-1)-14) is normal for bits <= 1000, so its frexp comes from
+//            the integer: fr = lb / 2^e, er = e - (bits-1) - 14 with e the bit length of lb)
+//   out[1..4] = max n1a, max n1b, max n2a, max n2b   (threads of column 0 visit every row,
+//            threads of the first row every column)
+//   out[5] = max_ij (lb_ij + ra_i + cb_j)   (planner._lb_upper_max)
 // 2-D launch: x over columns, y over rows (grid-stride).
 template <typename LB_T>
-__device__ __forceinline__ void required_beta_impl(const LB_T* __restrict__ lb, i64 ldlb, int m, int n,
-                                                   const i64* __restrict__ wa, const i64* __restrict__ vb,
-                                                   const double* __restrict__ na, const double* __restrict__ nb,
-                                                   int bits, double K, double fac,
-                                                   unsigned long long* __restrict__ out) {
-    __shared__ i64 s_red[32];
+__device__ __forceinline__ void plan_scalars_impl(const LB_T* __restrict__ lb, i64 ldlb, int m, int n,
+                                                  const i64* __restrict__ wa, const i64* __restrict__ vb,
+                                                  const double* __restrict__ na, const double* __restrict__ nb,
+                                                  int bits, double K, double fac,
+                                                  const i64* __restrict__ ra, const i64* __restrict__ cb,
+                                                  const i64* __restrict__ n1a, const i64* __restrict__ n1b,
+                                                  const i64* __restrict__ n2a, const i64* __restrict__ n2b,
+                                                  unsigned long long* __restrict__ out) {
+    __shared__ i64 s_red[6][32];
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
-    i64 best = 1;
+    const int i_first = blockIdx.y * blockDim.y + threadIdx.y;
+    i64 best = 1, ub = 0, m1a = 0, m1b = 0, m2a = 0, m2b = 0;
     if (j < n) {
         const i64 v = vb[j];
         const double b = nb[j];
-        for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < m; i += gridDim.y * blockDim.y) {
-            double R = scalbn((double)lb[(i64)i * ldlb + j], -(bits - 1) - 2 * LB_BITS);
-            bool pos = R > 0;
-            double Rs = pos ? R : 1.0;
-            i64 w = wa[i];
-            double a = na[i];
-            i64 t_d = need(__dadd_rn(__dadd_rn(b, a), K), fac, pos, Rs);
-            i64 lo = min(w, v);
-            i64 t_b = min(max(w, need(a, fac, pos, Rs)), v);
-            i64 t_c = min(max(v, need(b, fac, pos, Rs)), w);
-            i64 after = w < v ? t_b : (v < w ? t_c : w);
-            i64 bij = t_d < lo ? t_d : after;
+        const i64 cbj = cb[j];
+        if (i_first == 0) {
+            m1b = n1b[j];
+            m2b = n2b[j];
+        }
+        double fzb;
+        int ezb;
+        const double zzb = __dmul_rn(b, fac);
+        if (zzb > 0) frexp_pos(zzb, &fzb, &ezb); else { fzb = 0.0; ezb = 0; }
+        const int eoff = (bits - 1) + 2 * LB_BITS;
+        for (int i = i_first; i < m; i += gridDim.y * blockDim.y) {
+            const i64 L = (i64)lb[(i64)i * ldlb + j];
+            const bool pos = L > 0;
+            double fr = 1.0;
+            int er = 0;
+            if (pos) {
+                const int e = 64 - __clzll((u64)L);
+                fr = __dmul_rn((double)L, __longlong_as_double((i64)(1023 - e) << 52));  // exact
+                er = e - eoff;
+            }
+            const i64 w = wa[i];
+            const double a = na[i];
+            double fza, fzd;
+            int eza, ezd;
+            const double zza = __dmul_rn(a, fac);
+            if (zza > 0) frexp_pos(zza, &fza, &eza); else { fza = 0.0; eza = 0; }
+            const double zzd = __dmul_rn(__dadd_rn(__dadd_rn(b, a), K), fac);  // > 0 (K > 0)
+            frexp_pos(zzd, &fzd, &ezd);
+            const i64 t_d = need_f(true, fzd, ezd, pos, fr, er);
+            const i64 lo = min(w, v);
+            const i64 t_b = min(max(w, need_f(zza > 0, fza, eza, pos, fr, er)), v);
+            const i64 t_c = min(max(v, need_f(zzb > 0, fzb, ezb, pos, fr, er)), w);
+            const i64 after = w < v ? t_b : (v < w ? t_c : w);
+            const i64 bij = t_d < lo ? t_d : after;
             best = max(best, max(bij, (i64)1));
+            ub = max(ub, L + ra[i] + cbj);
+            if (j == 0) {
+                m1a = max(m1a, n1a[i]);
+                m2a = max(m2a, n2a[i]);
+            }
         }
     }
-    // one max per block (blockDim.x * blockDim.y threads, a multiple of 32)
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) best = max(best, (i64)__shfl_xor_sync(0xffffffffu, best, o));
+    i64 vals[6] = {best, m1a, m1b, m2a, m2b, ub};
     const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-    if ((tid & 31) == 0) s_red[tid >> 5] = best;
+#pragma unroll
+    for (int q = 0; q < 6; ++q) {
+        i64 x = vals[q];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) x = max(x, (i64)__shfl_xor_sync(0xffffffffu, x, o));
+        if ((tid & 31) == 0) s_red[q][tid >> 5] = x;
+    }
     __syncthreads();
-    if (tid == 0) {
-        for (int w = 1; w < (int)(blockDim.x * blockDim.y) >> 5; ++w) best = max(best, s_red[w]);
-        atomicMax(out, (unsigned long long)best);
+    if (tid < 6) {
+        i64 x = s_red[tid][0];
+        for (int w = 1; w < (int)(blockDim.x * blockDim.y) >> 5; ++w) x = max(x, s_red[tid][w]);
+        if (x > 0) atomicMax(out + tid, (unsigned long long)x);
     }
 }
 
-extern "C" __global__ void required_beta(const i64* __restrict__ lb, i64 ldlb, int m, int n,
-                                         const i64* __restrict__ wa, const i64* __restrict__ vb,
-                                         const double* __restrict__ na, const double* __restrict__ nb,
-                                         int bits, double K, double fac,
-                                         unsigned long long* __restrict__ out) {
-    required_beta_impl<i64>(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, out);
+#define PLAN_SCALARS_ARGS(LB_T)                                                                     \
+    const LB_T* __restrict__ lb, i64 ldlb, int m, int n, const i64* __restrict__ wa,               \
+        const i64* __restrict__ vb, const double* __restrict__ na, const double* __restrict__ nb,   \
+        int bits, double K, double fac, const i64* __restrict__ ra, const i64* __restrict__ cb,    \
+        const i64* __restrict__ n1a, const i64* __restrict__ n1b, const i64* __restrict__ n2a,     \
+        const i64* __restrict__ n2b, unsigned long long* __restrict__ out
+
+extern "C" __global__ void plan_scalars(PLAN_SCALARS_ARGS(i64)) {
+    plan_scalars_impl<i64>(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, ra, cb, n1a, n1b, n2a, n2b, out);
 }
 
-extern "C" __global__ void required_beta_i32(const int* __restrict__ lb, i64 ldlb, int m, int n,
-                                             const i64* __restrict__ wa, const i64* __restrict__ vb,
-                                             const double* __restrict__ na, const double* __restrict__ nb,
-                                             int bits, double K, double fac,
-                                             unsigned long long* __restrict__ out) {
-    required_beta_impl<int>(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, out);
+extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int)) {
+    plan_scalars_impl<int>(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, ra, cb, n1a, n1b, n2a, n2b, out);
 }
