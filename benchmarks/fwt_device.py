@@ -3,8 +3,16 @@ checked exactly, the fastest adopted), (2) GPU + CPU tests with the adopted conf
 (3) the benchmark (table printed last).
 
     cd <repo>; PYTHONPATH=. PYTHONUNBUFFERED=1 python3 benchmarks/fwt_device.py [--no-tune] [--no-tests]
+        [--tune-L 12-15] [--tune-dtypes float16 float32 float64]
 
-Writes $OUT/fwt_tuned.json, $OUT/fwt_junit.xml and $OUT/fwt_bench.json when $OUT is set.
+``--tune-L A-B`` (or a comma list) restricts the sweep to these row lengths (log2): the
+committed ``ROW_TUNED`` is kept for the other lengths; for a swept (dtype, L) the sweep's
+fastest configuration is adopted only where it measured faster than the committed entry's
+configuration in the same sweep. With a restricted sweep the benchmark of the swept lengths
+is also run once with the committed table first ("before", same run).
+
+Writes $OUT/fwt_tuned.json, $OUT/fwt_junit.xml, $OUT/fwt_bench.json (and
+$OUT/fwt_bench_before.json) when $OUT is set.
 """
 import os
 import subprocess
@@ -20,25 +28,93 @@ import json  # noqa: E402
 from ozgemm.fwt import _cuda  # noqa: E402
 from ozgemm.fwt.bench import main, tune  # noqa: E402
 
+
+def _arg(flag, default=None):
+    if flag not in sys.argv:
+        return default
+    i = sys.argv.index(flag)
+    vals = []
+    for a in sys.argv[i + 1:]:
+        if a.startswith("--"):
+            break
+        vals.append(a)
+    return vals if vals else default
+
+
+def _lengths(spec):
+    out_ = []
+    for part in ",".join(spec).split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out_ += list(range(int(a), int(b) + 1))
+        elif part:
+            out_.append(int(part))
+    return tuple(out_)
+
+
+tune_L = _lengths(_arg("--tune-L", [])) or None
+tune_dtypes = tuple(_arg("--tune-dtypes", ["float16", "float32", "float64"]))
+committed = dict(_cuda.ROW_TUNED)
+adopted = []
+
 # 1. sweep the row-kernel configurations (each checked exactly), adopt the fastest
 #    (--no-tune: keep the committed ROW_TUNED, i.e. test and benchmark the code as it is)
 if "--no-tune" not in sys.argv:
-    best = tune()
-    _cuda.ROW_TUNED.clear()  # the sweep's table replaces the committed one (as it would be committed)
-    _cuda.ROW_TUNED.update(best)
+    log = []
+    best = tune(dtypes=tune_dtypes, Ls=tune_L, log=log)
+    print(f"sweep done [{time.time() - t0:.0f} s]", flush=True)
+    if tune_L is None:
+        _cuda.ROW_TUNED.clear()  # the sweep's table replaces the committed one (as it would be committed)
+        _cuda.ROW_TUNED.update(best)
+        adopted = sorted(best)
+    else:
+        # restricted: per swept (dtype, L), the sweep's best only where it beat the committed
+        # entry's configuration measured in the same sweep (else the committed entry stays)
+        for name in tune_dtypes:
+            for L in tune_L:
+                key = (name, L)
+                old = committed.get(key)
+                new = best.get(key)
+                t_old = None
+                if old is not None:
+                    oc, om = _cuda.tuned_cfg(old), bool(old[3])
+                    ts = [t for (d, l, c, m, t, ok) in log if (d, l) == key and _cuda._cfg6(c) == oc and m == om and ok]
+                    t_old = min(ts) if ts else None
+                t_new = min([t for (d, l, c, m, t, ok) in log if (d, l) == key and ok], default=None)
+                if new is not None and (old is None or (t_old is not None and t_new < t_old)):
+                    _cuda.ROW_TUNED[key] = new
+                    adopted.append(key)
+                print(f"adopt {name} 2^{L}: committed {old} ({'%.1f us' % (t_old * 1e6) if t_old else '-'}) "
+                      f"sweep best {new} ({'%.1f us' % (t_new * 1e6) if t_new else '-'}) -> "
+                      f"{'NEW' if key in adopted else 'kept'}", flush=True)
     with open(os.path.join(out, "fwt_tuned.json"), "w") as f:
-        json.dump({f"{k[0]}:{k[1]}": v for k, v in best.items()}, f)
-    print("ROW_TUNED =", {k: v for k, v in sorted(best.items())}, f"[{time.time() - t0:.0f} s]", flush=True)
+        json.dump({"table": {f"{k[0]}:{k[1]}": v for k, v in sorted(_cuda.ROW_TUNED.items())},
+                   "adopted": [f"{k[0]}:{k[1]}" for k in adopted],
+                   "sweep": [[d, l, list(c), m, t, ok] for (d, l, c, m, t, ok) in log]}, f)
+    print("ROW_TUNED =", {k: v for k, v in sorted(_cuda.ROW_TUNED.items())}, f"[{time.time() - t0:.0f} s]", flush=True)
 
 # 2. tests, in this process so that they run with the adopted configurations
 if "--no-tests" not in sys.argv:
     import pytest  # noqa: E402
 
-    rc = pytest.main(["tests/test_fwt_gpu.py", "tests/test_fwt.py", "-q", "-p", "no:cacheprovider", "--durations=8",
-                      f"--junitxml={os.path.join(out, 'fwt_junit.xml')}"])
+    tests = ["tests/test_fwt_gpu.py", "tests/test_fwt.py"]
+    tests += [t for t in ("tests/test_fwt_plan.py",) if os.path.exists(t)]
+    rc = pytest.main(tests + ["-q", "-p", "no:cacheprovider", "--durations=8",
+                              f"--junitxml={os.path.join(out, 'fwt_junit.xml')}"])
     print("pytest exit code:", int(rc), f"[{time.time() - t0:.0f} s]", flush=True)
 
-# 3. benchmark with the adopted configurations (table printed last)
+# 3. benchmark with the adopted configurations (table printed last); with a restricted sweep
+#    first the swept lengths with the committed table ("before", same run)
+if tune_L is not None and "--no-tune" not in sys.argv:
+    new_table = dict(_cuda.ROW_TUNED)
+    _cuda.ROW_TUNED.clear()
+    _cuda.ROW_TUNED.update(committed)
+    print("before (committed ROW_TUNED):", flush=True)
+    main(dtypes=list(tune_dtypes), lmin=min(tune_L), lmax=max(tune_L), mbytes=256, reps=20, extra_L=(),
+         json_path=os.path.join(out, "fwt_bench_before.json"))
+    _cuda.ROW_TUNED.clear()
+    _cuda.ROW_TUNED.update(new_table)
+    print(f"after (adopted table) [{time.time() - t0:.0f} s]:", flush=True)
 main(dtypes=["float16", "float32", "float64"], lmin=8, lmax=22, mbytes=256, reps=20,
      json_path=os.path.join(out, "fwt_bench.json"))
 print(f"total {time.time() - t0:.0f} s")

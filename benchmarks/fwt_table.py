@@ -15,11 +15,13 @@ def main(bench_json, log=None):
     print("|---|---|---|---|---|---|---|---|---|")
     for r in d["results"]:
         err = f"{r['max_rel_err']:.1e}"
-        eb = "—" if r["dtype"] != "float32" else f"{r['err_over_bound']:.3f}"
+        eb = "—" if r["dtype"] == "float64" else f"{r['err_over_bound']:.3f}"
         print(f"| {r['dtype']} | 2^{r['L']} | {r['rows']} | {r['passes']} | {r['time_s'] * 1e6:.1f} | "
               f"{r['bw'] / 1e9:.0f} | {r['pct_memcpy']:.1f} | {err} | {eb} |")
     if log:
-        pat = re.compile(r"tune float16 L=\s*(\d+) TB=(\d+) CB=(\d+) CSB=(\d+) (plain|mma)\s+exact=(\w+)\s+([\d.]+) us\s+(\d+) GB/s")
+        # (WM=, MINB=, XS= appear in the logs of runs 4 and later)
+        pat = re.compile(r"tune float16 L=\s*(\d+) TB=(\d+) CB=(\d+) CSB=(\d+)(?: WM=\d+ MINB=\d+)?(?: XS=\d+)? "
+                         r"(plain|mma)\s+exact=(\w+)\s+([\d.]+) us\s+(\d+) GB/s")
         best = defaultdict(dict)
         for line in open(log):
             m = pat.search(line)

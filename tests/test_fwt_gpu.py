@@ -157,3 +157,88 @@ def test_gpu_multipass_2_24_float32_exact():
     y = cp.asnumpy(fwht(cp.asarray(k.astype(np.float32))))
     # float32: |sums| <= 2**24 exact
     np.testing.assert_array_equal(y.astype(np.int64), _ref_int(k))
+
+
+# ---- exchange-store (XS) phase B: every XS candidate of the sweep, bit-exact -------------------
+# XS replaces phase B's store/load/butterflies/store/load by one exchange into the warp-major
+# layout and stores from there; the butterflies and their order are unchanged, so float
+# results must be bit-identical to the same (TB, CB, MINB) without XS, and integer-valued
+# inputs exact. Also int64 (the float64 candidates) and both float16 variants.
+_XS_DTYPES = {np.float16: ("float16", ("plain", "mma")), np.float32: ("float32", ("plain",)),
+              np.float64: ("float64", ("plain",)), np.int64: ("float64", ("plain",))}
+
+
+def _xs_cases():
+    cases = []
+    for dt, (cand_dt, variants) in _XS_DTYPES.items():
+        _, _, sc, logv, lmax1 = _cuda._TYPES[np.dtype(cand_dt)]
+        acc = np.dtype(sc).itemsize
+        for L in range(8, lmax1 + 1):
+            for cfg in _cuda.row_candidates(L, logv, acc):
+                if cfg[5]:
+                    for v in variants:
+                        cases.append(pytest.param(dt, L, cfg, v, id=f"{np.dtype(dt).name}-L{L}-{cfg[:2]}-minb{cfg[4]}-{v}"))
+    return cases
+
+
+_XS_CASES = _xs_cases()
+
+
+def _xs_ref_cfg(cfg):
+    return tuple(cfg[:5]) + (False,)
+
+
+@pytest.fixture(scope="module")
+def _xs_compiled():
+    # compile every XS kernel and its non-XS twin once per dtype (instead of one module per L)
+    names = {}
+    for p in _XS_CASES:
+        dt, L, cfg, v = p.values
+        for c in (cfg, _xs_ref_cfg(cfg)):
+            names.setdefault(dt, set()).add(_cuda._row_name(np.dtype(dt), L, mma=v == "mma", cfg=c))
+    for dt, ns in names.items():
+        _cuda.compile_kernels(dt, ns)
+    return True
+
+
+def test_xs_cases_cover_the_briefed_configurations():
+    got = {(np.dtype(p.values[0]).name, p.values[1], p.values[2][:2]) for p in _XS_CASES}
+    for want in [("float32", 14, (8, 4)), ("float64", 14, (9, 4)), ("float16", 13, (7, 3)), ("float16", 14, (8, 3))]:
+        assert want in got
+
+
+@pytest.mark.parametrize("dt, L, cfg, variant", _XS_CASES)
+def test_gpu_xs_exact_and_bit_identical(_xs_compiled, dt, L, cfg, variant):
+    n = 1 << L
+    _, _, _, logv, _ = _cuda._TYPES[np.dtype(dt) if np.dtype(dt).kind == "f" else np.dtype(np.int64)]
+    lt = logv + cfg[0] + cfg[1]
+    tile_rows = max(1, 1 << (lt - L))
+    rows = 3 * tile_rows + 1  # a partial last tile: exercises the bounds check in both layouts
+    rng = np.random.default_rng(1000 + L)
+    k = rng.integers(-16, 17, size=(rows, n))  # |sums| <= 16 * 2**15: exact in float32
+    want = _ref_int(k)
+    x = cp.asarray(k.astype(dt))
+    y = _cuda.transform_contiguous(cp, x, L, 1.0, variant=variant, cfg=cfg)
+    if np.dtype(dt).kind == "i":
+        np.testing.assert_array_equal(cp.asnumpy(y), want)
+        return
+    np.testing.assert_array_equal(cp.asnumpy(y), want.astype(dt))  # float16: one rounding
+    # random data with the "ortho" scale: bit-identical to the same configuration without XS
+    xr = cp.asarray((rng.random((rows, n)) - 0.5).astype(dt))
+    s = n**-0.5
+    y_xs = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=cfg)
+    y_0 = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=_xs_ref_cfg(cfg))
+    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dt).itemsize]
+    np.testing.assert_array_equal(cp.asnumpy(y_xs).view(u), cp.asnumpy(y_0).view(u))
+
+
+def test_gpu_xs_table_entries_exact():
+    # the committed table's XS entries (if any) through the public API, integer-valued data
+    for (name, L), entry in sorted(_cuda.ROW_TUNED.items()):
+        if not _cuda.tuned_cfg(entry)[5]:
+            continue
+        n = 1 << L
+        rows = max(1, (1 << 18) // n)
+        k = np.random.default_rng(L).integers(-16, 17, size=(rows, n))
+        y = fwht(cp.asarray(k.astype(name)))
+        np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k).astype(name))

@@ -34,34 +34,38 @@ _SMEM_OPTIN = 227 * 1024
 
 # Measured best configuration per (dtype name, L) on an H200, from the sweep in
 # ozgemm/fwt/bench.py:tune (see benchmarks/results_fwt.md); missing entries use the rule.
-# Entry: (TB, CB, CSB, mma, GB/s measured in the sweep[, WM, MINB]); WM (warp-major tile
-# layout) and MINB (__launch_bounds__ minimum CTAs per SM, 0 = unspecified) default to
-# False, 0 (the layout and bounds of the entries measured before they existed).
+# Entry: (TB, CB, CSB, mma, GB/s measured in the sweep[, WM, MINB[, XS]]); WM (warp-major
+# tile layout), MINB (__launch_bounds__ minimum CTAs per SM, 0 = unspecified) and XS
+# (exchange-store phase B) default to False, 0, False (the layout, bounds and phase B of the
+# entries measured before they existed).
 ROW_TUNED: dict = {
-    # (dtype, log2 n): (TB, CB, CSB, mma, GB/s in the sweep, WM, MINB), H200 run 4 (2026-11-30)
+    # (dtype, log2 n): (TB, CB, CSB, mma, GB/s in the sweep, WM, MINB[, XS]), H200 run 4
+    # (2026-11-30); 2**12-2**14 (and float32 2**15) from the restricted sweep of session 3
+    # (run 6, 2026-11-30, `fwt_device.py --tune-L 12-15`), adopted where faster than the
+    # previous entry in that sweep
     ("float16", 8): (7, 1, 0, True, 4025, False, 0),
     ("float16", 9): (7, 1, 0, True, 4028, True, 0),
     ("float16", 10): (8, 2, 0, True, 3975, True, 0),
     ("float16", 11): (7, 3, 0, True, 3830, True, 0),
-    ("float16", 12): (7, 2, 0, True, 3192, False, 0),
-    ("float16", 13): (8, 2, 0, True, 2978, False, 0),
-    ("float16", 14): (9, 2, 0, True, 2657, False, 2),
+    ("float16", 12): (7, 2, 0, True, 3431, False, 0, True),
+    ("float16", 13): (7, 3, 0, True, 3289, False, 0, True),
+    ("float16", 14): (8, 3, 0, True, 2951, False, 2, True),
     ("float16", 15): (10, 2, 0, True, 1985, False, 0),
     ("float32", 8): (7, 1, 0, False, 4051, False, 0),
     ("float32", 9): (7, 1, 0, False, 4039, False, 0),
     ("float32", 10): (7, 1, 0, False, 4047, False, 0),
     ("float32", 11): (8, 3, 0, False, 3904, False, 0),
-    ("float32", 12): (8, 3, 0, False, 3879, False, 0),
-    ("float32", 13): (9, 2, 0, False, 3841, False, 0),
-    ("float32", 14): (9, 3, 0, False, 3525, False, 2),
-    ("float32", 15): (10, 3, 0, False, 2635, False, 0),
+    ("float32", 12): (7, 4, 0, False, 3903, False, 2, True),
+    ("float32", 13): (7, 4, 0, False, 3920, False, 2, True),
+    ("float32", 14): (8, 4, 0, False, 3574, False, 2, True),
+    ("float32", 15): (9, 4, 0, False, 2787, False, 0, True),
     ("float64", 8): (7, 3, 0, False, 3899, False, 0),
     ("float64", 9): (7, 4, 0, False, 3911, False, 0),
     ("float64", 10): (7, 4, 0, False, 3929, False, 0),
     ("float64", 11): (7, 4, 0, False, 3877, False, 0),
-    ("float64", 12): (7, 4, 0, False, 3880, False, 2),
-    ("float64", 13): (8, 4, 0, False, 3748, False, 2),
-    ("float64", 14): (9, 4, 0, False, 2748, False, 0),
+    ("float64", 12): (7, 4, 0, False, 3908, False, 0),
+    ("float64", 13): (8, 4, 0, False, 3901, False, 2, True),
+    ("float64", 14): (9, 4, 0, False, 3041, False, 0, True),
 }
 
 
@@ -100,14 +104,25 @@ def _minb2_ok(tb: int, loge: int, acc_size: int, smem: int, lt: int) -> bool:
             and 65536 // (2 * nth) >= regs + 16)
 
 
+def xs_ok(L: int, logv: int, tb: int, cb: int, csb: int = 0, wm: bool = False) -> bool:
+    """Whether the exchange-store phase B (XS) applies: plain layout, no cluster, a
+    shared-memory phase B for rows of 2**L (a warp bit is a transform bit) and all
+    TB - 5 warp bits fit in the CB chunk bits (they become register bits in the warp-major
+    layout)."""
+    return (not wm and csb == 0 and tb > 5 and tb - 5 <= cb
+            and logv + 5 < min(L, logv + tb + cb))
+
+
 def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> list:
-    """All valid (TB, CB, CSB, WM, MINB) for a row of 2**L: 2**TB threads (128..1024),
+    """All valid (TB, CB, CSB, WM, MINB, XS) for a row of 2**L: 2**TB threads (128..1024),
     2**(LOGV+CB) = 8..32 values per thread (8 only for L <= 11), CTA tile 2**LT
     (LT = LOGV+TB+CB, at most 4 rows beyond 2**11) with shared memory <= 227 KiB;
     CSB = 0: tile >= row; CSB = 1, 2: the row spans a cluster of 2**CSB CTAs (LT + CSB = L).
     WM = True (warp-major layout) only where it makes the row warp-local (no shared-memory
     phase; 2**7-2**8 threads, rows >= 2**9), then also with 64 values per thread; MINB = 2
-    for rows >= 2**12 where ``_minb2_ok``."""
+    for rows >= 2**12 where ``_minb2_ok``. XS = True (exchange-store phase B) where
+    ``xs_ok``, with CB <= 4 and up to 64 four-byte registers of values per thread (64
+    floats, 32 doubles), also with MINB = 2 where ``_minb2_ok``."""
     out = []
     for loge in (3, 4, 5, 6):
         if loge < logv or (loge == 3 and L > 11):
@@ -120,36 +135,57 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
                 phase_b = tb > 5 and wb0 < min(L, lt)
                 if wm and (phase_b or tb > 8 or L < 9):
                     continue
+                smem = (acc_size << lt) if phase_b else 0
+                fits = lt >= L and lt <= max(L, 11) + 2 and smem <= _SMEM_OPTIN
+                if (not wm and fits and xs_ok(L, logv, tb, cb) and cb <= 4
+                        and (1 << loge) * max(1, acc_size // 4) <= 64):
+                    out.append((tb, cb, 0, False, 0, True))
+                    if L >= 12 and _minb2_ok(tb, loge, acc_size, smem, lt):
+                        out.append((tb, cb, 0, False, 2, True))
                 if loge == 6 and (not wm or acc_size > 4):
                     continue
-                smem = (acc_size << lt) if phase_b else 0
-                if lt >= L and lt <= max(L, 11) + 2 and smem <= _SMEM_OPTIN:
-                    out.append((tb, cb, 0, wm, 0))
+                if fits:
+                    out.append((tb, cb, 0, wm, 0, False))
                     if L >= 12 and _minb2_ok(tb, loge, acc_size, smem, lt):
-                        out.append((tb, cb, 0, wm, 2))
+                        out.append((tb, cb, 0, wm, 2, False))
                 if wm:
                     continue
                 for csb in ((1, 2) if clusters else ()):
                     if lt + csb == L and lt >= 10 and (acc_size << lt) <= _SMEM_OPTIN:
-                        out.append((tb, cb, csb, False, 0))
+                        out.append((tb, cb, csb, False, 0, False))
                         if _minb2_ok(tb, loge, acc_size, acc_size << lt, lt):
-                            out.append((tb, cb, csb, False, 2))
+                            out.append((tb, cb, csb, False, 2, False))
     return out
 
 
-def _cfg5(cfg) -> tuple:
-    """(TB, CB, CSB, WM, MINB) from a 3- or 5-tuple."""
+def _cfg6(cfg) -> tuple:
+    """(TB, CB, CSB, WM, MINB, XS) from a 3-, 5- or 6-tuple (missing WM, MINB, XS: False, 0,
+    False)."""
     cfg = tuple(cfg)
-    return cfg if len(cfg) == 5 else cfg[:3] + (False, 0)
+    if len(cfg) not in (3, 5, 6):
+        raise ValueError(f"row configuration must have 3, 5 or 6 fields, got {cfg!r}")
+    return cfg + (False, 0, False)[len(cfg) - 3:]
+
+
+def tuned_cfg(entry) -> tuple:
+    """(TB, CB, CSB, WM, MINB, XS) of a ``ROW_TUNED`` entry (TB, CB, CSB, mma, GB/s[, WM,
+    MINB[, XS]]); the fields an entry lacks mean False, 0, False."""
+    entry = tuple(entry)
+    if len(entry) not in (3, 4, 5, 7, 8):
+        raise ValueError(f"ROW_TUNED entry must have 3-5, 7 or 8 fields, got {entry!r}")
+    wm = bool(entry[5]) if len(entry) > 5 else False
+    minb = int(entry[6]) if len(entry) > 6 else 0
+    xs = bool(entry[7]) if len(entry) > 7 else False
+    return tuple(int(v) for v in entry[:3]) + (wm, minb, xs)
 
 
 def row_config(L: int, logv: int, dtype_name: str = None):
-    """(TB, CB, CSB, WM, MINB) for the row kernel: 2**TB threads, 2**CB 16-byte vectors per
-    thread, cluster of 2**CSB CTAs, warp-major layout, min CTAs per SM (0: unspecified).
-    The measured choice (``ROW_TUNED``) if any, else a fixed rule."""
+    """(TB, CB, CSB, WM, MINB, XS) for the row kernel: 2**TB threads, 2**CB 16-byte vectors
+    per thread, cluster of 2**CSB CTAs, warp-major layout, min CTAs per SM (0: unspecified),
+    exchange-store phase B. The measured choice (``ROW_TUNED``) if any, else a fixed rule."""
     t = _tuned(dtype_name, L) if dtype_name is not None else None
     if t is not None:
-        return tuple(t[:3]) + ((bool(t[5]), int(t[6])) if len(t) > 6 else (False, 0))
+        return tuned_cfg(t)
     if L <= 13:
         loge = 4
         tb = max(L - loge, 7)
@@ -158,7 +194,7 @@ def row_config(L: int, logv: int, dtype_name: str = None):
         tb = L - loge
     cb = loge - logv
     assert tb <= 10 and cb >= 0
-    return tb, cb, 0, False, 0
+    return tb, cb, 0, False, 0, False
 
 
 def lmax_single(dtype) -> int:
@@ -224,10 +260,15 @@ def plan(L: int, dtype) -> list:
 
 def _row_name(dtype, L, mma=False, cfg=None) -> str:
     T, A, _, logv, _ = _TYPES[np.dtype(dtype)]
-    tb, cb, csb, wm, minb = _cfg5(cfg if cfg is not None else row_config(L, logv, np.dtype(dtype).name))
-    kern = "fwht_rows" if csb == 0 else f"fwht_rows_cluster{1 << csb}"
+    tb, cb, csb, wm, minb, xs = _cfg6(cfg if cfg is not None else row_config(L, logv, np.dtype(dtype).name))
     b = lambda v: "true" if v else "false"  # noqa: E731
-    return f"{kern}<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}>"
+    if csb:  # cluster kernels have no XS parameter (plain phase B)
+        if xs:
+            raise ValueError("XS (exchange-store) is not available for cluster configurations")
+        return f"fwht_rows_cluster{1 << csb}<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}>"
+    if xs and not xs_ok(L, logv, tb, cb, csb, wm):
+        raise ValueError(f"XS (exchange-store) does not apply to TB={tb}, CB={cb}, WM={wm} for rows of 2**{L}")
+    return f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}, {b(xs)}>"
 
 
 # float16 row lengths (log2) for which the tensor-core (mma) front end is the default;
@@ -235,40 +276,41 @@ def _row_name(dtype, L, mma=False, cfg=None) -> str:
 MMA_DEFAULT_L: frozenset = frozenset()
 
 
-def _names(dtype, cc: int = 90, sweep: bool = True) -> list:
+def _names(dtype, cc: int = 90, sweep: bool = True, Ls=None) -> list:
     """Kernel instantiations compiled for ``dtype`` on a device of compute capability ``cc``
     (cluster kernels need sm_90, the mma variant sm_80): with ``sweep`` every candidate of
     the tuning sweep, else only the rule's and ``ROW_TUNED``'s configurations (what
-    ``fwht`` launches; compiles faster)."""
+    ``fwht`` launches; compiles faster). ``Ls``: only the sweep candidates of these row
+    lengths (log2), without the rule's, the table's and the strided kernels."""
     T, A, _, logv, lmax1 = _TYPES[np.dtype(dtype)]
     names = set()
     acc = np.dtype(_TYPES[np.dtype(dtype)][2]).itemsize
     swept = sweep and np.dtype(dtype).kind == "f"  # the integer kernels use the fixed rule only
-    for L in range(0, lmax1 + 3):
+    for L in (range(0, lmax1 + 3) if Ls is None else Ls):
         cands = set(row_candidates(L, logv, acc, clusters=cc >= 90)) if swept else set()
-        if L <= lmax1:
+        if L <= lmax1 and Ls is None:
             cands.add(row_config(L, logv))
-        tuned = ROW_TUNED.get((np.dtype(dtype).name, L)) if cc >= 90 else None
+        tuned = ROW_TUNED.get((np.dtype(dtype).name, L)) if cc >= 90 and Ls is None else None
         if tuned:
-            cands.add(tuple(tuned[:3]) + ((bool(tuned[5]), int(tuned[6])) if len(tuned) > 6 else (False, 0)))
+            cands.add(tuned_cfg(tuned))
         for cfg in cands:
             names.add(_row_name(dtype, L, cfg=cfg))
             if np.dtype(dtype) == np.float16 and cc >= 80:
                 names.add(_row_name(dtype, L, mma=True, cfg=cfg))
-    for mb in (3, 6, 9):
-        names.add(f"fwht_cols<{T}, {A}, {logv}, {mb}, {col_config(mb)}>")
+    if Ls is None:
+        for mb in (3, 6, 9):
+            names.add(f"fwht_cols<{T}, {A}, {logv}, {mb}, {col_config(mb)}>")
     return sorted(names)
 
 
 _MODULES: dict = {}  # (dtype str, device id) -> [(set of names, compiled RawModule), ...]
 
 
-def _module_for(dtype_str: str, device_id: int, name: str):
+def _module_for(dtype_str: str, device_id: int, name: str, L: int = None):
     """A compiled module holding ``name``: one already compiled if any holds it, else a new
     one with the rule's and ``ROW_TUNED``'s kernels (what ``fwht`` launches), or, for a
-    sweep candidate outside that set, every candidate of the sweep."""
-    import cupy
-
+    sweep candidate outside that set, the sweep's candidates for rows of 2**L (every
+    candidate of the sweep when L is not given)."""
     mods = _MODULES.setdefault((dtype_str, device_id), [])
     for names, mod in mods:
         if name in names:
@@ -277,7 +319,44 @@ def _module_for(dtype_str: str, device_id: int, name: str):
     cc = _device_cc(device_id)
     names = _names(dtype, cc, sweep=False)
     if name not in names:
-        names = _names(dtype, cc, sweep=True)
+        names = _names(dtype, cc, sweep=True, Ls=None if L is None else (L,))
+        if name not in names:
+            names = sorted(set(names) | {name})
+    return _compile(dtype_str, device_id, names)
+
+
+def precompile(dtype, Ls, device_id: int = None) -> int:
+    """Compile the sweep candidates of ``dtype`` for the row lengths ``Ls`` (log2) in one
+    module (the tuning sweep calls this once, so that a restricted sweep compiles only what
+    it runs); returns the number of kernels."""
+    import cupy
+
+    dt = np.dtype(dtype)
+    dev = cupy.cuda.Device().id if device_id is None else device_id
+    names = _names(dt, _device_cc(dev), sweep=True, Ls=tuple(Ls))
+    if names:
+        _compile(dt.str, dev, names)
+    return len(names)
+
+
+def compile_kernels(dtype, names, device_id: int = None) -> int:
+    """Compile the kernels ``names`` (e.g. from ``_row_name``) of ``dtype`` that no compiled
+    module holds yet, in one module (tests use it for many configurations at once)."""
+    import cupy
+
+    dt = np.dtype(dtype)
+    dev = cupy.cuda.Device().id if device_id is None else device_id
+    have = set().union(*[n for n, _ in _MODULES.get((dt.str, dev), [])])
+    todo = sorted(set(names) - have)
+    if todo:
+        _compile(dt.str, dev, todo)
+    return len(todo)
+
+
+def _compile(dtype_str: str, device_id: int, names):
+    import cupy
+
+    mods = _MODULES.setdefault((dtype_str, device_id), [])
     with cupy.cuda.Device(device_id):
         mod = cupy.RawModule(code=_SRC.read_text(), options=("-std=c++17",), name_expressions=names)
         mod.compile()
@@ -286,8 +365,8 @@ def _module_for(dtype_str: str, device_id: int, name: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(dtype_str: str, device_id: int, name: str, smem: int):
-    k = _module_for(dtype_str, device_id, name).get_function(name)
+def _kernel(dtype_str: str, device_id: int, name: str, smem: int, L: int = None):
+    k = _module_for(dtype_str, device_id, name, L).get_function(name)
     if smem > 48 * 1024:
         k.max_dynamic_shared_size_bytes = smem
     return k
@@ -295,13 +374,13 @@ def _kernel(dtype_str: str, device_id: int, name: str, smem: int):
 
 def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
     T, A, sc, logv, _ = _TYPES[dtype]
-    cfg = _cfg5(cfg if cfg is not None else row_config(L, logv, dtype.name))
-    tb, cb, csb, wm, _ = cfg
+    cfg = _cfg6(cfg if cfg is not None else row_config(L, logv, dtype.name))
+    tb, cb, csb, wm, _, _ = cfg
     lt = logv + tb + cb
     total = src.size
     need_smem = (tb > 5 and logv + 5 + (cb if wm else 0) < L) or csb > 0
     smem = (np.dtype(sc).itemsize << lt) if need_smem else 0
-    k = _kernel(dtype.str, src.device.id, _row_name(dtype, L, mma, cfg), smem)
+    k = _kernel(dtype.str, src.device.id, _row_name(dtype, L, mma, cfg), smem, L)
     grid = ((total + (1 << lt) - 1) >> lt,)
     k(grid, (1 << tb,), (src, dst, np.int64(total), np.int32(L), sc(scale)), shared_mem=smem)
 
@@ -326,7 +405,8 @@ def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
 
     ``variant``: "plain" (CUDA cores), "mma" (float16 only: tensor-core front end in the
     row pass), or "auto" (the measured choice in ``ROW_TUNED``, else ``MMA_DEFAULT_L``).
-    ``cfg``: force one row pass with this (TB, CB, CSB[, WM, MINB]) (used by the tuning sweep)."""
+    ``cfg``: force one row pass with this (TB, CB, CSB[, WM, MINB[, XS]]) (used by the tuning
+    sweep)."""
     dtype = x2.dtype
     if variant not in ("auto", "plain", "mma"):
         raise ValueError(f"variant must be 'auto', 'plain' or 'mma', got {variant!r}")

@@ -145,25 +145,33 @@ def main(dtypes=("float16", "float32", "float64"), lmin=8, lmax=22, mbytes=256, 
     return 0
 
 
-def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10) -> dict:
+def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10, Ls=None,
+         log=None) -> dict:
     """Sweep every valid row-kernel configuration (and, for float16, plain vs mma) for
-    single-pass row lengths 2**lmin .. 2**LMAX1; check each one exactly on integer-valued
-    data (|x| <= 7: every float sum is exact, float16 rounds once) against the numpy int64
-    transform, time it, and return {(dtype, L): (TB, CB, CSB, mma, GB/s, WM, MINB)} of the fastest correct
-    one. For rows longer than the non-cluster single-pass limit (only cluster candidates),
-    a configuration is adopted only if it beats the multi-pass plan measured alongside.
-    Prints one line per configuration."""
+    single-pass row lengths 2**lmin .. 2**LMAX1 (and the cluster lengths up to 2**(LMAX1+2));
+    ``Ls``: only these row lengths (log2), e.g. (12, 13, 14, 15). Check each configuration
+    exactly on integer-valued data (|x| <= 7: every float sum is exact, float16 rounds once)
+    against the numpy int64 transform, time it, and return {(dtype, L): (TB, CB, CSB, mma,
+    GB/s, WM, MINB, XS)} of the fastest correct one. For rows longer than the non-cluster
+    single-pass limit (only cluster candidates), a configuration is adopted only if it beats
+    the multi-pass plan measured alongside (the committed ``ROW_TUNED`` stands in for the
+    lengths not swept). Prints one line per configuration; ``log`` (a list) receives
+    (dtype, L, cfg, mma, seconds, exact) for each."""
     import cupy as cp
 
     from . import _cuda, fwht
 
     nbytes = mbytes << 20
     best = {}
+    committed = dict(_cuda.ROW_TUNED)
     for name in dtypes:
         dt = np.dtype(name)
         _, _, sc, logv, lmax1 = _cuda._TYPES[dt]
         acc = np.dtype(sc).itemsize
-        for L in range(lmin, lmax1 + 3):
+        lengths = [L for L in range(lmin, lmax1 + 3) if Ls is None or L in Ls]
+        swept = {(name, L) for L in lengths}
+        _cuda.precompile(dt, lengths)  # one module with every candidate of the sweep
+        for L in lengths:
             n = 1 << L
             rows = max(1, nbytes // (n * dt.itemsize))
             k = cp.random.default_rng(L).integers(-7, 8, size=(rows, n), dtype=cp.int64)
@@ -180,7 +188,9 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10) 
             if L > lmax1:  # reference: the multi-pass plan (without tuned entries)
                 saved = dict(_cuda.ROW_TUNED)
                 _cuda.ROW_TUNED.clear()
-                _cuda.ROW_TUNED.update({kk: vv for kk, vv in best.items() if kk[1] <= lmax1 or kk[0] != name})
+                known = {kk: vv for kk, vv in committed.items() if kk[0] != name or kk not in swept}
+                known.update(best)
+                _cuda.ROW_TUNED.update({kk: vv for kk, vv in known.items() if kk[1] <= lmax1 or kk[0] != name})
                 t_multi = _time(lambda: _cuda.transform_contiguous(cp, x, L, 1.0, out=y), reps)
                 _cuda.ROW_TUNED.clear()
                 _cuda.ROW_TUNED.update(saved)
@@ -198,15 +208,18 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10) 
                         continue
                     bw = 2 * x.nbytes / t
                     print(f"  tune {name} L={L:2d} TB={cfg[0]} CB={cfg[1]} CSB={cfg[2]} WM={int(cfg[3])} "
-                          f"MINB={cfg[4]} {var:5s} exact={ok} "
+                          f"MINB={cfg[4]} XS={int(cfg[5])} {var:5s} exact={ok} "
                           f"{t * 1e6:7.1f} us {bw / 1e9:5.0f} GB/s", flush=True)
+                    if log is not None:
+                        log.append((name, L, tuple(cfg), mma, t, ok))
                     if ok:
                         res.append((t, cfg, mma))
             if res:
                 t, cfg, mma = min(res, key=lambda z: z[0])
                 if t_multi is None or t < t_multi:
-                    if L <= lmax1 or (name, L - 1) in best or L - 1 == lmax1:
+                    prev_ok = (name, L - 1) in best or ((name, L - 1) in committed and (name, L - 1) not in swept)
+                    if L <= lmax1 or prev_ok or L - 1 == lmax1:
                         best[(name, L)] = (cfg[0], cfg[1], cfg[2], mma, round(2 * x.nbytes / t / 1e9),
-                                           bool(cfg[3]), int(cfg[4]))
+                                           bool(cfg[3]), int(cfg[4]), bool(cfg[5]))
             del x, y, k
     return best

@@ -4,7 +4,7 @@
 // Storage types T: unsigned short (IEEE binary16 bits), float, double, long long.
 // Compute types A: float for binary16 and float, double, long long (exact).
 //
-// fwht_rows<T, A, LOGV, TB, CB, MMA, WM, MINB>: one pass through memory. A block owns a tile of
+// fwht_rows<T, A, LOGV, TB, CB, MMA, WM, MINB, XS>: one pass through memory. A block owns a tile of
 //   2^(LOGV+TB+CB) contiguous elements (whole rows of 2^L elements, L <= tile bits).
 //   Element index inside the tile: idx = v + (tid << LOGV) + (c << (LOGV+TB)) (WM: warp-major,
 //   idx = v + (lane << LOGV) + (c << (LOGV+5)) + (wid << (LOGV+5+CB))),
@@ -14,6 +14,10 @@
 //   Phase B (only when a warp bit is a transform bit): exchange through shared memory so
 //   that the warp bits become register bits, butterflies, exchange back.
 //   Store from the phase-A layout with 16-byte coalesced stores.
+//   XS ("exchange-store", plain layout, TB-5 <= CB warp bits): phase B is one exchange into
+//   the warp-major layout, where the warp bits are chunk (register) bits; butterflies there,
+//   and the 16-byte coalesced stores go straight from that layout (2 shared-memory passes and
+//   1 barrier instead of 4 and 2; same butterflies in the same order: bit-identical).
 //   Bits >= L inside the tile are row (batch) bits: no butterfly.
 //
 // fwht_cols<T, A, LOGV, MB, TPLB>: one strided pass for long rows. Transforms the MB index
@@ -233,7 +237,7 @@ template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank
 // CSB = log2(cluster size): with CSB > 0 a row of 2^(LT+CSB) elements spans the 2^CSB CTAs
 // of a cluster (CTA rank = index bits [LT, LT+CSB)); after the in-CTA stages the last
 // butterflies read the other CTAs' shared memory (DSMEM) and combine with H_{2^CSB}.
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, bool WM>
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, bool WM, bool XS>
 __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict__ y, long long total,
                                           int L, A scale) {
   constexpr int V = 1 << LOGV;
@@ -260,6 +264,14 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   };
   constexpr int CH0 = WM ? LOGV + 5 : LOGV + TB;  // index bit of chunk bit 0
   constexpr int WB0 = WM ? LOGV + 5 + CB : LOGV + 5;  // index bit of warp bit 0
+  // XS: the warp-major offset of the plain tile, [v | lane | c | wid]; its chunk bits
+  // 0..TB-6 are the plain layout's warp bits [LOGV+5, LOGV+TB) (needs TB-5 <= CB).
+  static_assert(!XS || (!WM && CSB == 0 && TB > 5 && TB - 5 <= CB),
+                "XS needs the plain layout, no cluster and all warp bits in the chunk bits");
+  auto vofs_wm = [&](int c) -> int {
+    return (lane << LOGV) | (c << (LOGV + 5)) | (wid << (LOGV + 5 + CB));
+  };
+  bool xs_layout = false;  // whether r holds the tile in the vofs_wm layout (uniform)
 
   // ---- phase A: load (16-byte vectors, consecutive threads -> consecutive vectors)
   // MMA (binary16 only, needs L >= 5): bits {0,1,3,4} on tensor cores, see mma_h16.
@@ -326,7 +338,16 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
 #pragma unroll
     for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
     __syncthreads();
-    if constexpr (NG == 1) {
+    if constexpr (XS) {
+      // one exchange: load in the warp-major layout (same lane bits, so the sstore/sload<8>
+      // swizzle on threadIdx.x bit 2 stays conflict-free), warp bits = chunk bits 0..WB-1
+#pragma unroll
+      for (int c = 0; c < C; ++c) sload<V>(sm + vofs_wm(c), r + c * V);
+#pragma unroll
+      for (int j = 0; j < WB; ++j)
+        if (WB0 + j < L) reg_stage<A, E>(r, V << j);
+      xs_layout = true;
+    } else if constexpr (NG == 1) {
       constexpr int W = 1 << WB;
       constexpr int XB = LOGE - WB;  // extra register bits
       constexpr int LOWB = WB0 - 5;
@@ -364,8 +385,10 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
         }
       }
     }
+    if constexpr (!XS) {
 #pragma unroll
-    for (int c = 0; c < C; ++c) sload<V>(sm + vofs(c), r + c * V);
+      for (int c = 0; c < C; ++c) sload<V>(sm + vofs(c), r + c * V);
+    }
   }
 
   // ---- cluster stage: index bits [LT, LT+CSB) across the CTAs of the cluster
@@ -395,31 +418,32 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     cluster_sync();  // keep every CTA's shared memory alive until all remote reads are done
   }
 
-  // ---- store
+  // ---- store (XS after phase B: from the warp-major layout, still 16-byte coalesced)
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    const long long off = base + vofs(c);
+    const long long off = base + (XS && xs_layout ? vofs_wm(c) : vofs(c));
     if (off < total) gstore(y + off, r + c * V, scale);
   }
 }
 
 // WM: warp-major tile layout (see vofs); MINB: minimum resident CTAs per SM asked of the
-// register allocator (__launch_bounds__), e.g. 2 so that two large tiles overlap.
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
+// register allocator (__launch_bounds__), e.g. 2 so that two large tiles overlap;
+// XS: exchange-store phase B (see the top; plain layout, TB-5 <= CB only).
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB, bool XS>
 __global__ void __launch_bounds__(1 << TB, MINB)
 fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 0, WM>(x, y, total, L, scale);
+  rows_body<T, A, LOGV, TB, CB, MMA, 0, WM, XS>(x, y, total, L, scale);
 }
 #if OZ_FWT_CLUSTERS
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB, MINB)
 fwht_rows_cluster2(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 1, WM>(x, y, total, L, scale);
+  rows_body<T, A, LOGV, TB, CB, MMA, 1, WM, false>(x, y, total, L, scale);
 }
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
 __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1 << TB, MINB)
 fwht_rows_cluster4(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 2, WM>(x, y, total, L, scale);
+  rows_body<T, A, LOGV, TB, CB, MMA, 2, WM, false>(x, y, total, L, scale);
 }
 #endif  // OZ_FWT_CLUSTERS
 

@@ -1,0 +1,159 @@
+"""CPU tests of the host-side planning of ozgemm.fwt's CUDA path (no GPU needed): the
+sweep's row candidates (incl. exchange-store XS), table-entry parsing, kernel names."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from ozgemm.fwt import _cuda
+
+_DT = {"float16": (3, 4), "float32": (2, 4), "float64": (1, 8)}  # logv, compute itemsize
+
+
+def _old_row_candidates(L, logv, acc_size, clusters=True):
+    """row_candidates as of commit c2e7026 (before XS), as 5-tuples."""
+    out = []
+    for loge in (3, 4, 5, 6):
+        if loge < logv or (loge == 3 and L > 11):
+            continue
+        cb = loge - logv
+        for tb in range(7, 11):
+            lt = loge + tb
+            for wm in ((False, True) if cb > 0 else (False,)):
+                wb0 = logv + 5 + (cb if wm else 0)
+                phase_b = tb > 5 and wb0 < min(L, lt)
+                if wm and (phase_b or tb > 8 or L < 9):
+                    continue
+                if loge == 6 and (not wm or acc_size > 4):
+                    continue
+                smem = (acc_size << lt) if phase_b else 0
+                if lt >= L and lt <= max(L, 11) + 2 and smem <= _cuda._SMEM_OPTIN:
+                    out.append((tb, cb, 0, wm, 0))
+                    if L >= 12 and _cuda._minb2_ok(tb, loge, acc_size, smem, lt):
+                        out.append((tb, cb, 0, wm, 2))
+                if wm:
+                    continue
+                for csb in ((1, 2) if clusters else ()):
+                    if lt + csb == L and lt >= 10 and (acc_size << lt) <= _cuda._SMEM_OPTIN:
+                        out.append((tb, cb, csb, False, 0))
+                        if _cuda._minb2_ok(tb, loge, acc_size, acc_size << lt, lt):
+                            out.append((tb, cb, csb, False, 2))
+    return out
+
+
+@pytest.mark.parametrize("name", list(_DT))
+@pytest.mark.parametrize("clusters", [True, False])
+def test_row_candidates_non_xs_unchanged(name, clusters):
+    logv, acc = _DT[name]
+    for L in range(0, 18):
+        new = _cuda.row_candidates(L, logv, acc, clusters)
+        assert all(len(c) == 6 for c in new)
+        assert len(set(new)) == len(new)
+        assert sorted(c[:5] for c in new if not c[5]) == sorted(_old_row_candidates(L, logv, acc, clusters))
+
+
+@pytest.mark.parametrize("name", list(_DT))
+def test_row_candidates_xs_valid(name):
+    logv, acc = _DT[name]
+    for L in range(0, 18):
+        for tb, cb, csb, wm, minb, xs in _cuda.row_candidates(L, logv, acc):
+            if not xs:
+                continue
+            lt = logv + tb + cb
+            assert csb == 0 and not wm and minb in (0, 2)
+            assert tb - 5 <= cb <= 4                      # the warp bits are chunk bits
+            assert logv + 5 < L <= lt                      # a shared-memory phase B, one tile per row or more
+            assert (1 << (logv + cb)) * max(1, acc // 4) <= 64  # <= 64 registers of values
+            assert (acc << lt) <= _cuda._SMEM_OPTIN
+            assert _cuda.xs_ok(L, logv, tb, cb)
+            if minb == 2:
+                assert L >= 12 and (tb, cb, 0, False, 0, True) in _cuda.row_candidates(L, logv, acc)
+
+
+def test_row_candidates_xs_examples():
+    c = lambda n, L: {x for x in _cuda.row_candidates(L, *_DT[n]) if x[5]}  # noqa: E731
+    assert (8, 4, 0, False, 0, True) in c("float32", 14)
+    assert (9, 4, 0, False, 0, True) in c("float32", 15)
+    assert (9, 4, 0, False, 0, True) in c("float64", 14)
+    assert (7, 3, 0, False, 0, True) in c("float16", 13)
+    assert (8, 3, 0, False, 0, True) in c("float16", 14)
+    assert (7, 2, 0, False, 0, True) in c("float16", 12)
+    assert not c("float16", 15)  # would need 128 values per thread
+    assert not c("float64", 15)
+    assert not c("float32", 7)   # no phase B: the row is within a warp
+    # MINB = 2 only where _minb2_ok (float16 2**14: 256 threads x 64 floats, 64 KiB tile)
+    assert (8, 3, 0, False, 2, True) in c("float16", 14)
+    assert (9, 4, 0, False, 2, True) not in c("float64", 14)
+
+
+def test_xs_ok():
+    assert _cuda.xs_ok(14, 2, 8, 4)
+    assert not _cuda.xs_ok(14, 2, 9, 3)           # 4 warp bits, 3 chunk bits
+    assert not _cuda.xs_ok(14, 2, 8, 4, csb=1)    # no cluster
+    assert not _cuda.xs_ok(14, 2, 8, 4, wm=True)  # plain layout only
+    assert not _cuda.xs_ok(7, 2, 8, 4)            # no phase B (row within the lane bits)
+
+
+def test_cfg6_and_tuned_cfg():
+    assert _cuda._cfg6((7, 2, 0)) == (7, 2, 0, False, 0, False)
+    assert _cuda._cfg6((7, 2, 0, True, 2)) == (7, 2, 0, True, 2, False)
+    assert _cuda._cfg6((7, 2, 0, False, 0, True)) == (7, 2, 0, False, 0, True)
+    with pytest.raises(ValueError):
+        _cuda._cfg6((7, 2))
+    # old entries (5 and 7 fields) mean XS = False; 8 fields carry XS
+    assert _cuda.tuned_cfg((7, 1, 0, True, 4025)) == (7, 1, 0, False, 0, False)
+    assert _cuda.tuned_cfg((9, 2, 0, True, 2657, False, 2)) == (9, 2, 0, False, 2, False)
+    assert _cuda.tuned_cfg((8, 3, 0, True, 3000, False, 2, True)) == (8, 3, 0, False, 2, True)
+    with pytest.raises(ValueError):
+        _cuda.tuned_cfg((8, 3, 0, True, 3000, False))
+    for entry in _cuda.ROW_TUNED.values():
+        assert len(_cuda.tuned_cfg(entry)) == 6
+
+
+def test_row_names():
+    f16, f32 = np.dtype(np.float16), np.dtype(np.float32)
+    assert _cuda._row_name(f32, 14, cfg=(8, 4, 0, False, 0, True)) == \
+        "fwht_rows<float, float, 2, 8, 4, false, false, 0, true>"
+    assert _cuda._row_name(f16, 13, mma=True, cfg=(7, 3, 0)) == \
+        "fwht_rows<unsigned short, float, 3, 7, 3, true, false, 0, false>"
+    assert _cuda._row_name(f32, 15, cfg=(9, 3, 1, False, 2)) == \
+        "fwht_rows_cluster2<float, float, 2, 9, 3, false, false, 2>"
+    with pytest.raises(ValueError):
+        _cuda._row_name(f32, 15, cfg=(9, 3, 1, False, 0, True))  # cluster + XS
+    with pytest.raises(ValueError):
+        _cuda._row_name(f32, 14, cfg=(9, 3, 0, False, 0, True))  # warp bits do not fit
+
+
+def test_row_config_and_names_with_an_xs_entry(monkeypatch):
+    monkeypatch.setattr(_cuda, "_cc", lambda: 90)
+    monkeypatch.setitem(_cuda.ROW_TUNED, ("float32", 14), (8, 4, 0, False, 3600, False, 0, True))
+    assert _cuda.row_config(14, 2, "float32") == (8, 4, 0, False, 0, True)
+    assert "fwht_rows<float, float, 2, 8, 4, false, false, 0, true>" in _cuda._names(np.float32, 90, sweep=False)
+    # a restricted sweep compiles only the candidates of its lengths (no rule, table or cols)
+    ns = _cuda._names(np.float32, 90, sweep=True, Ls=(14,))
+    assert len(ns) == len(_cuda.row_candidates(14, 2, 4))
+    assert all(n.startswith("fwht_rows") for n in ns)
+    # plan and names work for every committed entry on sm_90 and sm_80
+    for cc in (90, 80):
+        for name in ("float16", "float32", "float64"):
+            assert _cuda._names(np.dtype(name), cc, sweep=False)
+            assert _cuda._names(np.dtype(name), cc, sweep=True)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_xs_kernels_compile_with_nvcc(tmp_path):
+    names = ["fwht_rows<float, float, 2, 8, 4, false, false, 0, true>",
+             "fwht_rows<unsigned short, float, 3, 7, 3, true, false, 0, true>",
+             "fwht_rows<long long, long long, 1, 9, 4, false, false, 0, true>",
+             "fwht_rows<double, double, 1, 8, 3, false, false, 0, false>"]
+    src = _cuda._SRC.read_text() + "\n"
+    for n in names:
+        T, A = [a.strip() for a in n.split("<", 1)[1].split(",")[:2]]
+        src += f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A});\n"
+    (tmp_path / "k.cu").write_text(src)
+    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-o", str(tmp_path / "k.cubin"),
+                        str(tmp_path / "k.cu")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
