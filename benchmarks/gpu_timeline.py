@@ -118,6 +118,7 @@ def main():
             fn()
             whole = _time(fn, args.reps) * 1e3
             native = _time(lambda: cp.matmul(a, b), args.reps) * 1e3
+            info = ozgemm.plan(a, b, con).info()
             calls, gpu = trace_calls(fn, 3)
             rows = []
             for i, c in enumerate(calls):
@@ -126,10 +127,11 @@ def main():
                 if r:
                     rows.append(r)
             r = rows[len(rows) // 2]
-            rec = {"n": n, "contract": con, "whole_ms": whole, "native_ms": native, "x_native": native / whole, **r}
+            rec = {"n": n, "contract": con, "whole_ms": whole, "native_ms": native, "x_native": native / whole,
+                   "moduli": info["n_moduli"], "beta": info["beta"], "widened": info["widened"], **r}
             out.append(rec)
             print(f"\n== {con} n={n}: whole {whole:.3f} ms (events, median of {args.reps}), native {native:.3f} ms, "
-                  f"x{native / whole:.3f}")
+                  f"x{native / whole:.3f}; {info['n_moduli']} moduli, beta {info['beta']} ({info['widened']})")
             print(f"   traced call: host {r['host_call_us'] / 1e3:.3f} ms, first GPU activity after "
                   f"{r['launch_lag_us'] / 1e3:.3f} ms, GPU span {r['gpu_span_us'] / 1e3:.3f} ms, busy "
                   f"{r['gpu_busy_us'] / 1e3:.3f} ms, idle gaps {r['gap_total_us'] / 1e3:.3f} ms, "

@@ -274,3 +274,17 @@ def test_nonfinite_flag_read_with_the_plan():
         ozgemm.matmul(cp.asarray(a_bad), cp.asarray(b), contract=strict)
     assert np.array_equal(ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=strict).get().view(np.uint64),
                           ozgemm.matmul(a, b, contract=strict).view(np.uint64))
+
+
+def test_transpose_widen_f32_exact():
+    """The float32 B^T copy of the planner widens every value exactly (subnormals, signed
+    zeros, extremes), as the bit-pattern widening of ozgemm._xp.as_float64 does."""
+    from ozgemm.kernels.cuda import _rows_contiguous
+
+    rng = np.random.default_rng(3)
+    y = (rng.standard_normal((70, 45)) * np.exp2(rng.integers(-140, 120, (70, 45)))).astype(np.float32)
+    y[0, :6] = [np.float32(1.4e-45), np.float32(-1.2e-38), np.float32(-0.0), np.float32(3.4e38), 0.0, 1e-40]
+    got = _rows_contiguous(cp.asarray(y).T).get()
+    want = np.ascontiguousarray(y.T.astype(np.float64))
+    assert got.dtype == np.float64 and got.flags.c_contiguous
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))

@@ -78,14 +78,17 @@ def _stats_module():
 
 
 def _rows_contiguous(x):
-    """``x`` as C-contiguous float64 (exact widening); a column-major float64 view (such as
-    ``b.T`` of a row-major ``b``) is copied with a tiled transpose kernel."""
-    if (x.dtype == cp.float64 and x.ndim == 2 and not x.flags.c_contiguous and x.strides[0] == 8
-            and x.strides[1] > 0 and x.strides[1] % 8 == 0 and x.shape[1] <= 32 * 65535 and x.size):
+    """``x`` as C-contiguous float64 (exact widening); a column-major float64 or float32 view
+    (such as ``b.T`` of a row-major ``b``) is copied (and widened) with a tiled transpose kernel."""
+    it = x.itemsize
+    if (x.dtype in (cp.float64, cp.float32) and x.ndim == 2 and not x.flags.c_contiguous and x.strides[0] == it
+            and x.strides[1] > 0 and x.strides[1] % it == 0 and x.shape[1] <= 32 * 65535 and x.size):
         r, k = x.shape
         out = cp.empty((r, k), dtype=cp.float64)
-        f = _stats_module().get_function("transpose_f64")
-        f(((r + 31) // 32, (k + 31) // 32), (32, 8), (x, np.int64(x.strides[1] // 8), np.int32(k), np.int32(r), out))
+        name, src = ("transpose_f64", x) if it == 8 else ("transpose_widen_f32", x.view(cp.uint32))
+        f = _stats_module().get_function(name)
+        f(((r + 31) // 32, (k + 31) // 32), (32, 8), (src, np.int64(x.strides[1] // it), np.int32(k), np.int32(r),
+                                                      out))
         return out
     return as_float64(x, contiguous=True)
 

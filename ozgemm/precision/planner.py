@@ -354,7 +354,7 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
         if nonfinite_flag is not None and host[-1]:
             raise NonFiniteInputs()
         beta_min = int(host[0])
-        n1a, n1b, n2a, n2b, ub = (int(v) for v in host[1:])
+        n1a, n1b, n2a, n2b, ub = (int(v) for v in host[1:6])
         # S >= sum_l |a~||b~|: the smallest of min(max 1-norm), the Cauchy-Schwarz bound and
         # the bound GEMM's own upper bound max_ij (LB_ij + sum_l qa_il + sum_l qb_lj + k) 2**-14
         cs = math.isqrt(n2a * n2b)

@@ -180,6 +180,33 @@ extern "C" __global__ void transpose_f64(const double* __restrict__ x, i64 ldx, 
     }
 }
 
+// float32 -> float64 from the bit pattern (exact for every value; ozgemm/_xp.py _WIDEN_F32:
+// a cast would flush subnormals under CuPy's -ftz=true)
+__device__ __forceinline__ double widen_f32_bits(unsigned int u) {
+    const unsigned int e = (u >> 23) & 0xffu, f = u & 0x7fffffu;
+    const u64 s = (u64)(u >> 31) << 63;
+    if (e == 255u) return __longlong_as_double((i64)(s | (0x7ffULL << 52) | ((u64)f << 29)));
+    const double v = (e == 0u) ? ldexp((double)f, -149) : ldexp((double)(f | 0x800000u), (int)e - 150);
+    return s ? -v : v;
+}
+
+// out (r x c float64, row-major) = transpose of x (c x r float32 bits, row stride ldx),
+// widened exactly: the float32 B^T the fp32 contract plans on, in one pass (32 x 32 tiles).
+extern "C" __global__ void transpose_widen_f32(const unsigned int* __restrict__ x, i64 ldx, int c, int r,
+                                               double* __restrict__ out) {
+    __shared__ unsigned int tile[32][33];
+    const int i0 = blockIdx.x * 32, l0 = blockIdx.y * 32;
+    for (int dy = threadIdx.y; dy < 32; dy += 8) {
+        const int l = l0 + dy, i = i0 + threadIdx.x;
+        if (l < c && i < r) tile[dy][threadIdx.x] = x[(i64)l * ldx + i];
+    }
+    __syncthreads();
+    for (int dy = threadIdx.y; dy < 32; dy += 8) {
+        const int i = i0 + dy, l = l0 + threadIdx.x;
+        if (i < r && l < c) out[(i64)i * c + l] = widen_f32_bits(tile[threadIdx.x][dy]);
+    }
+}
+
 // Non-finite entries of a row-major (r x c, row stride ld) float32/float64 array: flag[i] = 1
 // (rows, cols == 0) or flag[j] = 1 (cols != 0) for every non-finite entry, and *any = 1.
 // 2-D launch: x over columns, y over rows (grid-stride).
