@@ -67,23 +67,14 @@ def to_numpy(x):
     return np.asarray(x)
 
 
-_WIDEN_F32 = r"""
-unsigned int e = (u >> 23) & 0xffu, f = u & 0x7fffffu;
-unsigned long long s = (unsigned long long)(u >> 31) << 63;
-if (e == 255u) {
-    y = __longlong_as_double((long long)(s | (0x7ffULL << 52) | ((unsigned long long)f << 29)));
-} else {
-    double v = (e == 0u) ? ldexp((double)f, -149) : ldexp((double)(f | 0x800000u), (int)e - 150);
-    y = s ? -v : v;
-}
-"""
-
-
 @functools.lru_cache(maxsize=1)
 def _widen_kernel():
     import cupy
 
-    return cupy.ElementwiseKernel("uint32 u", "float64 y", _WIDEN_F32, "ozgemm_widen_f32")
+    from .kernels.cuda_src import common_source  # widen_f32_bits: one implementation for every kernel
+
+    return cupy.ElementwiseKernel("uint32 u", "float64 y", "y = widen_f32_bits(u);", "ozgemm_widen_f32",
+                                  preamble=common_source().replace("#pragma once", ""))
 
 
 def as_float64(x, contiguous=False):

@@ -115,18 +115,22 @@ def test_fused_stats_and_width_match_numpy():
 
 
 def test_row_stats_long_rows_match_numpy():
-    """Rows longer than the kernel's register cache (16 entries x 512 threads) and a padded q."""
+    """Rows longer than the kernel's register cache (16 entries x 512 threads), float32 and
+    float64, row- and column-major, subnormals and extremes."""
     from ozgemm.kernels import get_engine
     from ozgemm.precision.stats import row_stats
 
     eng = get_engine("cuda")
     rng = np.random.default_rng(12)
-    for k in (1, 31, 8192, 8193, 20000):
-        x = (rng.random((5, k)) - 0.5) * np.exp(2.0 * rng.standard_normal((5, k)))
-        x[1, ::3] = 0.0
-        s_np, s_gpu = row_stats(x, np), eng.row_stats(cp.asarray(x))
-        for f in ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum"):
-            assert np.array_equal(getattr(s_np, f), cp.asnumpy(getattr(s_gpu, f))), (k, f)
+    for dt in (np.float64, np.float32):  # float32 rows are read as float32 and widened in the kernel
+        for k in (1, 31, 8192, 8193, 20000):
+            x = ((rng.random((5, k)) - 0.5) * np.exp(2.0 * rng.standard_normal((5, k)))).astype(dt)
+            x[1, ::3] = 0.0
+            x[2, :3] = [1.4e-45, -1e-40, 3e38] if dt == np.float32 else [5e-324, -1e-310, 1e308]
+            for xs in (x, np.asfortranarray(x)):  # row-major, and column-major (the B^T case)
+                s_np, s_gpu = row_stats(xs, np), eng.row_stats(cp.asarray(xs))
+                for f in ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum"):
+                    assert np.array_equal(getattr(s_np, f), cp.asnumpy(getattr(s_gpu, f))), (dt, k, f)
 
 
 def test_semantics_rows_and_specials_on_gpu():

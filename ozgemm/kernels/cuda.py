@@ -36,6 +36,7 @@ _THREADS = 256
 
 
 _RES_PER_THREAD = 8  # crt.cu RES_PER_THREAD
+_STATS_CACHE = 16  # stats.cu: row entries per thread kept in registers by row_stats / row_stats_f32
 
 
 def _ceil(x, a):
@@ -73,23 +74,30 @@ def _pow2_table(n: int):
 def _stats_module():
     from importlib import resources
 
-    src = (resources.files("ozgemm.kernels") / "cuda" / "stats.cu").read_text()
+    from .cuda_src import common_source
+
+    src = common_source() + (resources.files("ozgemm.kernels") / "cuda" / "stats.cu").read_text()
     return cp.RawModule(code=src, options=("-std=c++17",))
 
 
 def _rows_contiguous(x):
-    """``x`` as C-contiguous float64 (exact widening); a column-major float64 or float32 view
-    (such as ``b.T`` of a row-major ``b``) is copied (and widened) with a tiled transpose kernel."""
+    """``x`` as C-contiguous rows of float64, or of float32 for float32 input (the kernels
+    widen float32 exactly as they read it); a column-major view (such as ``b.T`` of a
+    row-major ``b``) is copied with a tiled transpose kernel."""
     it = x.itemsize
-    if (x.dtype in (cp.float64, cp.float32) and x.ndim == 2 and not x.flags.c_contiguous and x.strides[0] == it
+    if x.dtype in (cp.float64, cp.float32) and x.ndim == 2 and x.flags.c_contiguous:
+        return x
+    if (x.dtype in (cp.float64, cp.float32) and x.ndim == 2 and x.strides[0] == it
             and x.strides[1] > 0 and x.strides[1] % it == 0 and x.shape[1] <= 32 * 65535 and x.size):
         r, k = x.shape
-        out = cp.empty((r, k), dtype=cp.float64)
-        name, src = ("transpose_f64", x) if it == 8 else ("transpose_widen_f32", x.view(cp.uint32))
-        f = _stats_module().get_function(name)
-        f(((r + 31) // 32, (k + 31) // 32), (32, 8), (src, np.int64(x.strides[1] // it), np.int32(k), np.int32(r),
-                                                      out))
+        out = cp.empty((r, k), dtype=x.dtype)
+        ut = cp.uint64 if it == 8 else cp.uint32
+        f = _stats_module().get_function("transpose_f64" if it == 8 else "transpose_f32")
+        f(((r + 31) // 32, (k + 31) // 32), (32, 8), (x.view(ut), np.int64(x.strides[1] // it), np.int32(k),
+                                                      np.int32(r), out.view(ut)))
         return out
+    if x.dtype == cp.float32:
+        return cp.ascontiguousarray(x)
     return as_float64(x, contiguous=True)
 
 
@@ -232,10 +240,15 @@ class CudaEngine(Engine):
         n2 = cp.zeros((r,), dtype=cp.int64)
         qsum = cp.zeros((r,), dtype=cp.int64)
         if r and k:
-            f = _stats_module().get_function("row_stats")
-            # <= 16 entries per thread (kept in registers between the kernel's two passes), <= 512 threads
-            threads = min(512, max(32, 1 << max(k - 1, 0).bit_length() >> 4))
-            ldx = x.strides[-2] // 8
+            # rows up to 16 x 512 entries: kept in registers between the kernel's two passes
+            # (one block of <= 512 threads per row); longer rows: 256 threads, read twice
+            name = "row_stats" + ("_f32" if x.dtype == cp.float32 else "")
+            if k <= _STATS_CACHE * 512:
+                threads = max(32, 1 << max(-(-k // _STATS_CACHE) - 1, 0).bit_length())
+            else:
+                name, threads = name + "_long", 256
+            f = _stats_module().get_function(name)
+            ldx = x.strides[-2] // x.itemsize
             f((r,), (threads,), (x, np.int64(ldx), np.int32(r), np.int32(k), E, width, norm1, zero, n1, n2, q,
                                  np.int64(k), np.int32(k), np.int32(C), np.int64(r * k), qsum))
         return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero,
@@ -275,16 +288,19 @@ class CudaEngine(Engine):
 
     # -- fused phases ------------------------------------------------------------------
     def residues_padded(self, x, shift, n_moduli, rp, kp):
-        """Scaled residues of the rows of float64 ``x`` (r, k) into (N, rp, kp) int8."""
-        x = as_float64(x, contiguous=True)
+        """Scaled residues of the rows of float64 or float32 ``x`` (r, k) into (N, rp, kp) int8
+        (float32 rows are read as they are and widened exactly in the kernel)."""
+        if x.dtype != cp.float32 or x.ndim != 2 or x.strides[1] != 4:
+            x = as_float64(x, contiguous=True)
         r, k = x.shape
         out = cp.empty((n_moduli, rp, kp), dtype=cp.int8)
         if rp * kp:
             tab = _pow2_table(n_moduli)
-            f = _module(n_moduli).get_function("scaled_residues")
-            vec = int(x.strides[0] % 16 == 0 and x.data.ptr % 16 == 0)  # double2 loads
+            f32 = x.dtype == cp.float32
+            f = _module(n_moduli).get_function("scaled_residues_f32" if f32 else "scaled_residues")
+            vec = int(x.strides[0] % 16 == 0 and x.data.ptr % 16 == 0)  # 16-byte vector loads
             grid, block = _grid2d(kp // _RES_PER_THREAD, rp)  # kp: multiple of 16
-            f(grid, block, (x, np.int64(max(x.strides[0] // 8, 1)), cp.ascontiguousarray(shift, dtype=cp.int64),
+            f(grid, block, (x, np.int64(max(x.strides[0] // x.itemsize, 1)), cp.ascontiguousarray(shift, dtype=cp.int64),
                             np.int32(r), np.int32(k), np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]),
                             np.int32(vec), out))
         return out

@@ -6,7 +6,7 @@ from math import prod
 
 from ..crt.moduli import garner_constants
 
-__all__ = ["kernel_source"]
+__all__ = ["kernel_source", "common_source"]
 
 
 def _arr(name: str, vals, ctype: str = "int") -> str:
@@ -69,4 +69,9 @@ def kernel_source(n: int, defines: tuple = ()) -> str:
     """Full CUDA source for ``n`` moduli (header + crt.cu + wide.cu); also used for nvcc checks."""
     d = resources.files("ozgemm.kernels") / "cuda"
     body = (d / "crt.cu").read_text() + "\n" + (d / "wide.cu").read_text()
-    return "".join(f"#define {d}\n" for d in defines) + _header(n) + body
+    return "".join(f"#define {d}\n" for d in defines) + common_source() + _header(n) + body
+
+
+def common_source() -> str:
+    """``cuda/common.cuh``: definitions every kernel file uses (typedefs, exact float32 widening)."""
+    return (resources.files("ozgemm.kernels") / "cuda" / "common.cuh").read_text() + "\n"

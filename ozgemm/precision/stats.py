@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._xp import as_float64
+
 __all__ = ["split_float", "RowStats", "row_stats"]
 
 NORM_BITS = 30  # |x| 2**-E quantised up to multiples of 2**-30 for the 1-norm bound
@@ -25,7 +27,7 @@ def split_float(x, xp):
     exp : int64 array, the exponent of mant's last bit
     top : int64 array, frexp exponent: ``|x| < 2**top`` and ``|x| >= 2**(top-1)`` (0 for x == 0)
     """
-    frac, top = xp.frexp(x.astype(xp.float64, copy=False))
+    frac, top = xp.frexp(as_float64(x))  # exact widening (a cupy cast would flush float32 subnormals)
     mant = xp.ldexp(frac, 53).astype(xp.int64)
     top = top.astype(xp.int64)
     return mant, top - 53, top
@@ -94,7 +96,7 @@ def row_stats(x, xp) -> RowStats:
     else:
         E = xp.zeros((r,), dtype=xp.int64)
         width = xp.zeros((r,), dtype=xp.int64)
-    ax = xp.abs(xs.astype(xp.float64, copy=False))
+    ax = xp.abs(as_float64(xs))
     # ceil(|x| 2**(30-E)) <= 2**30 is exact (ldexp by a power of two; a subnormal result rounds,
     # but then ceil gives 1 >= the true value); the int64 sum is exact and order-independent.
     if k:

@@ -17,9 +17,7 @@
 // precision/rounding.py (the same residues, digits and limbs: each is unique), so CPU and
 // GPU results are bit-identical.
 
-typedef long long i64;
-typedef unsigned long long u64;
-typedef unsigned int u32;
+// (i64, u64, u32 and widen_f32_bits come from common.cuh, prepended by cuda_src.py)
 
 // --- scaling + residues --------------------------------------------------------------
 // x: r x k row-major doubles (ld = ldx). shift[i] = s_i. out: NMOD slabs of rp x kp int8
@@ -68,31 +66,51 @@ __device__ __forceinline__ i64 split_scaled(double xv, i64 sh, int* d2) {
 
 #define RES_PER_THREAD 8
 
+// RES_PER_THREAD consecutive inputs of a row as float64 (float32 widened exactly); vec: the
+// thread's 16-byte-aligned vector loads are in bounds (double2, or float4 for float32)
+__device__ __forceinline__ void load_row8(const double* row, int l0, int k, bool in, int vec, double* xv) {
+    if (in && vec && l0 + 8 <= k) {
+#pragma unroll
+        for (int e = 0; e < 8; e += 2) {
+            double2 t = *reinterpret_cast<const double2*>(row + l0 + e);
+            xv[e] = t.x; xv[e + 1] = t.y;
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) xv[e] = (in && l0 + e < k) ? row[l0 + e] : 0.0;
+    }
+}
+__device__ __forceinline__ void load_row8(const float* row, int l0, int k, bool in, int vec, double* xv) {
+    if (in && vec && l0 + 8 <= k) {
+#pragma unroll
+        for (int e = 0; e < 8; e += 4) {
+            uint4 t = *reinterpret_cast<const uint4*>(row + l0 + e);
+            xv[e] = widen_f32_bits(t.x); xv[e + 1] = widen_f32_bits(t.y);
+            xv[e + 2] = widen_f32_bits(t.z); xv[e + 3] = widen_f32_bits(t.w);
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) xv[e] = (in && l0 + e < k) ? load_f64(row + l0 + e) : 0.0;
+    }
+}
+
 // One thread: RES_PER_THREAD consecutive entries of a row (kp is a multiple of 16), one
 // 8-byte store per modulus. 2-D launch: x over column groups, y over rows (grid-stride).
-// vec != 0: x 16-byte aligned and ldx even (double2 loads).
-extern "C" __global__ void scaled_residues(const double* __restrict__ x, i64 ldx,
-                                           const i64* __restrict__ shift,
-                                           int r, int k, int rp, int kp,
-                                           const short* __restrict__ pow2tab, int tabw, int vec,
-                                           uint2* __restrict__ out) {
+// T: double, or float (widened exactly: the fp32 contract reads its operands as they are).
+// vec != 0: x 16-byte aligned and ldx a multiple of 16 bytes (vector loads).
+template <typename T>
+__device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i64 ldx,
+                                                     const i64* __restrict__ shift,
+                                                     int r, int k, int rp, int kp,
+                                                     const short* __restrict__ pow2tab, int tabw, int vec,
+                                                     uint2* __restrict__ out) {
     // pow2tab[q * tabw + d] = 2^d mod MOD[q], for 0 <= d < tabw
     const int l0 = (blockIdx.x * blockDim.x + threadIdx.x) * RES_PER_THREAD;
     if (l0 >= kp) return;
     const i64 slab8 = (i64)rp * kp / RES_PER_THREAD;  // one modulus slab in uint2 units
     for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < rp; i += gridDim.y * blockDim.y) {
         double xv[RES_PER_THREAD];
-        const double* row = x + (i64)i * ldx;
-        if (i < r && vec && l0 + RES_PER_THREAD <= k) {
-#pragma unroll
-            for (int e = 0; e < RES_PER_THREAD; e += 2) {
-                double2 t = *reinterpret_cast<const double2*>(row + l0 + e);
-                xv[e] = t.x; xv[e + 1] = t.y;
-            }
-        } else {
-#pragma unroll
-            for (int e = 0; e < RES_PER_THREAD; ++e) xv[e] = (i < r && l0 + e < k) ? row[l0 + e] : 0.0;
-        }
+        load_row8(x + (i64)i * ldx, l0, k, i < r, vec, xv);
         const i64 sh = i < r ? shift[i] : 0;
         unsigned int a0[RES_PER_THREAD], a1[RES_PER_THREAD], a2[RES_PER_THREAD], a3[RES_PER_THREAD],
             a4[RES_PER_THREAD];
@@ -137,6 +155,15 @@ extern "C" __global__ void scaled_residues(const double* __restrict__ x, i64 ldx
         }
     }
 }
+
+#define SCALED_RESIDUES_KERNEL(NAME, T)                                                              \
+    extern "C" __global__ void NAME(const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, \
+                                    int r, int k, int rp, int kp, const short* __restrict__ pow2tab, \
+                                    int tabw, int vec, uint2* __restrict__ out) {                   \
+        scaled_residues_impl<T>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, vec, out);               \
+    }
+SCALED_RESIDUES_KERNEL(scaled_residues, double)
+SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
 
 // --- CRT reconstruction + final rounding ------------------------------------------------
 // c: NMOD slabs of int32 exact products (row-major, row stride ldc, slab stride sc), or

@@ -4,8 +4,7 @@
 // round-to-nearest multiplies and adds written with __dmul_rn/__dadd_rn so that no FMA
 // contraction changes a bit), so plans are identical on CPU and GPU.
 
-typedef long long i64;
-typedef unsigned long long u64;
+// (i64, u64, widen_f32_bits and load_f64 come from common.cuh, prepended by kernels/cuda.py)
 
 #define NORM_BITS 30
 #define LB_BITS 7
@@ -61,60 +60,54 @@ struct Pow2 {
 // One block per row of x (r x k, row stride ldx; blockDim.x a multiple of 32). Writes E,
 // width, norm1, zero_row, the 7-bit quantisation q (r x kq int8, zero padding for l >= k) and
 // its row sum qsum, bit for bit as ozgemm/precision/stats.py (ceil/floor of ldexp-scaled |x|,
-// exact integer sums). The first RS_CACHE entries per thread of component 0 are kept in
-// registers between the two passes (one read of the row from memory for k <= RS_CACHE
-// blockDim.x; the host picks blockDim <= 512 so where it can), the rest are read again.
-#define RS_CACHE 16
-extern "C" __global__ void __launch_bounds__(512) row_stats(const double* __restrict__ x, i64 ldx, int r, int k,
-                                     i64* __restrict__ E_out, i64* __restrict__ width_out,
-                                     double* __restrict__ norm_out, bool* __restrict__ zero_out,
-                                     i64* __restrict__ n1_out, i64* __restrict__ n2_out,
-                                     signed char* __restrict__ q, i64 ldq, int kq,
-                                     int ncomp, i64 sc, i64* __restrict__ qsum_out) {
+// exact integer sums). T: double, or float (widened exactly; one component only).
+// CACHE > 0: the first CACHE entries per thread of component 0 stay in registers between the
+// two passes (one read of the row for k <= CACHE blockDim.x, 512 threads at most: ~88
+// registers, one block per SM); CACHE == 0: both passes read the row, small blocks, many rows
+// in flight per SM (long rows). Loops are unrolled so that several loads are in flight.
+template <typename T, int CACHE>
+__device__ __forceinline__ void row_stats_impl(const T* __restrict__ x, i64 ldx, int r, int k,
+                                               i64* __restrict__ E_out, i64* __restrict__ width_out,
+                                               double* __restrict__ norm_out, bool* __restrict__ zero_out,
+                                               i64* __restrict__ n1_out, i64* __restrict__ n2_out,
+                                               signed char* __restrict__ q, i64 ldq, int kq,
+                                               int ncomp, i64 sc, i64* __restrict__ qsum_out) {
     // ncomp components per entry (x + c sc: dd hi/lo, binary128 pieces; see
     // precision/stats.py row_stats for the multi-component rules)
     __shared__ i64 s_red[32];
     const int i = blockIdx.x;
     if (i >= r) return;
-    const double* row = x + (i64)i * ldx;
+    const T* row = x + (i64)i * ldx;
     const int bd = blockDim.x, tid = threadIdx.x;
     int tmax = -100000, lmin = 100000;
-    double cache[RS_CACHE];
-#pragma unroll
-    for (int p = 0; p < RS_CACHE; ++p) {  // independent loads first, then the reductions
-        const int l = tid + p * bd;
-        cache[p] = l < k ? row[l] : 0.0;
-    }
-#pragma unroll
-    for (int p = 0; p < RS_CACHE; ++p) {
-        const double v = cache[p];
+    constexpr int CN = CACHE > 0 ? CACHE : 1;
+    double cache[CN];
+    auto see = [&](double v) {
         if (v != 0.0) {
             int t, b;
             top_lsb(v, &t, &b);
             tmax = max(tmax, t);
             lmin = min(lmin, b);
         }
+    };
+#pragma unroll
+    for (int p = 0; p < CACHE; ++p) {  // independent loads first, then the reductions
+        const int l = tid + p * bd;
+        cache[p] = l < k ? load_f64(row + l) : 0.0;
     }
+#pragma unroll
+    for (int p = 0; p < CACHE; ++p) see(cache[p]);
     for (int c = 0; c < ncomp; ++c) {
-        const double* rc = row + c * sc;
-#pragma unroll 4
-        for (int l = (c == 0 ? tid + RS_CACHE * bd : tid); l < k; l += bd) {
-            double v = rc[l];
-            if (v != 0.0) {
-                int t, b;
-                top_lsb(v, &t, &b);
-                tmax = max(tmax, t);
-                lmin = min(lmin, b);
-            }
-        }
+        const T* rc = row + c * sc;
+#pragma unroll 8
+        for (int l = (c == 0 ? tid + CACHE * bd : tid); l < k; l += bd) see(load_f64(rc + l));
     }
     tmax = block_reduce(tmax, MaxOp(), (int*)s_red);
     lmin = block_reduce(lmin, MinOp(), (int*)s_red);
     const bool zero = tmax == -100000;
     const int E = zero ? 0 : tmax;
     const Pow2 f30(NORM_BITS - E), f15(NORM_BITS / 2 - E), f7(LB_BITS - E);
-    i64 acc = 0, acc2 = 0;
-    int qs = 0;  // <= 127 entries per thread below 2^31
+    i64 acc = 0, acc2 = 0, qs64 = 0;
     auto entry = [&](int l, double x0) {
         signed char qq = 0;
         if (l < k) {
@@ -125,7 +118,7 @@ extern "C" __global__ void __launch_bounds__(512) row_stats(const double* __rest
             int fq = __double2int_rd(y);                             // floor, <= 127
             double rest = 0.0;                                       // first non-zero lower component
             for (int c = 1; c < ncomp; ++c) {
-                const double xc = row[c * sc + l];
+                const double xc = load_f64(row + c * sc + l);
                 acc += __double2ll_ru(f30(fabs(xc)));
                 h += __double2ll_ru(f15(fabs(xc)));
                 if (rest == 0.0) rest = xc;
@@ -134,21 +127,16 @@ extern "C" __global__ void __launch_bounds__(512) row_stats(const double* __rest
             if ((double)fq == y && ((rest < 0.0 && x0 > 0.0) || (rest > 0.0 && x0 < 0.0))) fq -= 1;
             qq = (signed char)fq;
         }
-        qs += qq;
+        qs64 += qq;
         q[(i64)i * ldq + l] = qq;
     };
-    i64 qs64 = 0;
 #pragma unroll
-    for (int p = 0; p < RS_CACHE; ++p) {
+    for (int p = 0; p < CACHE; ++p) {
         const int l = tid + p * bd;
         if (l < kq) entry(l, cache[p]);
     }
-#pragma unroll 4
-    for (int l = tid + RS_CACHE * bd; l < kq; l += bd) {
-        entry(l, l < k ? row[l] : 0.0);
-        if (qs > (1 << 30)) { qs64 += qs; qs = 0; }
-    }
-    qs64 += qs;
+#pragma unroll 8
+    for (int l = tid + CACHE * bd; l < kq; l += bd) entry(l, l < k ? load_f64(row + l) : 0.0);
     acc = block_reduce(acc, AddOp(), s_red);
     acc2 = block_reduce(acc2, AddOp(), s_red);
     qs64 = block_reduce(qs64, AddOp(), s_red);
@@ -163,11 +151,25 @@ extern "C" __global__ void __launch_bounds__(512) row_stats(const double* __rest
     }
 }
 
-// out (r x c, row-major) = transpose of x (c x r, row-major, row stride ldx): 32 x 32 tiles
-// through shared memory, blockDim (32, 8).
-extern "C" __global__ void transpose_f64(const double* __restrict__ x, i64 ldx, int c, int r,
-                                         double* __restrict__ out) {
-    __shared__ double tile[32][33];
+#define ROW_STATS_KERNEL(NAME, T, CACHE, MAXT)                                                      \
+    extern "C" __global__ void __launch_bounds__(MAXT) NAME(                                        \
+        const T* __restrict__ x, i64 ldx, int r, int k, i64* __restrict__ E_out,                    \
+        i64* __restrict__ width_out, double* __restrict__ norm_out, bool* __restrict__ zero_out,    \
+        i64* __restrict__ n1_out, i64* __restrict__ n2_out, signed char* __restrict__ q, i64 ldq,   \
+        int kq, int ncomp, i64 sc, i64* __restrict__ qsum_out) {                                   \
+        row_stats_impl<T, CACHE>(x, ldx, r, k, E_out, width_out, norm_out, zero_out, n1_out,        \
+                                 n2_out, q, ldq, kq, ncomp, sc, qsum_out);                          \
+    }
+ROW_STATS_KERNEL(row_stats, double, 16, 512)
+ROW_STATS_KERNEL(row_stats_long, double, 0, 256)
+ROW_STATS_KERNEL(row_stats_f32, float, 16, 512)
+ROW_STATS_KERNEL(row_stats_f32_long, float, 0, 256)
+
+// out (r x c, row-major) = transpose of x (c x r, row-major, row stride ldx) for 4- or 8-byte
+// elements (bit copies): 32 x 32 tiles through shared memory, blockDim (32, 8).
+template <typename U>
+__device__ __forceinline__ void transpose_impl(const U* __restrict__ x, i64 ldx, int c, int r, U* __restrict__ out) {
+    __shared__ U tile[32][33];
     const int i0 = blockIdx.x * 32, l0 = blockIdx.y * 32;  // i: rows of out, l: columns of out
     for (int dy = threadIdx.y; dy < 32; dy += 8) {
         const int l = l0 + dy, i = i0 + threadIdx.x;
@@ -179,32 +181,11 @@ extern "C" __global__ void transpose_f64(const double* __restrict__ x, i64 ldx, 
         if (i < r && l < c) out[(i64)i * c + l] = tile[threadIdx.x][dy];
     }
 }
-
-// float32 -> float64 from the bit pattern (exact for every value; ozgemm/_xp.py _WIDEN_F32:
-// a cast would flush subnormals under CuPy's -ftz=true)
-__device__ __forceinline__ double widen_f32_bits(unsigned int u) {
-    const unsigned int e = (u >> 23) & 0xffu, f = u & 0x7fffffu;
-    const u64 s = (u64)(u >> 31) << 63;
-    if (e == 255u) return __longlong_as_double((i64)(s | (0x7ffULL << 52) | ((u64)f << 29)));
-    const double v = (e == 0u) ? ldexp((double)f, -149) : ldexp((double)(f | 0x800000u), (int)e - 150);
-    return s ? -v : v;
+extern "C" __global__ void transpose_f64(const u64* __restrict__ x, i64 ldx, int c, int r, u64* __restrict__ out) {
+    transpose_impl<u64>(x, ldx, c, r, out);
 }
-
-// out (r x c float64, row-major) = transpose of x (c x r float32 bits, row stride ldx),
-// widened exactly: the float32 B^T the fp32 contract plans on, in one pass (32 x 32 tiles).
-extern "C" __global__ void transpose_widen_f32(const unsigned int* __restrict__ x, i64 ldx, int c, int r,
-                                               double* __restrict__ out) {
-    __shared__ unsigned int tile[32][33];
-    const int i0 = blockIdx.x * 32, l0 = blockIdx.y * 32;
-    for (int dy = threadIdx.y; dy < 32; dy += 8) {
-        const int l = l0 + dy, i = i0 + threadIdx.x;
-        if (l < c && i < r) tile[dy][threadIdx.x] = x[(i64)l * ldx + i];
-    }
-    __syncthreads();
-    for (int dy = threadIdx.y; dy < 32; dy += 8) {
-        const int i = i0 + dy, l = l0 + threadIdx.x;
-        if (i < r && l < c) out[(i64)i * c + l] = widen_f32_bits(tile[threadIdx.x][dy]);
-    }
+extern "C" __global__ void transpose_f32(const u32* __restrict__ x, i64 ldx, int c, int r, u32* __restrict__ out) {
+    transpose_impl<u32>(x, ldx, c, r, out);
 }
 
 // Non-finite entries of a row-major (r x c, row stride ld) float32/float64 array: flag[i] = 1
@@ -292,7 +273,8 @@ __device__ __forceinline__ void plan_scalars_impl(const LB_T* __restrict__ lb, i
         const double zzb = __dmul_rn(b, fac);
         if (zzb > 0) frexp_pos(zzb, &fzb, &ezb); else { fzb = 0.0; ezb = 0; }
         const int eoff = (bits - 1) + 2 * LB_BITS;
-        for (int i = i_first; i < m; i += gridDim.y * blockDim.y) {
+#pragma unroll 4
+        for (int i = i_first; i < m; i += gridDim.y * blockDim.y) {  // unrolled: 4 loads in flight
             const i64 L = (i64)lb[(i64)i * ldlb + j];
             const bool pos = L > 0;
             double fr = 1.0;
