@@ -37,6 +37,9 @@ _THREADS = 256
 
 _RES_PER_THREAD = 8  # crt.cu RES_PER_THREAD
 _STATS_CACHE = 16  # stats.cu: row entries per thread kept in registers by row_stats / row_stats_f32
+# which input dtypes use the register-cached statistics kernel for rows up to 16 x 512
+# (else the two-read "_long" kernel): chosen from same-run timings, benchmarks/NOTES.md
+_STATS_CACHED = {"float64": True, "float32": False}
 
 
 def _ceil(x, a):
@@ -71,13 +74,16 @@ def _pow2_table(n: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _stats_module():
+def _stats_module(defines: tuple = ()):
+    """stats.cu (with common.cuh), compiled once; ``defines``: -D names for kernel variants
+    timed by the benchmarks (e.g. ("PLAN_UNROLL=4",))."""
     from importlib import resources
 
     from .cuda_src import common_source
 
     src = common_source() + (resources.files("ozgemm.kernels") / "cuda" / "stats.cu").read_text()
-    return cp.RawModule(code=src, options=("-std=c++17",))
+    return cp.RawModule(code="".join(f"#define {d.replace('=', ' ', 1)}\n" for d in defines) + src,
+                        options=("-std=c++17",))
 
 
 def _rows_contiguous(x):
@@ -231,19 +237,21 @@ class CudaEngine(Engine):
         C = x.shape[0] if x.ndim == 3 else 1
         x = cp.ascontiguousarray(x) if x.ndim == 3 else _rows_contiguous(x)
         r, k = x.shape[-2:]
-        E = cp.zeros((r,), dtype=cp.int64)
-        width = cp.zeros((r,), dtype=cp.int64)
-        norm1 = cp.zeros((r,), dtype=cp.float64)
-        zero = cp.ones((r,), dtype=cp.bool_)
-        q = cp.zeros((r, k), dtype=cp.int8)
-        n1 = cp.zeros((r,), dtype=cp.int64)
-        n2 = cp.zeros((r,), dtype=cp.int64)
-        qsum = cp.zeros((r,), dtype=cp.int64)
+        # the kernel writes every entry when r and k are non-zero (no memset then)
+        alloc, alloc1 = (cp.empty, cp.empty) if r and k else (cp.zeros, cp.ones)
+        E = alloc((r,), dtype=cp.int64)
+        width = alloc((r,), dtype=cp.int64)
+        norm1 = alloc((r,), dtype=cp.float64)
+        zero = alloc1((r,), dtype=cp.bool_)
+        q = alloc((r, k), dtype=cp.int8)
+        n1 = alloc((r,), dtype=cp.int64)
+        n2 = alloc((r,), dtype=cp.int64)
+        qsum = alloc((r,), dtype=cp.int64)
         if r and k:
             # rows up to 16 x 512 entries: kept in registers between the kernel's two passes
             # (one block of <= 512 threads per row); longer rows: 256 threads, read twice
             name = "row_stats" + ("_f32" if x.dtype == cp.float32 else "")
-            if k <= _STATS_CACHE * 512:
+            if k <= _STATS_CACHE * 512 and _STATS_CACHED[x.dtype.name]:
                 threads = max(32, 1 << max(-(-k // _STATS_CACHE) - 1, 0).bit_length())
             else:
                 name, threads = name + "_long", 256

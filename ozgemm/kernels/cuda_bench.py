@@ -86,6 +86,30 @@ def _time(fn, reps):
     return statistics.median(ts)
 
 
+def _int8_gemm_times(eng, plan, a, b, reps) -> dict:
+    """Median seconds of the plan's INT8 GEMMs alone: all residue GEMMs (one k-block, as
+    ``CudaEngine.execute`` runs them untiled) and the componentwise bound GEMM (0 if none)."""
+    import cupy as cp
+
+    from . import cuda as kc
+
+    m, k, n = plan.shape
+    N = plan.n_moduli
+    mp, np_, kp = kc._ceil(m, kc._PAD), kc._ceil(n, kc._PAD), kc._ceil(k, kc._PAD)
+    if kp > kc.KBLOCK_INT32 or a.ndim != 2:
+        return {}
+    sa, sb = plan._stats
+    ra = eng.residues_padded(sa.src if sa.src is not None else a, plan.s, N, mp, kp)
+    rb = eng.residues_padded(sb.src if sb.src is not None else b.T, plan.t, N, np_, kp)
+    c = cp.empty((N, mp, np_), dtype=cp.int32)
+    t_res = _time(lambda: eng._gemm_batched_i32(ra, rb, c), reps)
+    del ra, rb, c
+    t_bound = 0.0
+    if plan.contract.bound_kind == "componentwise" and sa.q is not None and sb.q is not None:
+        t_bound = _time(lambda: eng.gemm_exact(sa.q, sb.q), reps)
+    return {"residue": t_res, "bound": t_bound}
+
+
 def _emulation(sizes, phi, seed, reps, block):
     env = dict(os.environ, CUBLAS_EMULATE_DOUBLE_PRECISION="1", CUBLAS_EMULATION_STRATEGY="EAGER")
     try:
@@ -132,6 +156,7 @@ def run_gpu_bench(args) -> int:
                 eng.synchronize()
                 tm["plan"] = time.perf_counter() - t0
                 execute(p, eng, a, b, tm)
+                gemm_ms = _int8_gemm_times(eng, p, a, b, args.reps) if contract.method == "crt" else {}
                 ref = block_reference(a, b, contract, args.block)
                 acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
                 acc_nat = sampled_accuracy(a, b, cp.matmul(a, b), contract, args.block, ref)
@@ -140,6 +165,10 @@ def run_gpu_bench(args) -> int:
                        "ozgemm_tflops": 2 * n**3 / t_oz / 1e12, "native_tflops": 2 * n**3 / t_nat / 1e12,
                        "speedup": t_nat / t_oz, "phases": tm,
                        "gemm_share": tm.get("gemms", 0) / sum(tm.values()),
+                       # INT8 GEMM time (median CUDA-event timings of the residue GEMMs and of the
+                       # bound GEMM, each alone on the same operands) over the whole-call median
+                       **({"int8_gemm_s": gemm_ms["residue"], "bound_gemm_s": gemm_ms["bound"],
+                           "int8_share": (gemm_ms["residue"] + gemm_ms["bound"]) / t_oz} if gemm_ms else {}),
                        "oz_max_err_u": acc_oz["max_err_u"], "oz_med_err_u": acc_oz["median_err_u"],
                        "oz_cr": acc_oz["correctly_rounded"], "oz_breaches": acc_oz["breaches"],
                        "nat_max_err_u": acc_nat["max_err_u"], "nat_med_err_u": acc_nat["median_err_u"],
@@ -162,7 +191,8 @@ def run_gpu_bench(args) -> int:
           f"whole call, median of {args.reps} after warm-up; accuracy on the top-left {args.block}x{args.block} block vs "
           "the exact product, err in u*(|A||B|)_ij (u of the output format)")
     print(f"{'contract':9} {'n':>6} {'phi':>4} {'mod':>3} {'oz ms':>9} {'oz TF':>6} {'nat TF':>6} {'x nat':>5} "
-          f"{'emu TF':>6} {'gemm%':>5} {'oz max':>7} {'oz CR%':>6} {'nat max':>7} {'emu max':>7}  phases ms (plan/res/gemm/rec)")
+          f"{'emu TF':>6} {'gemm%':>5} {'oz max':>7} {'oz CR%':>6} {'nat max':>7} {'emu max':>7}  phases ms (plan/res/gemm/rec)"
+          "  INT8 GEMMs alone ms (residue + bound) and share of the call")
     for r in rows:
         ph = r["phases"]
         print(f"{r['contract']:9} {r['n']:>6} {r['phi']:>4} {r['moduli']:>3} {r['ozgemm_s'] * 1e3:>9.2f} "
@@ -170,7 +200,9 @@ def run_gpu_bench(args) -> int:
               f"{(r.get('emu_tflops') or float('nan')):>6.1f} {100 * r['gemm_share']:>5.1f} {r['oz_max_err_u']:>7.3f} "
               f"{100 * r['oz_cr']:>6.2f} {r['nat_max_err_u']:>7.3f} {(r.get('emu_max_err_u') or float('nan')):>7.3f}  "
               f"{ph.get('plan', 0) * 1e3:.1f}/{ph.get('residues', 0) * 1e3:.1f}/{ph.get('gemms', 0) * 1e3:.1f}/"
-              f"{ph.get('reconstruction', 0) * 1e3:.1f}")
+              f"{ph.get('reconstruction', 0) * 1e3:.1f}"
+              + (f"  {r['int8_gemm_s'] * 1e3:.1f} + {r['bound_gemm_s'] * 1e3:.1f} = {100 * r['int8_share']:.1f} %"
+                 if "int8_share" in r else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"context": ctx, "rows": rows}, f, indent=2)

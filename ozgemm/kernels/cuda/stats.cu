@@ -215,34 +215,43 @@ extern "C" __global__ void nonfinite_f32(const unsigned int* __restrict__ x, i64
     nonfinite_flags<float, unsigned int, 8, 23>(x, ld, r, c, cols, flag, any);
 }
 
-// frexp of a positive finite double, x = f 2^e with f in [0.5, 1) (bit for bit as frexp)
-__device__ __forceinline__ void frexp_pos(double x, double* f, int* e) {
+// A positive finite double as x = s 2^(e-53) with the integer s in [2^52, 2^53): frexp's
+// fraction is s / 2^53 and its exponent e, so comparing fractions is comparing s (integers).
+struct Sig {
+    u64 s;
+    int e;
+};
+__device__ __forceinline__ Sig sig_pos(double x) {
     const u64 b = (u64)__double_as_longlong(x);
     const int eb = (int)(b >> 52);
-    if (eb == 0) {  // subnormal
-        *f = frexp(x, e);
-        return;
-    }
-    *e = eb - 1022;
-    *f = __longlong_as_double((i64)((b & ((1ULL << 52) - 1)) | (1022ULL << 52)));
+    const u64 frac = b & ((1ULL << 52) - 1);
+    if (eb != 0) return {frac | (1ULL << 52), eb - 1022};
+    const int bl = 64 - __clzll(frac);  // subnormal: normalise
+    return {frac << (53 - bl), bl - 1074};
 }
 
-// need(z) of planner.required_beta (smallest beta with 2^(-beta-1) z fac <= R) from the
-// frexp pairs of zz = z fac (zz >= 0) and of R (pos: R > 0):
+// need(z) of planner.required_beta (smallest beta with 2^(-beta-1) z fac <= R) from zz = z fac
+// (zpos: zz > 0, z its Sig) and R (pos: R > 0, sR its significand, er its frexp exponent):
 //   zz == 0: -2^40; R == 0 < zz: 2^40; else ceil(log2(zz / R)) - 1 = ez - er + (fz > fr) - 1.
-__device__ __forceinline__ i64 need_f(bool zpos, double fz, int ez, bool pos, double fr, int er) {
+__device__ __forceinline__ i64 need_s(bool zpos, Sig z, bool pos, u64 sR, int er) {
     const i64 big = 1LL << 40;
     if (!zpos) return -big;
     if (!pos) return big;
-    return (i64)ez - (i64)er + (fz > fr ? 1 : 0) - 1;
+    return (i64)(z.e - er + (z.s > sR ? 1 : 0) - 1);
 }
+
+#ifndef PLAN_UNROLL
+#define PLAN_UNROLL 1
+#endif
+constexpr int kPlanUnroll = PLAN_UNROLL;  // rows per unrolled step of plan_scalars (-DPLAN_UNROLL=n to time others)
 
 // The planner's six device scalars (planner.plan_scalars) in one pass over the bound GEMM's
 // products lb (int32: one k-block, or int64; row stride ldlb), out (u64[6], initialised to
 // {1, 0, 0, 0, 0, 0}) by atomicMax:
 //   out[0] = max(1, max_ij beta_ij)   the minimal width, per entry as planner.required_beta
 //            (R_ij = lb_ij 2^(-(bits-1)-14) is normal for bits <= 1000, so its frexp comes from
-//            the integer: fr = lb / 2^e, er = e - (bits-1) - 14 with e the bit length of lb)
+//            the integer: er = e - (bits-1) - 14 with e the bit length of lb, and the fraction
+//            comparisons are integer comparisons of 53-bit significands, see Sig)
 //   out[1..4] = max n1a, max n1b, max n2a, max n2b   (threads of column 0 visit every row,
 //            threads of the first row every column)
 //   out[5] = max_ij (lb_ij + ra_i + cb_j)   (planner._lb_upper_max)
@@ -268,37 +277,30 @@ __device__ __forceinline__ void plan_scalars_impl(const LB_T* __restrict__ lb, i
             m1b = n1b[j];
             m2b = n2b[j];
         }
-        double fzb;
-        int ezb;
         const double zzb = __dmul_rn(b, fac);
-        if (zzb > 0) frexp_pos(zzb, &fzb, &ezb); else { fzb = 0.0; ezb = 0; }
+        const Sig sb = sig_pos(zzb > 0 ? zzb : 1.0);
         const int eoff = (bits - 1) + 2 * LB_BITS;
-#pragma unroll 4
-        for (int i = i_first; i < m; i += gridDim.y * blockDim.y) {  // unrolled: 4 loads in flight
+#pragma unroll kPlanUnroll
+        for (int i = i_first; i < m; i += gridDim.y * blockDim.y) {
+            // R = L 2^(-eoff), L < 2^53 an integer: frexp exponent bitlen(L) - eoff, significand
+            // L shifted to 53 bits (R is a normal double for bits <= 1000)
             const i64 L = (i64)lb[(i64)i * ldlb + j];
             const bool pos = L > 0;
-            double fr = 1.0;
-            int er = 0;
-            if (pos) {
-                const int e = 64 - __clzll((u64)L);
-                fr = __dmul_rn((double)L, __longlong_as_double((i64)(1023 - e) << 52));  // exact
-                er = e - eoff;
-            }
+            const int eL = 64 - __clzll((u64)L);
+            const u64 sR = pos ? (u64)L << (53 - eL) : 0;
+            const int er = eL - eoff;
             const i64 w = wa[i];
             const double a = na[i];
-            double fza, fzd;
-            int eza, ezd;
             const double zza = __dmul_rn(a, fac);
-            if (zza > 0) frexp_pos(zza, &fza, &eza); else { fza = 0.0; eza = 0; }
-            const double zzd = __dmul_rn(__dadd_rn(__dadd_rn(b, a), K), fac);  // > 0 (K > 0)
-            frexp_pos(zzd, &fzd, &ezd);
-            const i64 t_d = need_f(true, fzd, ezd, pos, fr, er);
+            const Sig sa = sig_pos(zza > 0 ? zza : 1.0);
+            const Sig sd = sig_pos(__dmul_rn(__dadd_rn(__dadd_rn(b, a), K), fac));  // > 0 (K > 0)
+            const i64 t_d = need_s(true, sd, pos, sR, er);
             const i64 lo = min(w, v);
-            const i64 t_b = min(max(w, need_f(zza > 0, fza, eza, pos, fr, er)), v);
-            const i64 t_c = min(max(v, need_f(zzb > 0, fzb, ezb, pos, fr, er)), w);
+            const i64 t_b = min(max(w, need_s(zza > 0, sa, pos, sR, er)), v);
+            const i64 t_c = min(max(v, need_s(zzb > 0, sb, pos, sR, er)), w);
             const i64 after = w < v ? t_b : (v < w ? t_c : w);
             const i64 bij = t_d < lo ? t_d : after;
-            best = max(best, max(bij, (i64)1));
+            best = max(best, bij);
             ub = max(ub, L + ra[i] + cbj);
             if (j == 0) {
                 m1a = max(m1a, n1a[i]);

@@ -1,0 +1,142 @@
+"""Same-run A/B timings of the planner and residue kernel variants (issue #8, NOTES.md).
+
+For each n: CUDA-event medians (--reps, interleaved rounds so that clock drift hits every
+variant alike) of
+  * row statistics of A: register-cached kernel vs two-read "_long" kernel, float64 and float32;
+  * the planner's scalar kernel: v2 (integer significand compares; unrolled 1 and 4) against an
+    older source given with --v1 (e.g. git show 5e3e14d:ozgemm/kernels/cuda/stats.cu);
+  * residues of float32 A: read as float32 vs widened to float64 first (widen + float64 kernel);
+  * whole fp64 / fp32 matmul calls and native DGEMM/SGEMM.
+Every variant's output is compared with the shipped one (identical bytes) before timing.
+Usage: python3 benchmarks/gpu_ab.py --sizes 4096 8192 16384 [--v1 benchmarks/_stats_v1.cu] [--json F]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import cupy as cp
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import ozgemm  # noqa: E402
+from ozgemm._xp import as_float64  # noqa: E402
+from ozgemm.kernels import cuda as kc  # noqa: E402
+from ozgemm.kernels import get_engine  # noqa: E402
+
+
+def event_ms(fn):
+    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    e0.record()
+    fn()
+    e1.record()
+    e1.synchronize()
+    return cp.cuda.get_elapsed_time(e0, e1)
+
+
+def interleaved(variants: dict, reps: int) -> dict:
+    for f in variants.values():  # warm-up (compilation)
+        f()
+    cp.cuda.Device().synchronize()
+    ts = {k: [] for k in variants}
+    for _ in range(reps):
+        for k, f in variants.items():
+            ts[k].append(event_ms(f))
+    return {k: statistics.median(v) for k, v in ts.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192, 16384])
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--v1", default=None, help="an older stats.cu whose plan_scalars_i32 is timed too")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    eng = get_engine("cuda")
+    out = []
+    for n in args.sizes:
+        rs = cp.random.RandomState(0)
+        a = (rs.random_sample((n, n)) - 0.5) * cp.exp(0.5 * rs.standard_normal((n, n)))
+        b = (rs.random_sample((n, n)) - 0.5) * cp.exp(0.5 * rs.standard_normal((n, n)))
+        a32, b32 = a.astype(cp.float32), b.astype(cp.float32)
+        rec = {"n": n}
+        fields = ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum")
+
+        def stats_with(x, cached):
+            old = dict(kc._STATS_CACHED)
+            kc._STATS_CACHED[x.dtype.name] = cached
+            try:
+                return eng.row_stats(x)
+            finally:
+                kc._STATS_CACHED.update(old)
+
+        for x, nm in ((a, "f64"), (a32, "f32")):
+            s1, s2 = stats_with(x, True), stats_with(x, False)
+            rec[f"stats_{nm}_identical"] = all(bool(cp.array_equal(getattr(s1, f), getattr(s2, f))) for f in fields)
+            t = interleaved({"cached": lambda: stats_with(x, True), "long": lambda: stats_with(x, False)}, args.reps)
+            rec[f"stats_{nm}_cached_ms"], rec[f"stats_{nm}_long_ms"] = t["cached"], t["long"]
+        # planner scalars
+        sa, sb = eng.row_stats(a), eng.row_stats(kc._rows_contiguous(b.T))
+        lb = eng.gemm_exact(sa.q, sb.q)
+        want = eng.plan_scalars(sa, sb, lb, 53, n, 2.0 ** -53, cp).get()
+
+        def scal(mod, name="plan_scalars_i32"):
+            m, nn = lb.shape
+            o = cp.zeros((6,), dtype=cp.uint64)
+            o[0] = 1
+            grid, block = kc._grid2d(nn, m)
+            grid = (grid[0], min(grid[1], max(1, 8192 // grid[0])))
+            mod.get_function(name)(grid, block, (
+                lb, np.int64(lb.strides[0] // lb.itemsize), np.int32(m), np.int32(nn), sa.width, sb.width,
+                sa.norm1, sb.norm1, np.int32(53), np.float64(n * 2.0 ** -52),
+                np.float64((1.0 + 2.0 ** -53) * (1.0 + 2.0 ** -40)), sa.qsum, sb.qsum, sa.n1_int, sb.n1_int,
+                sa.n2_int, sb.n2_int, o))
+            return o
+
+        variants = {"v2": lambda: scal(kc._stats_module()),
+                    "v2_unroll4": lambda: scal(kc._stats_module(("PLAN_UNROLL=4",)))}
+        if args.v1:
+            v1 = cp.RawModule(code=open(args.v1).read(), options=("-std=c++17",))
+            variants["v1"] = lambda: scal(v1)
+        for k, f in variants.items():
+            rec[f"scalars_{k}_identical"] = bool(np.array_equal(f().view(cp.int64).get(), want))
+        for k, v in interleaved(variants, args.reps).items():
+            rec[f"scalars_{k}_ms"] = v
+        # residues of float32 A: direct vs widen + float64 kernel (9 moduli, the fp32 plan's count)
+        p = ozgemm.plan(a32, b32, "fp32")
+        N, kp = p.n_moduli, kc._ceil(n, kc._PAD)
+        r1 = eng.residues_padded(a32, p.s, N, kp, kp)
+        r2 = eng.residues_padded(as_float64(a32), p.s, N, kp, kp)
+        rec["residues_f32_identical"] = bool(cp.array_equal(r1, r2))
+        del r1, r2
+        t = interleaved({"direct": lambda: eng.residues_padded(a32, p.s, N, kp, kp),
+                         "widen+f64": lambda: eng.residues_padded(as_float64(a32), p.s, N, kp, kp),
+                         "widen only": lambda: as_float64(a32)}, args.reps)
+        rec.update({f"residues_f32_{k}_ms": v for k, v in t.items()})
+        # whole calls
+        t = interleaved({"fp64": lambda: ozgemm.matmul(a, b, contract="fp64"),
+                         "dgemm": lambda: cp.matmul(a, b),
+                         "fp32": lambda: ozgemm.matmul(a32, b32, contract="fp32"),
+                         "sgemm": lambda: cp.matmul(a32, b32)}, max(5, args.reps // 2))
+        rec.update({f"call_{k}_ms": v for k, v in t.items()})
+        out.append(rec)
+        print(json.dumps(rec), flush=True)
+        del a, b, a32, b32, sa, sb, lb
+        cp.get_default_memory_pool().free_all_blocks()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    keys = [k for k in out[0] if k.endswith("_ms")]
+    print("\n| quantity (ms, median) | " + " | ".join(f"n = {r['n']}" for r in out) + " |")
+    print("|---|" + "---|" * len(out))
+    for k in keys:
+        print(f"| {k[:-3]} | " + " | ".join(f"{r[k]:.3f}" for r in out) + " |")
+    print("identical:", {k: all(r[k] for r in out) for k in out[0] if k.endswith("identical")})
+
+
+if __name__ == "__main__":
+    main()
