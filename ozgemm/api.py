@@ -101,14 +101,20 @@ def _plan_2d(a, b, contract, engine, xp, force_moduli=None):
             a, b = as_float64(a), as_float64(b)
         if (xp.__name__ == "cupy" and force_moduli is None and contract.method == "crt"
                 and contract.bound_kind == "componentwise"):
-            # the NaN/Inf check's flag travels with the planner's one host read; only inputs
-            # that do hold NaN/Inf are planned a second time, on their finite rows/columns
-            from .kernels.cuda import nonfinite_flags
+            # the NaN/Inf check rides on the planner's statistics (engines with
+            # stats_flag_nonfinite; else one flag kernel) and its flag on the planner's one
+            # host read; only inputs that do hold NaN/Inf are planned again, on their finite
+            # rows/columns
+            if getattr(engine, "stats_flag_nonfinite", False):
+                flag = xp.zeros((1,), dtype=xp.int32)
+            else:
+                from .kernels.cuda import nonfinite_flags
 
-            flags = nonfinite_flags(a, b)
-            if flags is not None:
+                flags = nonfinite_flags(a, b)
+                flag = None if flags is None else flags[2]
+            if flag is not None:
                 try:
-                    return a, b, a, b, None, None, make_plan(contract, a, b, engine, nonfinite_flag=flags[2])
+                    return a, b, a, b, None, None, make_plan(contract, a, b, engine, nonfinite_flag=flag)
                 except NonFiniteInputs:
                     pass
         a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, xp)

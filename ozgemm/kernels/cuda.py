@@ -154,6 +154,7 @@ class CudaEngine(Engine):
 
     name = "cuda"
     xp = cp
+    stats_flag_nonfinite = True  # row_stats(x, nonfinite=flag) flags NaN/Inf (make_plan, api)
 
     def __init__(self, memory_fraction: float = 0.6):
         from cupy_backends.cuda.libs import cublas
@@ -231,9 +232,11 @@ class CudaEngine(Engine):
         return c.astype(cp.int64) % mods
 
     # -- planner hooks (fused; mirror precision/stats.py and planner.required_beta) ------
-    def row_stats(self, x):
+    def row_stats(self, x, nonfinite=None):
         """Fused :class:`~ozgemm.precision.stats.RowStats` of the rows of ``x`` (r, k), or of
-        (C, r, k) components (dd / binary128 operands, same rules as precision/stats.py)."""
+        (C, r, k) components (dd / binary128 operands, same rules as precision/stats.py).
+        ``nonfinite``: an int32 device array whose element 0 is set to 1 when ``x`` holds
+        NaN/Inf (checked at no cost from the row maxima; the statistics are then meaningless)."""
         C = x.shape[0] if x.ndim == 3 else 1
         x = cp.ascontiguousarray(x) if x.ndim == 3 else _rows_contiguous(x)
         r, k = x.shape[-2:]
@@ -257,8 +260,9 @@ class CudaEngine(Engine):
                 name, threads = name + "_long", 256
             f = _stats_module().get_function(name)
             ldx = x.strides[-2] // x.itemsize
+            flag = nonfinite if nonfinite is not None else np.uint64(0)  # a null pointer
             f((r,), (threads,), (x, np.int64(ldx), np.int32(r), np.int32(k), E, width, norm1, zero, n1, n2, q,
-                                 np.int64(k), np.int32(k), np.int32(C), np.int64(r * k), qsum))
+                                 np.int64(k), np.int32(k), np.int32(C), np.int64(r * k), qsum, flag))
         return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero,
                         n1_int=n1, n2_int=n2, qsum=qsum, src=x if C == 1 else None, ncomp=C)
 

@@ -285,9 +285,10 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
 
     ``force_moduli`` (diagnostics only, e.g. the error-vs-moduli plot of ``ozgemm audit``)
     uses that many moduli and the widest beta they allow, proving nothing.
-    ``nonfinite_flag``: a (1,) device array, non-zero when ``a``/``b`` were not checked and
-    hold NaN/Inf; it is read with the planner's own scalars (no extra host synchronisation)
-    and :class:`~ozgemm.precision.specials.NonFiniteInputs` is raised when it is set.
+    ``nonfinite_flag``: a (1,) int32 device array, non-zero when ``a``/``b`` were not checked
+    and hold NaN/Inf (set by an earlier kernel, or by the engine's statistics when it has
+    ``stats_flag_nonfinite``); it is read with the planner's own scalars (no extra host
+    synchronisation) and :class:`~ozgemm.precision.specials.NonFiniteInputs` is raised when set.
 
     Raises
     ------
@@ -313,9 +314,13 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
             raise MemoryError(f"ozgemm: planning a {m}x{k}x{n} product needs about {need / 2**30:.2f} GiB, more "
                               f"than the budget of {engine.memory_budget() / 2**30:.2f} GiB; split the product")
     hook = getattr(engine, "row_stats", None)
+    # engines whose statistics flag NaN/Inf (the CUDA engine) do the unchecked operands' check
+    check = nonfinite_flag is not None and getattr(engine, "stats_flag_nonfinite", False)
 
     def stats(x):  # an engine's fused statistics (one or several components), else the generic code
-        return hook(x) if hook is not None else row_stats(x, xp)
+        if hook is None:
+            return row_stats(x, xp)
+        return hook(x, nonfinite=nonfinite_flag) if check else hook(x)
 
     sa = stats(a)
     sb = stats(b.T if b.ndim == 2 else b.transpose(0, 2, 1))

@@ -71,7 +71,8 @@ __device__ __forceinline__ void row_stats_impl(const T* __restrict__ x, i64 ldx,
                                                double* __restrict__ norm_out, bool* __restrict__ zero_out,
                                                i64* __restrict__ n1_out, i64* __restrict__ n2_out,
                                                signed char* __restrict__ q, i64 ldq, int kq,
-                                               int ncomp, i64 sc, i64* __restrict__ qsum_out) {
+                                               int ncomp, i64 sc, i64* __restrict__ qsum_out,
+                                               int* __restrict__ nonfinite) {
     // ncomp components per entry (x + c sc: dd hi/lo, binary128 pieces; see
     // precision/stats.py row_stats for the multi-component rules)
     __shared__ i64 s_red[32];
@@ -104,6 +105,9 @@ __device__ __forceinline__ void row_stats_impl(const T* __restrict__ x, i64 ldx,
     }
     tmax = block_reduce(tmax, MaxOp(), (int*)s_red);
     lmin = block_reduce(lmin, MinOp(), (int*)s_red);
+    // a NaN/Inf entry has top_lsb's top = 2047 - 1022 = 1025, every finite one <= 1024: the
+    // row's maximum tells (for free) whether it holds one; nonfinite may be null
+    if (tid == 0 && tmax > 1024 && nonfinite != nullptr) *nonfinite = 1;
     const bool zero = tmax == -100000;
     const int E = zero ? 0 : tmax;
     const Pow2 f30(NORM_BITS - E), f15(NORM_BITS / 2 - E), f7(LB_BITS - E);
@@ -156,9 +160,9 @@ __device__ __forceinline__ void row_stats_impl(const T* __restrict__ x, i64 ldx,
         const T* __restrict__ x, i64 ldx, int r, int k, i64* __restrict__ E_out,                    \
         i64* __restrict__ width_out, double* __restrict__ norm_out, bool* __restrict__ zero_out,    \
         i64* __restrict__ n1_out, i64* __restrict__ n2_out, signed char* __restrict__ q, i64 ldq,   \
-        int kq, int ncomp, i64 sc, i64* __restrict__ qsum_out) {                                   \
+        int kq, int ncomp, i64 sc, i64* __restrict__ qsum_out, int* __restrict__ nonfinite) {     \
         row_stats_impl<T, CACHE>(x, ldx, r, k, E_out, width_out, norm_out, zero_out, n1_out,        \
-                                 n2_out, q, ldq, kq, ncomp, sc, qsum_out);                          \
+                                 n2_out, q, ldq, kq, ncomp, sc, qsum_out, nonfinite);               \
     }
 ROW_STATS_KERNEL(row_stats, double, 16, 512)
 ROW_STATS_KERNEL(row_stats_long, double, 0, 256)
