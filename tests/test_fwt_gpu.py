@@ -160,6 +160,8 @@ def test_gpu_multipass_2_24_float32_exact():
 
 
 # ---- exchange-store (XS) phase B: every XS candidate of the sweep, bit-exact -------------------
+# (XS = 1: exchange-store; XS = K >= 2: lane exchange, float16 only, session 4 — the same
+# checks: exact on integer data, bit-identical to the configuration with XS = 0)
 # XS replaces phase B's store/load/butterflies/store/load by one exchange into the warp-major
 # layout and stores from there; the butterflies and their order are unchanged, so float
 # results must be bit-identical to the same (TB, CB, MINB) without XS, and integer-valued
@@ -177,7 +179,7 @@ def _xs_cases():
             for cfg in _cuda.row_candidates(L, logv, acc):
                 if cfg[5]:
                     for v in variants:
-                        cases.append(pytest.param(dt, L, cfg, v, id=f"{np.dtype(dt).name}-L{L}-{cfg[:2]}-minb{cfg[4]}-{v}"))
+                        cases.append(pytest.param(dt, L, cfg, v, id=f"{np.dtype(dt).name}-L{L}-{cfg[:2]}-minb{cfg[4]}-xs{int(cfg[5])}-{v}"))
     return cases
 
 
@@ -205,6 +207,9 @@ def test_xs_cases_cover_the_briefed_configurations():
     got = {(np.dtype(p.values[0]).name, p.values[1], p.values[2][:2]) for p in _XS_CASES}
     for want in [("float32", 14, (8, 4)), ("float64", 14, (9, 4)), ("float16", 13, (7, 3)), ("float16", 14, (8, 3))]:
         assert want in got
+    # session 4: lane-exchange candidates (XS = K >= 2, float16 2**12-2**14) are among them
+    lx = {(p.values[1], p.values[2]) for p in _XS_CASES if p.values[2][5] is not True and p.values[2][5] >= 2}
+    assert (12, (7, 2, 0, False, 0, 5)) in lx and (14, (8, 3, 0, False, 2, 6)) in lx
 
 
 @pytest.mark.parametrize("dt, L, cfg, variant", _XS_CASES)

@@ -60,7 +60,7 @@ def test_row_candidates_xs_valid(name):
     logv, acc = _DT[name]
     for L in range(0, 18):
         for tb, cb, csb, wm, minb, xs in _cuda.row_candidates(L, logv, acc):
-            if not xs:
+            if not xs or xs >= 2:  # lane-exchange candidates: test_row_candidates_xl_valid
                 continue
             lt = logv + tb + cb
             assert csb == 0 and not wm and minb in (0, 2)
@@ -73,8 +73,96 @@ def test_row_candidates_xs_valid(name):
                 assert L >= 12 and (tb, cb, 0, False, 0, True) in _cuda.row_candidates(L, logv, acc)
 
 
+@pytest.mark.parametrize("name", list(_DT))
+def test_row_candidates_xl_valid(name):
+    # lane exchange (XS = K >= 2): float16 rows of 2**12-2**14 only, tiles of 1-2 rows
+    logv, acc = _DT[name]
+    for L in range(0, 18):
+        got = [c for c in _cuda.row_candidates(L, logv, acc) if c[5] is not True and c[5] >= 2]
+        if name != "float16" or not 12 <= L <= 15:
+            assert not got or name == "float16" and L <= 15
+        for tb, cb, csb, wm, minb, k in got:
+            assert L >= 12 and logv == 3 and csb == 0 and not wm and minb in (0, 2)
+            assert tb - 4 <= k <= tb - 2 and 0 <= logv + cb - k <= 2
+            assert L <= logv + tb + cb <= L + 1
+            assert _cuda.xl_ok(L, logv, tb, cb, k)
+            if minb == 2:
+                assert (tb, cb, 0, False, 0, k) in _cuda.row_candidates(L, logv, acc)
+    if name == "float16":
+        c = {x for x in _cuda.row_candidates(12, logv, acc) if x[5] is not True and x[5] >= 2}
+        assert (7, 2, 0, False, 0, 5) in c and (7, 3, 0, False, 0, 5) in c
+        c = {x for x in _cuda.row_candidates(14, logv, acc) if x[5] is not True and x[5] >= 2}
+        assert (8, 3, 0, False, 2, 6) in c
+
+
+def _sim_rows_xl(x, L, logv, tb, cb, k):
+    """numpy model of fwht_rows' index bookkeeping with the lane exchange (plain variant,
+    integer data): phase A (v and chunk bits in registers, lane bits < TB - K by shuffles),
+    the exchange into layout Y, the K bits there, stores from Y."""
+    V, C, nth = 1 << logv, 1 << cb, 1 << tb
+    E, loge, lt = V * C, logv + cb, logv + tb + cb
+    tid = np.arange(nth)
+    tile = np.zeros(1 << lt, np.int64)
+    tile[:x.size] = x.ravel()[:1 << lt]
+    vofs = lambda c: (c * nth + tid) << logv  # noqa: E731
+    r = np.stack([tile[vofs(e // V) + e % V] for e in range(E)], axis=1)
+
+    def reg_stage(r, h):
+        for i in range(E):
+            if not i & h:
+                u, w = r[:, i].copy(), r[:, i + h].copy()
+                r[:, i], r[:, i + h] = u + w, u - w
+    for b in range(logv):
+        if b < L:
+            reg_stage(r, 1 << b)
+    for j in range(cb):
+        if logv + tb + j < L:
+            reg_stage(r, V << j)
+    for j in range(tb - k):
+        if logv + j < L:
+            sg = np.where((tid >> j) & 1, -1, 1)[:, None]
+            r = sg * r + r[tid ^ (1 << j)]
+    sm = np.zeros(1 << lt, np.int64)
+    for e in range(E):
+        sm[vofs(e // V) + e % V] = r[:, e]
+    yb0, p = logv + tb - k, loge - k
+    nlo = yb0 - p
+    ybase = ((tid & ((1 << nlo) - 1)) << p) | ((tid >> nlo) << (logv + tb))
+    pos = np.stack([ybase | ((e >> p) << yb0) | (e & ((1 << p) - 1)) for e in range(E)], axis=1)
+    assert np.array_equal(np.sort(pos.ravel()), np.arange(1 << lt))  # Y is a permutation
+    r = sm[pos]
+    for i in range(k):
+        if yb0 + i < L:
+            reg_stage(r, (1 << p) << i)
+    out = np.zeros(1 << lt, np.int64)
+    out[pos] = r
+    return out[:x.size].reshape(x.shape)
+
+
+def test_xl_layout_model_exact():
+    from ozgemm.fwt import fwht
+    logv, acc = _DT["float16"]
+    for L in (12, 13):
+        for tb, cb, csb, wm, minb, k in _cuda.row_candidates(L, logv, acc):
+            if k is True or k < 2 or minb:
+                continue
+            rows = 1 << max(0, logv + tb + cb - L)
+            x = np.random.default_rng(L + k).integers(-5, 6, size=(rows, 1 << L))
+            assert np.array_equal(_sim_rows_xl(x, L, logv, tb, cb, k), fwht(x)), (L, tb, cb, k)
+
+
+def test_xl_ok():
+    assert _cuda.xl_ok(12, 3, 7, 2, 5)             # no shuffle after the mma, 2-byte stores
+    assert _cuda.xl_ok(13, 3, 7, 3, 5)             # P = 1: 4-byte stores
+    assert not _cuda.xl_ok(12, 3, 7, 2, 6)         # K > TB - 2: would redo the mma's lane bits
+    assert not _cuda.xl_ok(12, 3, 8, 2, 2)         # warp bits not all after the exchange
+    assert not _cuda.xl_ok(12, 3, 7, 3, 3)         # P = 3 > 2
+    assert not _cuda.xl_ok(12, 3, 7, 2, 5, csb=1)  # no cluster
+    assert not _cuda.xl_ok(12, 3, 7, 2, 5, wm=True)
+
+
 def test_row_candidates_xs_examples():
-    c = lambda n, L: {x for x in _cuda.row_candidates(L, *_DT[n]) if x[5]}  # noqa: E731
+    c = lambda n, L: {x for x in _cuda.row_candidates(L, *_DT[n]) if x[5] is True}  # noqa: E731
     assert (8, 4, 0, False, 0, True) in c("float32", 14)
     assert (9, 4, 0, False, 0, True) in c("float32", 15)
     assert (9, 4, 0, False, 0, True) in c("float64", 14)
@@ -107,6 +195,7 @@ def test_cfg6_and_tuned_cfg():
     assert _cuda.tuned_cfg((7, 1, 0, True, 4025)) == (7, 1, 0, False, 0, False)
     assert _cuda.tuned_cfg((9, 2, 0, True, 2657, False, 2)) == (9, 2, 0, False, 2, False)
     assert _cuda.tuned_cfg((8, 3, 0, True, 3000, False, 2, True)) == (8, 3, 0, False, 2, True)
+    assert _cuda.tuned_cfg((7, 2, 0, True, 3000, False, 0, 5)) == (7, 2, 0, False, 0, 5)
     with pytest.raises(ValueError):
         _cuda.tuned_cfg((8, 3, 0, True, 3000, False))
     for entry in _cuda.ROW_TUNED.values():
@@ -116,22 +205,26 @@ def test_cfg6_and_tuned_cfg():
 def test_row_names():
     f16, f32 = np.dtype(np.float16), np.dtype(np.float32)
     assert _cuda._row_name(f32, 14, cfg=(8, 4, 0, False, 0, True)) == \
-        "fwht_rows<float, float, 2, 8, 4, false, false, 0, true>"
+        "fwht_rows<float, float, 2, 8, 4, false, false, 0, 1>"
     assert _cuda._row_name(f16, 13, mma=True, cfg=(7, 3, 0)) == \
-        "fwht_rows<unsigned short, float, 3, 7, 3, true, false, 0, false>"
+        "fwht_rows<unsigned short, float, 3, 7, 3, true, false, 0, 0>"
     assert _cuda._row_name(f32, 15, cfg=(9, 3, 1, False, 2)) == \
         "fwht_rows_cluster2<float, float, 2, 9, 3, false, false, 2>"
     with pytest.raises(ValueError):
         _cuda._row_name(f32, 15, cfg=(9, 3, 1, False, 0, True))  # cluster + XS
     with pytest.raises(ValueError):
         _cuda._row_name(f32, 14, cfg=(9, 3, 0, False, 0, True))  # warp bits do not fit
+    assert _cuda._row_name(f16, 12, mma=True, cfg=(7, 2, 0, False, 0, 5)) == \
+        "fwht_rows<unsigned short, float, 3, 7, 2, true, false, 0, 5>"
+    with pytest.raises(ValueError):
+        _cuda._row_name(f16, 12, mma=True, cfg=(7, 2, 0, False, 0, 6))  # lane exchange K > TB - 2
 
 
 def test_row_config_and_names_with_an_xs_entry(monkeypatch):
     monkeypatch.setattr(_cuda, "_cc", lambda: 90)
     monkeypatch.setitem(_cuda.ROW_TUNED, ("float32", 14), (8, 4, 0, False, 3600, False, 0, True))
     assert _cuda.row_config(14, 2, "float32") == (8, 4, 0, False, 0, True)
-    assert "fwht_rows<float, float, 2, 8, 4, false, false, 0, true>" in _cuda._names(np.float32, 90, sweep=False)
+    assert "fwht_rows<float, float, 2, 8, 4, false, false, 0, 1>" in _cuda._names(np.float32, 90, sweep=False)
     # a restricted sweep compiles only the candidates of its lengths (no rule, table or cols)
     ns = _cuda._names(np.float32, 90, sweep=True, Ls=(14,))
     assert len(ns) == len(_cuda.row_candidates(14, 2, 4))
@@ -145,10 +238,12 @@ def test_row_config_and_names_with_an_xs_entry(monkeypatch):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_xs_kernels_compile_with_nvcc(tmp_path):
-    names = ["fwht_rows<float, float, 2, 8, 4, false, false, 0, true>",
-             "fwht_rows<unsigned short, float, 3, 7, 3, true, false, 0, true>",
-             "fwht_rows<long long, long long, 1, 9, 4, false, false, 0, true>",
-             "fwht_rows<double, double, 1, 8, 3, false, false, 0, false>"]
+    names = ["fwht_rows<float, float, 2, 8, 4, false, false, 0, 1>",
+             "fwht_rows<unsigned short, float, 3, 7, 3, true, false, 0, 1>",
+             "fwht_rows<long long, long long, 1, 9, 4, false, false, 0, 1>",
+             "fwht_rows<double, double, 1, 8, 3, false, false, 0, 0>",
+             "fwht_rows<unsigned short, float, 3, 7, 2, true, false, 0, 5>",
+             "fwht_rows<unsigned short, float, 3, 8, 3, false, false, 2, 6>"]
     src = _cuda._SRC.read_text() + "\n"
     for n in names:
         T, A = [a.strip() for a in n.split("<", 1)[1].split(",")[:2]]

@@ -36,8 +36,9 @@ _SMEM_OPTIN = 227 * 1024
 # ozgemm/fwt/bench.py:tune (see benchmarks/results_fwt.md); missing entries use the rule.
 # Entry: (TB, CB, CSB, mma, GB/s measured in the sweep[, WM, MINB[, XS]]); WM (warp-major
 # tile layout), MINB (__launch_bounds__ minimum CTAs per SM, 0 = unspecified) and XS
-# (exchange-store phase B) default to False, 0, False (the layout, bounds and phase B of the
-# entries measured before they existed).
+# (True/1: exchange-store phase B; an int K >= 2: lane exchange with K thread bits after the
+# exchange, see fwht.cu and ``xl_ok``) default to False, 0, False (the layout, bounds and
+# phase B of the entries measured before they existed).
 ROW_TUNED: dict = {
     # (dtype, log2 n): (TB, CB, CSB, mma, GB/s in the sweep, WM, MINB[, XS]), H200 run 4
     # (2026-11-30); 2**12-2**14 (and float32 2**15) from the restricted sweep of session 3
@@ -47,7 +48,7 @@ ROW_TUNED: dict = {
     ("float16", 9): (7, 1, 0, True, 4028, True, 0),
     ("float16", 10): (8, 2, 0, True, 3975, True, 0),
     ("float16", 11): (7, 3, 0, True, 3830, True, 0),
-    ("float16", 12): (7, 2, 0, True, 3431, False, 0, True),
+    ("float16", 12): (7, 2, 0, True, 3469, False, 0, 3),  # lane exchange K=3, session 4 (run 7)
     ("float16", 13): (7, 3, 0, True, 3289, False, 0, True),
     ("float16", 14): (8, 3, 0, True, 2951, False, 2, True),
     ("float16", 15): (10, 2, 0, True, 1985, False, 0),
@@ -113,6 +114,16 @@ def xs_ok(L: int, logv: int, tb: int, cb: int, csb: int = 0, wm: bool = False) -
             and logv + 5 < min(L, logv + tb + cb))
 
 
+def xl_ok(L: int, logv: int, tb: int, cb: int, k: int, csb: int = 0, wm: bool = False) -> bool:
+    """Whether the lane exchange (XS = K >= 2) applies: plain layout, no cluster, all warp bits
+    and K - (TB - 5) upper lane bits after the exchange (TB - 5 <= K <= TB - 2, the mma front
+    end does lane bits 0-1), P = LOGV + CB - K low index bits per store piece (0 <= P <=
+    min(2, LOGV)), and a transform bit among those K (index bit LOGV + TB - K < L)."""
+    p = logv + cb - k
+    return (not wm and csb == 0 and k >= 2 and tb - 5 <= k <= tb - 2 and 0 <= p <= min(2, logv)
+            and logv + tb - k < min(L, logv + tb + cb))
+
+
 def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> list:
     """All valid (TB, CB, CSB, WM, MINB, XS) for a row of 2**L: 2**TB threads (128..1024),
     2**(LOGV+CB) = 8..32 values per thread (8 only for L <= 11), CTA tile 2**LT
@@ -142,6 +153,15 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
                     out.append((tb, cb, 0, False, 0, True))
                     if L >= 12 and _minb2_ok(tb, loge, acc_size, smem, lt):
                         out.append((tb, cb, 0, False, 2, True))
+                if not wm and logv == 3 and L >= 12 and lt >= L and lt <= L + 1:
+                    # lane exchange (float16 only, session 4): K thread bits after the exchange,
+                    # at least one lane bit among them (K >= TB - 4)
+                    xsm = acc_size << lt
+                    for k in range(max(2, tb - 4), tb - 1):
+                        if xl_ok(L, logv, tb, cb, k) and xsm <= _SMEM_OPTIN:
+                            out.append((tb, cb, 0, False, 0, k))
+                            if _minb2_ok(tb, loge, acc_size, xsm, lt):
+                                out.append((tb, cb, 0, False, 2, k))
                 if loge == 6 and (not wm or acc_size > 4):
                     continue
                 if fits:
@@ -175,7 +195,8 @@ def tuned_cfg(entry) -> tuple:
         raise ValueError(f"ROW_TUNED entry must have 3-5, 7 or 8 fields, got {entry!r}")
     wm = bool(entry[5]) if len(entry) > 5 else False
     minb = int(entry[6]) if len(entry) > 6 else 0
-    xs = bool(entry[7]) if len(entry) > 7 else False
+    xs = entry[7] if len(entry) > 7 else False
+    xs = bool(xs) if isinstance(xs, bool) or xs in (0, 1) else int(xs)  # K >= 2: lane exchange
     return tuple(int(v) for v in entry[:3]) + (wm, minb, xs)
 
 
@@ -266,9 +287,14 @@ def _row_name(dtype, L, mma=False, cfg=None) -> str:
         if xs:
             raise ValueError("XS (exchange-store) is not available for cluster configurations")
         return f"fwht_rows_cluster{1 << csb}<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}>"
-    if xs and not xs_ok(L, logv, tb, cb, csb, wm):
+    xs = int(xs)
+    if xs == 1 and not xs_ok(L, logv, tb, cb, csb, wm):
         raise ValueError(f"XS (exchange-store) does not apply to TB={tb}, CB={cb}, WM={wm} for rows of 2**{L}")
-    return f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}, {b(xs)}>"
+    if xs >= 2 and not xl_ok(L, logv, tb, cb, xs, csb, wm):
+        raise ValueError(f"XS={xs} (lane exchange) does not apply to TB={tb}, CB={cb}, WM={wm} for rows of 2**{L}")
+    if xs < 0:
+        raise ValueError(f"XS must be >= 0, got {xs}")
+    return f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}, {xs}>"
 
 
 # float16 row lengths (log2) for which the tensor-core (mma) front end is the default;
@@ -375,10 +401,10 @@ def _kernel(dtype_str: str, device_id: int, name: str, smem: int, L: int = None)
 def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
     T, A, sc, logv, _ = _TYPES[dtype]
     cfg = _cfg6(cfg if cfg is not None else row_config(L, logv, dtype.name))
-    tb, cb, csb, wm, _, _ = cfg
+    tb, cb, csb, wm, _, xs = cfg
     lt = logv + tb + cb
     total = src.size
-    need_smem = (tb > 5 and logv + 5 + (cb if wm else 0) < L) or csb > 0
+    need_smem = (tb > 5 and logv + 5 + (cb if wm else 0) < L) or csb > 0 or (xs >= 2 and logv + tb - xs < L)
     smem = (np.dtype(sc).itemsize << lt) if need_smem else 0
     k = _kernel(dtype.str, src.device.id, _row_name(dtype, L, mma, cfg), smem, L)
     grid = ((total + (1 << lt) - 1) >> lt,)

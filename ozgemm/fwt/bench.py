@@ -220,6 +220,7 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10, 
                     prev_ok = (name, L - 1) in best or ((name, L - 1) in committed and (name, L - 1) not in swept)
                     if L <= lmax1 or prev_ok or L - 1 == lmax1:
                         best[(name, L)] = (cfg[0], cfg[1], cfg[2], mma, round(2 * x.nbytes / t / 1e9),
-                                           bool(cfg[3]), int(cfg[4]), bool(cfg[5]))
+                                           bool(cfg[3]), int(cfg[4]),
+                                           int(cfg[5]) if int(cfg[5]) >= 2 else bool(cfg[5]))
             del x, y, k
     return best

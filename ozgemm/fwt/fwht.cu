@@ -18,6 +18,13 @@
 //   the warp-major layout, where the warp bits are chunk (register) bits; butterflies there,
 //   and the 16-byte coalesced stores go straight from that layout (2 shared-memory passes and
 //   1 barrier instead of 4 and 2; same butterflies in the same order: bit-identical).
+//   XS = K >= 2 ("lane exchange", plain layout, binary16 candidates): the top K thread bits
+//   (all warp bits and the upper lane bits) are not shuffled; after phase A one exchange loads
+//   the tile in a layout whose register bits are index bits [0, P) and the K thread bits
+//   (P = LOGV + CB - K <= 2), butterflies there, and the stores go straight from that layout in
+//   pieces of 2^P elements (2^P * sizeof(T) bytes per lane, consecutive lanes contiguous).
+//   Fewer shuffle levels (TB - K instead of 5, minus the mma's 2) for narrower stores; same
+//   butterflies in the same order as XS = 0: bit-identical.
 //   Bits >= L inside the tile are row (batch) bits: no butterfly.
 //
 // fwht_cols<T, A, LOGV, MB, TPLB>: one strided pass for long rows. Transforms the MB index
@@ -84,6 +91,31 @@ __device__ __forceinline__ void gload(const long long* p, long long* a) {
 }
 __device__ __forceinline__ void gstore(long long* p, const long long* a, long long) {
   __stcs(reinterpret_cast<longlong2*>(p), make_longlong2(a[0], a[1]));
+}
+
+// ---- global store of a piece of 2^P consecutive elements (P <= 2; lane exchange) --------
+// Same conversion and scaling as gstore (f2h2 rounds each half like f2h): bit-identical.
+template <int P> __device__ __forceinline__ void gstore_piece(half_bits* p, const float* a, float s) {
+  if constexpr (P == 0) {
+    __stcs(reinterpret_cast<unsigned short*>(p), f2h(a[0] * s));
+  } else if constexpr (P == 1) {
+    __stcs(reinterpret_cast<unsigned*>(p), f2h2(a[0] * s, a[1] * s));
+  } else {
+    __stcs(reinterpret_cast<uint2*>(p), make_uint2(f2h2(a[0] * s, a[1] * s), f2h2(a[2] * s, a[3] * s)));
+  }
+}
+template <int P> __device__ __forceinline__ void gstore_piece(float* p, const float* a, float s) {
+  if constexpr (P == 0) __stcs(p, a[0] * s);
+  else if constexpr (P == 1) __stcs(reinterpret_cast<float2*>(p), make_float2(a[0] * s, a[1] * s));
+  else gstore(p, a, s);
+}
+template <int P> __device__ __forceinline__ void gstore_piece(double* p, const double* a, double s) {
+  if constexpr (P == 0) __stcs(p, a[0] * s);
+  else gstore(p, a, s);
+}
+template <int P> __device__ __forceinline__ void gstore_piece(long long* p, const long long* a, long long s) {
+  if constexpr (P == 0) __stcs(p, a[0]);
+  else gstore(p, a, s);
 }
 
 // ---- shared-memory vector store/load of V compute values (16-byte pieces) --------------
@@ -237,7 +269,7 @@ template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank
 // CSB = log2(cluster size): with CSB > 0 a row of 2^(LT+CSB) elements spans the 2^CSB CTAs
 // of a cluster (CTA rank = index bits [LT, LT+CSB)); after the in-CTA stages the last
 // butterflies read the other CTAs' shared memory (DSMEM) and combine with H_{2^CSB}.
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, bool WM, bool XS>
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, bool WM, int XS>
 __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict__ y, long long total,
                                           int L, A scale) {
   constexpr int V = 1 << LOGV;
@@ -266,8 +298,14 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   constexpr int WB0 = WM ? LOGV + 5 + CB : LOGV + 5;  // index bit of warp bit 0
   // XS: the warp-major offset of the plain tile, [v | lane | c | wid]; its chunk bits
   // 0..TB-6 are the plain layout's warp bits [LOGV+5, LOGV+TB) (needs TB-5 <= CB).
-  static_assert(!XS || (!WM && CSB == 0 && TB > 5 && TB - 5 <= CB),
+  static_assert(XS != 1 || (!WM && CSB == 0 && TB > 5 && TB - 5 <= CB),
                 "XS needs the plain layout, no cluster and all warp bits in the chunk bits");
+  constexpr int XK = XS >= 2 ? XS : 0;  // lane exchange: thread bits done after the exchange
+  constexpr int XP = XK ? LOGE - XK : 0;  // its low register bits (elements per store piece)
+  static_assert(XS >= 0 && (XK == 0 || (!WM && CSB == 0 && XK >= TB - 5 && XK <= TB - (MMA ? 2 : 0)
+                                        && XP >= 0 && XP <= 2 && XP <= LOGV)),
+                "lane exchange: plain layout, no cluster, TB-5 <= K <= TB (TB-2 with mma), "
+                "0 <= LOGV+CB-K <= min(2, LOGV)");
   auto vofs_wm = [&](int c) -> int {
     return (lane << LOGV) | (c << (LOGV + 5)) | (wid << (LOGV + 5 + CB));
   };
@@ -311,7 +349,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   for (int j = 0; j < CB; ++j)
     if (CH0 + j < L) reg_stage<A, E>(r, V << j);
   // lane bits: index bits [LOGV, LOGV + min(5,TB))
-  constexpr int LANEB = TB < 5 ? TB : 5;
+  constexpr int LANEB = XK ? TB - XK : (TB < 5 ? TB : 5);  // XK: the upper lane bits come later
 #pragma unroll
   for (int j = 0; j < LANEB; ++j) {
     if (LOGV + j < L && !(use_mma && j < 2)) {  // MMA did index bits 3, 4 (lane bits 0, 1)
@@ -331,14 +369,46 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // One group (the usual case) has its own code path: the generic loop raised register use
   // (e.g. float32 TB=10 CB=3: 64 registers and 140 bytes of spills instead of 4; float32
   // TB=8 CB=3 cluster: 100 registers instead of 80) and was measurably slower (results_fwt.md).
-  if (TB > 5 && WB0 < L) {
+  // ---- lane exchange (XS = K >= 2): index bits [YB0, LOGV+TB) (the upper lane bits and the
+  // warp bits) become register bits P.. of layout Y: register e -> index bits (e & (2^P-1)) |
+  // (e >> P) << YB0; thread -> its low NLO bits at [P, YB0), its high CB bits at [LOGV+TB, LT).
+  // Then the 16-byte-piece layout is not restored: stores of 2^P elements per lane from Y.
+  if constexpr (XK > 0) {
+    constexpr int YB0 = LOGV + TB - XK;
+    constexpr int NLO = YB0 - XP;
+    constexpr int PW = 1 << XP;
+    if (YB0 < L) {  // uniform
+#pragma unroll
+      for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
+      __syncthreads();
+      const int ybase = ((tid & ((1 << NLO) - 1)) << XP) | ((tid >> NLO) << (LOGV + TB));
+      struct alignas(sizeof(A) * PW) Piece { A v[PW]; };
+#pragma unroll
+      for (int g = 0; g < (E >> XP); ++g) {
+        const Piece u = *reinterpret_cast<const Piece*>(sm + (ybase | (g << YB0)));
+#pragma unroll
+        for (int k = 0; k < PW; ++k) r[g * PW + k] = u.v[k];
+      }
+#pragma unroll
+      for (int i = 0; i < XK; ++i)
+        if (YB0 + i < L) reg_stage<A, E>(r, PW << i);
+#pragma unroll
+      for (int g = 0; g < (E >> XP); ++g) {
+        const long long off = base + (ybase | (g << YB0));
+        if (off < total) gstore_piece<XP>(y + off, r + g * PW, scale);
+      }
+      return;
+    }
+  }
+
+  if (XK == 0 && TB > 5 && WB0 < L) {
     constexpr int WB = TB > 5 ? TB - 5 : 0;            // warp bits
     constexpr int GB = WB < LOGE ? WB : LOGE;          // bits per group
     constexpr int NG = GB > 0 ? (WB + GB - 1) / GB : 0;
 #pragma unroll
     for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
     __syncthreads();
-    if constexpr (XS) {
+    if constexpr (XS == 1) {
       // one exchange: load in the warp-major layout (same lane bits, so the sstore/sload<8>
       // swizzle on threadIdx.x bit 2 stays conflict-free), warp bits = chunk bits 0..WB-1
 #pragma unroll
@@ -385,7 +455,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
         }
       }
     }
-    if constexpr (!XS) {
+    if constexpr (XS != 1) {
 #pragma unroll
       for (int c = 0; c < C; ++c) sload<V>(sm + vofs(c), r + c * V);
     }
@@ -421,15 +491,16 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // ---- store (XS after phase B: from the warp-major layout, still 16-byte coalesced)
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    const long long off = base + (XS && xs_layout ? vofs_wm(c) : vofs(c));
+    const long long off = base + (XS == 1 && xs_layout ? vofs_wm(c) : vofs(c));
     if (off < total) gstore(y + off, r + c * V, scale);
   }
 }
 
 // WM: warp-major tile layout (see vofs); MINB: minimum resident CTAs per SM asked of the
 // register allocator (__launch_bounds__), e.g. 2 so that two large tiles overlap;
-// XS: exchange-store phase B (see the top; plain layout, TB-5 <= CB only).
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB, bool XS>
+// XS: 0 = phase B as above, 1 = exchange-store phase B (plain layout, TB-5 <= CB only),
+// K >= 2 = lane exchange with K thread bits after the exchange (see the top).
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB, int XS>
 __global__ void __launch_bounds__(1 << TB, MINB)
 fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
   rows_body<T, A, LOGV, TB, CB, MMA, 0, WM, XS>(x, y, total, L, scale);
@@ -438,12 +509,12 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB, MINB)
 fwht_rows_cluster2(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 1, WM, false>(x, y, total, L, scale);
+  rows_body<T, A, LOGV, TB, CB, MMA, 1, WM, 0>(x, y, total, L, scale);
 }
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
 __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1 << TB, MINB)
 fwht_rows_cluster4(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 2, WM, false>(x, y, total, L, scale);
+  rows_body<T, A, LOGV, TB, CB, MMA, 2, WM, 0>(x, y, total, L, scale);
 }
 #endif  // OZ_FWT_CLUSTERS
 
