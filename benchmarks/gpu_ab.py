@@ -55,7 +55,9 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--v1", default=None, help="an older stats.cu whose plan_scalars_i32 is timed too")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--only", default="stats,scalars,residues,calls", help="comma-separated sections")
     args = ap.parse_args()
+    only = set(args.only.split(","))
     eng = get_engine("cuda")
     out = []
     for n in args.sizes:
@@ -66,19 +68,25 @@ def main():
         rec = {"n": n}
         fields = ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum")
 
-        def stats_with(x, cached):
-            old = dict(kc._STATS_CACHED)
-            kc._STATS_CACHED[x.dtype.name] = cached
+        def stats_with(x, split, cached=None):
+            old, old_split = dict(kc._STATS_CACHED), kc._STATS_SPLIT
+            kc._STATS_SPLIT = split
+            if cached is not None:
+                kc._STATS_CACHED[x.dtype.name] = cached
             try:
                 return eng.row_stats(x)
             finally:
                 kc._STATS_CACHED.update(old)
+                kc._STATS_SPLIT = old_split
 
-        for x, nm in ((a, "f64"), (a32, "f32")):
-            s1, s2 = stats_with(x, True), stats_with(x, False)
-            rec[f"stats_{nm}_identical"] = all(bool(cp.array_equal(getattr(s1, f), getattr(s2, f))) for f in fields)
-            t = interleaved({"cached": lambda: stats_with(x, True), "long": lambda: stats_with(x, False)}, args.reps)
-            rec[f"stats_{nm}_cached_ms"], rec[f"stats_{nm}_long_ms"] = t["cached"], t["long"]
+        for x, nm in (((a, "f64"), (a32, "f32")) if "stats" in only else ()):
+            vs = {"split": lambda: stats_with(x, True), "block cached": lambda: stats_with(x, False, True),
+                  "block long": lambda: stats_with(x, False, False)}
+            s0 = vs["split"]()
+            rec[f"stats_{nm}_identical"] = all(all(bool(cp.array_equal(getattr(s0, f), getattr(f2(), f)))
+                                                   for f in fields) for f2 in vs.values())
+            for kk, v in interleaved(vs, args.reps).items():
+                rec[f"stats_{nm}_{kk.replace(' ', '_')}_ms"] = v
         # planner scalars
         sa, sb = eng.row_stats(a), eng.row_stats(kc._rows_contiguous(b.T))
         lb = eng.gemm_exact(sa.q, sb.q)
@@ -97,32 +105,35 @@ def main():
                 sa.n2_int, sb.n2_int, o))
             return o
 
-        variants = {"v2": lambda: scal(kc._stats_module()),
-                    "v2_unroll4": lambda: scal(kc._stats_module(("PLAN_UNROLL=4",)))}
-        if args.v1:
-            v1 = cp.RawModule(code=open(args.v1).read(), options=("-std=c++17",))
-            variants["v1"] = lambda: scal(v1)
+        variants = {}
+        if "scalars" in only:
+            variants = {"v2": lambda: scal(kc._stats_module()),
+                        "v2_unroll4": lambda: scal(kc._stats_module(("PLAN_UNROLL=4",)))}
+            if args.v1:
+                v1 = cp.RawModule(code=open(args.v1).read(), options=("-std=c++17",))
+                variants["v1"] = lambda: scal(v1)
         for k, f in variants.items():
             rec[f"scalars_{k}_identical"] = bool(np.array_equal(f().view(cp.int64).get(), want))
-        for k, v in interleaved(variants, args.reps).items():
+        for k, v in (interleaved(variants, args.reps).items() if variants else ()):
             rec[f"scalars_{k}_ms"] = v
-        # residues of float32 A: direct vs widen + float64 kernel (9 moduli, the fp32 plan's count)
-        p = ozgemm.plan(a32, b32, "fp32")
-        N, kp = p.n_moduli, kc._ceil(n, kc._PAD)
-        r1 = eng.residues_padded(a32, p.s, N, kp, kp)
-        r2 = eng.residues_padded(as_float64(a32), p.s, N, kp, kp)
-        rec["residues_f32_identical"] = bool(cp.array_equal(r1, r2))
-        del r1, r2
-        t = interleaved({"direct": lambda: eng.residues_padded(a32, p.s, N, kp, kp),
-                         "widen+f64": lambda: eng.residues_padded(as_float64(a32), p.s, N, kp, kp),
-                         "widen only": lambda: as_float64(a32)}, args.reps)
-        rec.update({f"residues_f32_{k}_ms": v for k, v in t.items()})
-        # whole calls
-        t = interleaved({"fp64": lambda: ozgemm.matmul(a, b, contract="fp64"),
-                         "dgemm": lambda: cp.matmul(a, b),
-                         "fp32": lambda: ozgemm.matmul(a32, b32, contract="fp32"),
-                         "sgemm": lambda: cp.matmul(a32, b32)}, max(5, args.reps // 2))
-        rec.update({f"call_{k}_ms": v for k, v in t.items()})
+        if "residues" in only:
+            # residues of float32 A: direct vs widen + float64 kernel (9 moduli, the fp32 plan's count)
+            p = ozgemm.plan(a32, b32, "fp32")
+            N, kp = p.n_moduli, kc._ceil(n, kc._PAD)
+            r1 = eng.residues_padded(a32, p.s, N, kp, kp)
+            r2 = eng.residues_padded(as_float64(a32), p.s, N, kp, kp)
+            rec["residues_f32_identical"] = bool(cp.array_equal(r1, r2))
+            del r1, r2
+            t = interleaved({"direct": lambda: eng.residues_padded(a32, p.s, N, kp, kp),
+                             "widen+f64": lambda: eng.residues_padded(as_float64(a32), p.s, N, kp, kp),
+                             "widen only": lambda: as_float64(a32)}, args.reps)
+            rec.update({f"residues_f32_{k}_ms": v for k, v in t.items()})
+        if "calls" in only:
+            t = interleaved({"fp64": lambda: ozgemm.matmul(a, b, contract="fp64"),
+                             "dgemm": lambda: cp.matmul(a, b),
+                             "fp32": lambda: ozgemm.matmul(a32, b32, contract="fp32"),
+                             "sgemm": lambda: cp.matmul(a32, b32)}, max(5, args.reps // 2))
+            rec.update({f"call_{k}_ms": v for k, v in t.items()})
         out.append(rec)
         print(json.dumps(rec), flush=True)
         del a, b, a32, b32, sa, sb, lb

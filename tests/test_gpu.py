@@ -114,12 +114,16 @@ def test_fused_stats_and_width_match_numpy():
                 assert np.array_equal(want, got), (bits, want, got)
 
 
-def test_row_stats_long_rows_match_numpy():
-    """Rows longer than the kernel's register cache (16 entries x 512 threads), float32 and
-    float64, row- and column-major, subnormals and extremes."""
+@pytest.mark.parametrize("split", [True, False])
+def test_row_stats_long_rows_match_numpy(split, monkeypatch):
+    """Rows longer than the kernel's register cache (16 entries x 512 threads) and than one
+    streaming chunk (2048), float32 and float64, row- and column-major, subnormals and
+    extremes; both statistics paths, and the NaN/Inf flag of both."""
+    from ozgemm.kernels import cuda as kc
     from ozgemm.kernels import get_engine
     from ozgemm.precision.stats import row_stats
 
+    monkeypatch.setattr(kc, "_STATS_SPLIT", split)  # streaming kernels, or one block per row
     eng = get_engine("cuda")
     rng = np.random.default_rng(12)
     for dt in (np.float64, np.float32):  # float32 rows are read as float32 and widened in the kernel
@@ -129,9 +133,16 @@ def test_row_stats_long_rows_match_numpy():
             if k >= 3:
                 x[2, :3] = [1.4e-45, -1e-40, 3e38] if dt == np.float32 else [5e-324, -1e-310, 1e308]
             for xs in (x, np.asfortranarray(x)):  # row-major, and column-major (the B^T case)
-                s_np, s_gpu = row_stats(xs, np), eng.row_stats(cp.asarray(xs))
+                flag = cp.zeros((1,), dtype=cp.int32)
+                s_np, s_gpu = row_stats(xs, np), eng.row_stats(cp.asarray(xs), nonfinite=flag)
                 for f in ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum"):
                     assert np.array_equal(getattr(s_np, f), cp.asnumpy(getattr(s_gpu, f))), (dt, k, f)
+                assert int(flag[0]) == 0
+            bad = x.copy()
+            bad[4, k - 1] = np.inf if k % 2 else np.nan
+            flag = cp.zeros((1,), dtype=cp.int32)
+            eng.row_stats(cp.asarray(bad), nonfinite=flag)
+            assert int(flag[0]) == 1, (dt, k)
 
 
 def test_semantics_rows_and_specials_on_gpu():

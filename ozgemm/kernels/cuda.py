@@ -37,9 +37,13 @@ _THREADS = 256
 
 _RES_PER_THREAD = 8  # crt.cu RES_PER_THREAD
 _STATS_CACHE = 16  # stats.cu: row entries per thread kept in registers by row_stats / row_stats_f32
+_RS_THREADS, _RS_CHUNK = 256, 256 * 8  # stats.cu RS_THREADS, RS_CHUNK (row_extent / row_sums)
 # which input dtypes use the register-cached statistics kernel for rows up to 16 x 512
 # (else the two-read "_long" kernel): chosen from same-run timings, benchmarks/NOTES.md
 _STATS_CACHED = {"float64": True, "float32": False}
+# one-component rows go through the three streaming kernels (row_extent, row_sums, row_finish)
+# instead of one block per row (kept for dd/binary128 components and very long rows)
+_STATS_SPLIT = True
 
 
 def _ceil(x, a):
@@ -250,7 +254,22 @@ class CudaEngine(Engine):
         n1 = alloc((r,), dtype=cp.int64)
         n2 = alloc((r,), dtype=cp.int64)
         qsum = alloc((r,), dtype=cp.int64)
-        if r and k:
+        chunks = -(-k // _RS_CHUNK)
+        if r and k and C == 1 and chunks <= 65535 and _STATS_SPLIT:
+            # one-component rows: two streaming passes over (row, chunk) blocks and a per-row
+            # finish (stats.cu row_extent / row_sums / row_finish; same bits as row_stats)
+            acc = cp.zeros((5, r), dtype=cp.int64)
+            sfx = "_f32" if x.dtype == cp.float32 else ""
+            mod = _stats_module()
+            ldx = x.strides[-2] // x.itemsize
+            mod.get_function("row_extent" + sfx)((r, chunks), (_RS_THREADS,), (x, np.int64(ldx), np.int32(r),
+                                                                             np.int32(k), acc))
+            mod.get_function("row_sums" + sfx)((r, chunks), (_RS_THREADS,), (
+                x, np.int64(ldx), np.int32(r), np.int32(k), q, np.int64(k), np.int32(k), acc))
+            flag = nonfinite if nonfinite is not None else np.uint64(0)  # a null pointer
+            mod.get_function("row_finish")(((r + 255) // 256,), (256,), (acc, np.int32(r), E, width, norm1, zero,
+                                                                           n1, n2, qsum, flag))
+        elif r and k:
             # rows up to 16 x 512 entries: kept in registers between the kernel's two passes
             # (one block of <= 512 threads per row); longer rows: 256 threads, read twice
             name = "row_stats" + ("_f32" if x.dtype == cp.float32 else "")

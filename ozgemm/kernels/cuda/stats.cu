@@ -57,6 +57,32 @@ struct Pow2 {
     __device__ double operator()(double a) const { return __dmul_rn(__dmul_rn(a, f1), f2); }
 };
 
+// extent of one entry: the row maximum of top and minimum of the lowest set bit (x != 0)
+__device__ __forceinline__ void extent(double v, int& tmax, int& lmin) {
+    if (v != 0.0) {
+        int t, b;
+        top_lsb(v, &t, &b);
+        tmax = max(tmax, t);
+        lmin = min(lmin, b);
+    }
+}
+
+// quantisations of one |entry| a at the row exponent E (f30, f15, f7 = 2^(30-E), 2^(15-E),
+// 2^(7-E)): ceil(a 2^(30-E)) (1-norm), ceil(a 2^(15-E)) (sum of squares), a 2^(7-E), floor of it
+struct EntryQ {
+    i64 n1, h;
+    double y;
+    int fq;
+};
+__device__ __forceinline__ EntryQ entry_quant(double a, const Pow2& f30, const Pow2& f15, const Pow2& f7) {
+    EntryQ e;
+    e.n1 = __double2ll_ru(f30(a));  // <= 2^30
+    e.h = __double2ll_ru(f15(a));   // <= 2^15
+    e.y = f7(a);
+    e.fq = __double2int_rd(e.y);    // <= 127
+    return e;
+}
+
 // One block per row of x (r x k, row stride ldx; blockDim.x a multiple of 32). Writes E,
 // width, norm1, zero_row, the 7-bit quantisation q (r x kq int8, zero padding for l >= k) and
 // its row sum qsum, bit for bit as ozgemm/precision/stats.py (ceil/floor of ldexp-scaled |x|,
@@ -83,14 +109,7 @@ __device__ __forceinline__ void row_stats_impl(const T* __restrict__ x, i64 ldx,
     int tmax = -100000, lmin = 100000;
     constexpr int CN = CACHE > 0 ? CACHE : 1;
     double cache[CN];
-    auto see = [&](double v) {
-        if (v != 0.0) {
-            int t, b;
-            top_lsb(v, &t, &b);
-            tmax = max(tmax, t);
-            lmin = min(lmin, b);
-        }
-    };
+    auto see = [&](double v) { extent(v, tmax, lmin); };
 #pragma unroll
     for (int p = 0; p < CACHE; ++p) {  // independent loads first, then the reductions
         const int l = tid + p * bd;
@@ -115,11 +134,11 @@ __device__ __forceinline__ void row_stats_impl(const T* __restrict__ x, i64 ldx,
     auto entry = [&](int l, double x0) {
         signed char qq = 0;
         if (l < k) {
-            const double a = fabs(x0);
-            acc += __double2ll_ru(f30(a));                           // ceil, <= 2^30
-            i64 h = __double2ll_ru(f15(a));                          // ceil, <= 2^15
-            const double y = f7(a);
-            int fq = __double2int_rd(y);                             // floor, <= 127
+            const EntryQ eq = entry_quant(fabs(x0), f30, f15, f7);
+            acc += eq.n1;
+            i64 h = eq.h;
+            const double y = eq.y;
+            int fq = eq.fq;
             double rest = 0.0;                                       // first non-zero lower component
             for (int c = 1; c < ncomp; ++c) {
                 const double xc = load_f64(row + c * sc + l);
@@ -168,6 +187,119 @@ ROW_STATS_KERNEL(row_stats, double, 16, 512)
 ROW_STATS_KERNEL(row_stats_long, double, 0, 256)
 ROW_STATS_KERNEL(row_stats_f32, float, 16, 512)
 ROW_STATS_KERNEL(row_stats_f32_long, float, 0, 256)
+
+// The same statistics for one-component rows in three streaming kernels without block-wide
+// barriers (many blocks per row, high occupancy): row_extent (pass 1: E and the lowest set
+// bit), row_sums (pass 2: q and the integer sums), row_finish (per row). Per-row accumulators
+// acc (5 x r int64, zero-initialised): [n1 | n2 | qsum | tmax + 2048 | 2048 - lmin], the
+// last two encoded >= 1 so that atomicMax on zeros finds them (0: no non-zero entry). Sums
+// are exact integers, so the atomics' order changes nothing: bit for bit the same results.
+// Grid (r, ceil(kq / RS_CHUNK) <= 65535), RS_THREADS threads, RS_PER entries per thread (strided).
+#define RS_THREADS 256
+#define RS_PER 8
+#define RS_CHUNK (RS_THREADS * RS_PER)
+
+__device__ __forceinline__ void warp_atomic_max(u64* p, i64 v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = max(v, (i64)__shfl_xor_sync(0xffffffffu, v, o));
+    if ((threadIdx.x & 31) == 0 && v > 0) atomicMax((unsigned long long*)p, (unsigned long long)v);
+}
+__device__ __forceinline__ void warp_atomic_add(u64* p, i64 v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += (i64)__shfl_xor_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0 && v != 0) atomicAdd((unsigned long long*)p, (unsigned long long)v);
+}
+
+template <typename T>
+__device__ __forceinline__ void row_extent_impl(const T* __restrict__ x, i64 ldx, int r, int k,
+                                                u64* __restrict__ acc) {
+    const int i = blockIdx.x;
+    const T* row = x + (i64)i * ldx;
+    const int l0 = blockIdx.y * RS_CHUNK + threadIdx.x;
+    double v[RS_PER];
+#pragma unroll
+    for (int p = 0; p < RS_PER; ++p) {
+        const int l = l0 + p * RS_THREADS;
+        v[p] = l < k ? load_f64(row + l) : 0.0;
+    }
+    int tmax = -100000, lmin = 100000;
+#pragma unroll
+    for (int p = 0; p < RS_PER; ++p) extent(v[p], tmax, lmin);
+    warp_atomic_max(acc + 3 * (i64)r + i, tmax > -100000 ? (i64)tmax + 2048 : 0);
+    warp_atomic_max(acc + 4 * (i64)r + i, lmin < 100000 ? 2048 - (i64)lmin : 0);
+}
+
+template <typename T>
+__device__ __forceinline__ void row_sums_impl(const T* __restrict__ x, i64 ldx, int r, int k,
+                                              signed char* __restrict__ q, i64 ldq, int kq,
+                                              u64* __restrict__ acc) {
+    const int i = blockIdx.x;
+    const T* row = x + (i64)i * ldx;
+    const int l0 = blockIdx.y * RS_CHUNK + threadIdx.x;
+    const i64 tenc = (i64)acc[3 * (i64)r + i];
+    const int E = tenc == 0 ? 0 : (int)(tenc - 2048);
+    const Pow2 f30(NORM_BITS - E), f15(NORM_BITS / 2 - E), f7(LB_BITS - E);
+    double v[RS_PER];
+#pragma unroll
+    for (int p = 0; p < RS_PER; ++p) {
+        const int l = l0 + p * RS_THREADS;
+        v[p] = l < k ? load_f64(row + l) : 0.0;
+    }
+    i64 s1 = 0, s2 = 0, sq = 0;
+#pragma unroll
+    for (int p = 0; p < RS_PER; ++p) {
+        const int l = l0 + p * RS_THREADS;
+        if (l < kq) {
+            signed char qq = 0;
+            if (l < k) {
+                const EntryQ eq = entry_quant(fabs(v[p]), f30, f15, f7);
+                s1 += eq.n1;
+                s2 += eq.h * eq.h;
+                qq = (signed char)eq.fq;
+            }
+            sq += qq;
+            q[(i64)i * ldq + l] = qq;
+        }
+    }
+    warp_atomic_add(acc + i, s1);
+    warp_atomic_add(acc + (i64)r + i, s2);
+    warp_atomic_add(acc + 2 * (i64)r + i, sq);
+}
+
+#define ROW_SPLIT_KERNELS(SUFFIX, T)                                                                  \
+    extern "C" __global__ void __launch_bounds__(RS_THREADS) row_extent##SUFFIX(                       \
+        const T* __restrict__ x, i64 ldx, int r, int k, u64* __restrict__ acc) {                      \
+        row_extent_impl<T>(x, ldx, r, k, acc);                                                        \
+    }                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(RS_THREADS) row_sums##SUFFIX(                         \
+        const T* __restrict__ x, i64 ldx, int r, int k, signed char* __restrict__ q, i64 ldq, int kq, \
+        u64* __restrict__ acc) {                                                                      \
+        row_sums_impl<T>(x, ldx, r, k, q, ldq, kq, acc);                                              \
+    }
+ROW_SPLIT_KERNELS(, double)
+ROW_SPLIT_KERNELS(_f32, float)
+
+// per row: E, width, norm1, zero_row, n1, n2, qsum from the accumulators; the NaN/Inf flag
+// (top = 1025, see row_stats_impl). One thread per row.
+extern "C" __global__ void row_finish(const u64* __restrict__ acc, int r, i64* __restrict__ E_out,
+                                      i64* __restrict__ width_out, double* __restrict__ norm_out,
+                                      bool* __restrict__ zero_out, i64* __restrict__ n1_out,
+                                      i64* __restrict__ n2_out, i64* __restrict__ qsum_out,
+                                      int* __restrict__ nonfinite) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= r) return;
+    const i64 tenc = (i64)acc[3 * (i64)r + i], lenc = (i64)acc[4 * (i64)r + i];
+    const bool zero = tenc == 0;
+    const i64 E = zero ? 0 : tenc - 2048;
+    if (E > 1024 && nonfinite != nullptr) *nonfinite = 1;
+    E_out[i] = E;
+    width_out[i] = zero ? 0 : E - (2048 - lenc);
+    norm_out[i] = scalbn((double)(i64)acc[i], -NORM_BITS);
+    zero_out[i] = zero;
+    n1_out[i] = (i64)acc[i];
+    n2_out[i] = (i64)acc[(i64)r + i];
+    qsum_out[i] = (i64)acc[2 * (i64)r + i];
+}
 
 // out (r x c, row-major) = transpose of x (c x r, row-major, row stride ldx) for 4- or 8-byte
 // elements (bit copies): 32 x 32 tiles through shared memory, blockDim (32, 8).
