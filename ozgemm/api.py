@@ -253,7 +253,7 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
         res = result_array()
     if fmt.name == "dd":
         res = res.reshape((2,) + tuple(final))
-        res = DD(res[0], res[1])
+        res = DD(res[0, ...], res[1, ...])  # arrays also for 1-D @ 1-D (0-d components)
     elif fmt.name == "binary128":
         res = res.reshape(tuple(final) + (2,))
         res = quad_from_bits(res) if xp is np else Binary128(res)
@@ -262,7 +262,7 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
     if out is not None:
         out[...] = res
         res = out
-    elif fmt.name in ("binary32", "binary64") and res.ndim == 0 and xp is np:
+    elif fmt.name in ("binary32", "binary64", "binary128") and res.ndim == 0 and xp is np:
         res = res[()]  # numpy.matmul returns a scalar for 1-D @ 1-D
     return (res, plans) if return_plan else res
 

@@ -314,3 +314,22 @@ def test_dd_container_errors_are_typed():
     assert ozgemm.DD(np.ones(2, dtype=">f8")).hi.dtype == np.float64  # big-endian: same values
     with pytest.raises(TypeError, match="float32 or float64, ozgemm.DD"):
         ozgemm.matmul(np.ones((2, 2), dtype=np.int64), np.ones((2, 2)), contract="dd")
+
+
+def test_vector_dot_like_numpy_dd_and_fp128():
+    """1-D @ 1-D: a DD of 0-d components for dd (it used to raise TypeError), a numpy
+    scalar for fp128 on numpy (as numpy.matmul gives a scalar); the dd value keeps the
+    contract against the exact dot product (Fractions)."""
+    x = np.array([0.1, 1e16, -1e16, 3.0, 2.0 ** -600])
+    y = np.array([0.7, 1.0, 1.0, 1 / 3, 5.0])
+    exact = sum(Fraction(a) * Fraction(b) for a, b in zip(x, y))
+    absprod = sum(abs(Fraction(a) * Fraction(b)) for a, b in zip(x, y))
+    c = ozgemm.load_contract("dd")
+    r = ozgemm.matmul(ozgemm.DD(x), ozgemm.DD(y), contract=c)
+    assert isinstance(r, ozgemm.DD) and r.hi.shape == () and r.lo.shape == ()
+    err = abs(Fraction(float(r.hi)) + Fraction(float(r.lo)) - exact)
+    assert err <= Fraction(c.fmt.u) * abs(exact) + Fraction(2) ** -(c.bits - 1) * absprod
+    if quad_dtype() is not None:
+        q = ozgemm.matmul(x, y, contract="fp128")
+        assert np.ndim(q) == 0 and not isinstance(q, np.ndarray)
+        assert abs(Fraction(float(q)) - exact) <= abs(exact) * Fraction(2) ** -52

@@ -292,7 +292,7 @@ class CudaEngine(Engine):
         from ..precision.planner import plan_scalars
 
         m, n = lb.shape
-        if m * n == 0 or sa.qsum is None or sb.qsum is None:
+        if m * n == 0:
             return plan_scalars(sa, sb, lb, bits, k, u, xp)
         out = cp.zeros((6,), dtype=cp.uint64)
         out[0] = 1
@@ -313,7 +313,7 @@ class CudaEngine(Engine):
         """:func:`ozgemm.precision.planner.required_beta` on the device (an int64 0-d array)."""
         from ..precision.planner import required_beta
 
-        if lb.size == 0 or sa.qsum is None or sb.qsum is None:
+        if lb.size == 0:
             return required_beta(sa, sb, lb, bits, k, u, xp)
         return self.plan_scalars(sa, sb, lb, bits, k, u, xp)[0]
 

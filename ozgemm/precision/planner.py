@@ -165,7 +165,8 @@ def _cmax(beta: int, S, k: int, cpow: int = 1) -> Fraction:
 
 
 def _max_beta_for(M: int, S, k: int, lo: int = 1, cpow: int = 1) -> int:
-    """Largest beta <= _BETA_CAP with M > 2 Cmax(beta) (0 if none >= lo)."""
+    """Largest beta >= lo with M > 2 Cmax(beta), searched up to max(lo, _BETA_CAP); 0 if
+    beta = lo itself fails. (Cmax grows with beta, so the ok betas form a prefix.)"""
     b = max(lo, 1)
     if not M > 2 * _cmax(b, S, k, cpow):
         return 0
