@@ -99,24 +99,16 @@ def _plan_2d(a, b, contract, engine, xp, force_moduli=None):
     if not (is_wide(a) or is_wide(b)):
         if contract.fmt.name != "binary32":
             a, b = as_float64(a), as_float64(b)
-        if (xp.__name__ == "cupy" and force_moduli is None and contract.method == "crt"
+        if (getattr(engine, "stats_flag_nonfinite", False) and force_moduli is None and contract.method == "crt"
                 and contract.bound_kind == "componentwise"):
-            # the NaN/Inf check rides on the planner's statistics (engines with
-            # stats_flag_nonfinite; else one flag kernel) and its flag on the planner's one
-            # host read; only inputs that do hold NaN/Inf are planned again, on their finite
-            # rows/columns
-            if getattr(engine, "stats_flag_nonfinite", False):
-                flag = xp.zeros((1,), dtype=xp.int32)
-            else:
-                from .kernels.cuda import nonfinite_flags
-
-                flags = nonfinite_flags(a, b)
-                flag = None if flags is None else flags[2]
-            if flag is not None:
-                try:
-                    return a, b, a, b, None, None, make_plan(contract, a, b, engine, nonfinite_flag=flag)
-                except NonFiniteInputs:
-                    pass
+            # the NaN/Inf check rides on the engine's statistics and its flag on the planner's
+            # one host read; only inputs that do hold NaN/Inf are planned again, on their
+            # finite rows/columns
+            try:
+                return a, b, a, b, None, None, make_plan(contract, a, b, engine,
+                                                         nonfinite_flag=xp.zeros((1,), dtype=xp.int32))
+            except NonFiniteInputs:
+                pass
         a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, xp)
         return a, b, a0, b0, bad_r, bad_c, make_plan(contract, a0, b0, engine, force_moduli=force_moduli)
     ra = operand_rows(a if is_wide(a) else as_float64(a), xp)

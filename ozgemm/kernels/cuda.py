@@ -36,11 +36,8 @@ _THREADS = 256
 
 
 _RES_PER_THREAD = 8  # crt.cu RES_PER_THREAD
-_STATS_CACHE = 16  # stats.cu: row entries per thread kept in registers by row_stats / row_stats_f32
+_STATS_CACHE = 16  # stats.cu: row entries per thread kept in registers by the float64 row_stats
 _RS_THREADS, _RS_CHUNK = 256, 256 * 8  # stats.cu RS_THREADS, RS_CHUNK (row_extent / row_sums)
-# which input dtypes use the register-cached statistics kernel for rows up to 16 x 512
-# (else the two-read "_long" kernel): chosen from same-run timings, benchmarks/NOTES.md
-_STATS_CACHED = {"float64": True, "float32": False}
 # one-component rows go through the three streaming kernels (row_extent, row_sums, row_finish)
 # instead of one block per row (kept for dd/binary128 components and very long rows)
 _STATS_SPLIT = True
@@ -117,17 +114,6 @@ def nonfinite_rows_cols(a, b):
 
     Returns (bad_rows, bad_cols, any) as cupy bool arrays and a Python bool, or None where a
     layout or dtype is not handled here (the caller then uses its generic code)."""
-    r = nonfinite_flags(a, b)
-    if r is None:
-        return None
-    bad_rows, bad_cols, anyf = r
-    return bad_rows, bad_cols, bool(anyf.get()[0])
-
-
-def nonfinite_flags(a, b):
-    """:func:`nonfinite_rows_cols` without the host read: (bad_rows, bad_cols, anyf) with
-    ``anyf`` a (1,) int32 device array (1 if any entry is NaN/Inf), or None (layout/dtype
-    not handled). The planner folds ``anyf`` into its own single device->host read."""
     if a.dtype != b.dtype or a.dtype not in (cp.float32, cp.float64) or a.ndim != 2 or b.ndim != 2:
         return None
     it = a.itemsize
@@ -150,7 +136,7 @@ def nonfinite_flags(a, b):
         grid, block = _grid2d(c, r)
         grid = (grid[0], min(grid[1], max(1, 65536 // grid[0])))
         f(grid, block, (x, np.int64(ld), np.int32(r), np.int32(c), np.int32(cols), flag, anyf))
-    return bad_rows, bad_cols, anyf
+    return bad_rows, bad_cols, bool(anyf.get()[0])
 
 
 class CudaEngine(Engine):
@@ -255,33 +241,31 @@ class CudaEngine(Engine):
         n2 = alloc((r,), dtype=cp.int64)
         qsum = alloc((r,), dtype=cp.int64)
         chunks = -(-k // _RS_CHUNK)
+        mod = _stats_module()
+        ldx = x.strides[-2] // x.itemsize
+        flag = nonfinite if nonfinite is not None else np.uint64(0)  # a null pointer
+        sfx = "_f32" if x.dtype == cp.float32 else ""
         if r and k and C == 1 and chunks <= 65535 and _STATS_SPLIT:
             # one-component rows: two streaming passes over (row, chunk) blocks and a per-row
             # finish (stats.cu row_extent / row_sums / row_finish; same bits as row_stats)
             acc = cp.zeros((5, r), dtype=cp.int64)
-            sfx = "_f32" if x.dtype == cp.float32 else ""
-            mod = _stats_module()
-            ldx = x.strides[-2] // x.itemsize
             mod.get_function("row_extent" + sfx)((r, chunks), (_RS_THREADS,), (x, np.int64(ldx), np.int32(r),
                                                                              np.int32(k), acc))
             mod.get_function("row_sums" + sfx)((r, chunks), (_RS_THREADS,), (
                 x, np.int64(ldx), np.int32(r), np.int32(k), q, np.int64(k), np.int32(k), acc))
-            flag = nonfinite if nonfinite is not None else np.uint64(0)  # a null pointer
             mod.get_function("row_finish")(((r + 255) // 256,), (256,), (acc, np.int32(r), E, width, norm1, zero,
                                                                            n1, n2, qsum, flag))
         elif r and k:
-            # rows up to 16 x 512 entries: kept in registers between the kernel's two passes
-            # (one block of <= 512 threads per row); longer rows: 256 threads, read twice
-            name = "row_stats" + ("_f32" if x.dtype == cp.float32 else "")
-            if k <= _STATS_CACHE * 512 and _STATS_CACHED[x.dtype.name]:
-                threads = max(32, 1 << max(-(-k // _STATS_CACHE) - 1, 0).bit_length())
+            # one block per row: float64 rows up to 16 x 512 entries kept in registers between
+            # the kernel's two passes; longer rows and float32: 256 threads, row read twice
+            # (the float32 register-cached variant measured slower: benchmarks/NOTES.md, GPU v3)
+            if k <= _STATS_CACHE * 512 and not sfx:
+                name, threads = "row_stats", max(32, 1 << max(-(-k // _STATS_CACHE) - 1, 0).bit_length())
             else:
-                name, threads = name + "_long", 256
-            f = _stats_module().get_function(name)
-            ldx = x.strides[-2] // x.itemsize
-            flag = nonfinite if nonfinite is not None else np.uint64(0)  # a null pointer
-            f((r,), (threads,), (x, np.int64(ldx), np.int32(r), np.int32(k), E, width, norm1, zero, n1, n2, q,
-                                 np.int64(k), np.int32(k), np.int32(C), np.int64(r * k), qsum, flag))
+                name, threads = "row_stats" + sfx + "_long", 256
+            mod.get_function(name)((r,), (threads,), (x, np.int64(ldx), np.int32(r), np.int32(k), E, width, norm1,
+                                                      zero, n1, n2, q, np.int64(k), np.int32(k), np.int32(C),
+                                                      np.int64(r * k), qsum, flag))
         return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero,
                         n1_int=n1, n2_int=n2, qsum=qsum, src=x if C == 1 else None, ncomp=C)
 
