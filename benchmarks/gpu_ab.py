@@ -2,7 +2,7 @@
 
 For each n: CUDA-event medians (--reps, interleaved rounds so that clock drift hits every
 variant alike) of
-  * row statistics of A: register-cached kernel vs two-read "_long" kernel, float64 and float32;
+  * row statistics of A: three streaming kernels vs one block per row, float64 and float32;
   * the planner's scalar kernel: v2 (integer significand compares; unrolled 1 and 4) against an
     older source given with --v1 (e.g. git show 5e3e14d:ozgemm/kernels/cuda/stats.cu);
   * residues of float32 A: read as float32 vs widened to float64 first (widen + float64 kernel);
@@ -68,20 +68,17 @@ def main():
         rec = {"n": n}
         fields = ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum")
 
-        def stats_with(x, split, cached=None):
-            old, old_split = dict(kc._STATS_CACHED), kc._STATS_SPLIT
+        def stats_with(x, split):
+            old_split = kc._STATS_SPLIT
             kc._STATS_SPLIT = split
-            if cached is not None:
-                kc._STATS_CACHED[x.dtype.name] = cached
             try:
                 return eng.row_stats(x)
             finally:
-                kc._STATS_CACHED.update(old)
                 kc._STATS_SPLIT = old_split
 
         for x, nm in (((a, "f64"), (a32, "f32")) if "stats" in only else ()):
-            vs = {"split": lambda: stats_with(x, True), "block cached": lambda: stats_with(x, False, True),
-                  "block long": lambda: stats_with(x, False, False)}
+            # block: one block per row (float64 rows <= 8192 register-cached, else read twice)
+            vs = {"split": lambda: stats_with(x, True), "block": lambda: stats_with(x, False)}
             s0 = vs["split"]()
             rec[f"stats_{nm}_identical"] = all(all(bool(cp.array_equal(getattr(s0, f), getattr(f2(), f)))
                                                    for f in fields) for f2 in vs.values())

@@ -185,7 +185,6 @@ __device__ __forceinline__ void row_stats_impl(const T* __restrict__ x, i64 ldx,
     }
 ROW_STATS_KERNEL(row_stats, double, 16, 512)
 ROW_STATS_KERNEL(row_stats_long, double, 0, 256)
-ROW_STATS_KERNEL(row_stats_f32, float, 16, 512)
 ROW_STATS_KERNEL(row_stats_f32_long, float, 0, 256)
 
 // The same statistics for one-component rows in three streaming kernels without block-wide
