@@ -6,7 +6,7 @@ variant alike) of
   * the planner's scalar kernel: v2 (integer significand compares; unrolled 1 and 4) against an
     older source given with --v1 (e.g. git show 5e3e14d:ozgemm/kernels/cuda/stats.cu);
   * residues of float32 A: read as float32 vs widened to float64 first (widen + float64 kernel);
-  * whole fp64 / fp32 matmul calls and native DGEMM/SGEMM.
+  * whole fp64 / fp32 matmul calls (INT8 GEMMs in row chunks, and whole) and native DGEMM/SGEMM.
 Every variant's output is compared with the shipped one (identical bytes) before timing.
 Usage: python3 benchmarks/gpu_ab.py --sizes 4096 8192 16384 [--v1 benchmarks/_stats_v1.cu] [--json F]
 """
@@ -126,9 +126,21 @@ def main():
                              "widen only": lambda: as_float64(a32)}, args.reps)
             rec.update({f"residues_f32_{k}_ms": v for k, v in t.items()})
         if "calls" in only:
+            def whole(contract, x, y):  # INT8 GEMMs as one cuBLAS call each (before GPU v4)
+                old = kc._GEMM_SPLIT_OUT
+                kc._GEMM_SPLIT_OUT = 1 << 62
+                try:
+                    return ozgemm.matmul(x, y, contract=contract)
+                finally:
+                    kc._GEMM_SPLIT_OUT = old
+
+            for c, x, y in (("fp64", a, b), ("fp32", a32, b32)):
+                rec[f"{c}_chunked_identical"] = bool(cp.array_equal(ozgemm.matmul(x, y, contract=c), whole(c, x, y)))
             t = interleaved({"fp64": lambda: ozgemm.matmul(a, b, contract="fp64"),
+                             "fp64_unchunked": lambda: whole("fp64", a, b),
                              "dgemm": lambda: cp.matmul(a, b),
                              "fp32": lambda: ozgemm.matmul(a32, b32, contract="fp32"),
+                             "fp32_unchunked": lambda: whole("fp32", a32, b32),
                              "sgemm": lambda: cp.matmul(a32, b32)}, max(5, args.reps // 2))
             rec.update({f"call_{k}_ms": v for k, v in t.items()})
         out.append(rec)

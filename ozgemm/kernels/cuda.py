@@ -31,6 +31,8 @@ _CUDA_R_32I = 10
 _CUBLAS_COMPUTE_32I = 72
 _OP_N, _OP_T = 0, 1
 _GEMM_DEFAULT = -1
+# INT8 GEMMs with more than _GEMM_SPLIT_OUT outputs run in chunks of _GEMM_ROWS rows of A
+_GEMM_SPLIT_OUT, _GEMM_ROWS = 8192 * 8192, 4096
 _PAD = 16
 _THREADS = 256
 
@@ -167,14 +169,19 @@ class CudaEngine(Engine):
         zero = np.array(0, dtype=np.int32)
         # column-major view: C^T (np x mp, ld np) = Bt (kb x np, ld kb)^T * A (kb x mp, ld kb).
         # One call per modulus: measured 1248 TOPS against 1186 for one strided-batched call
-        # over the moduli at n = 16384 (benchmarks/NOTES.md, GPU v1).
+        # over the moduli at n = 16384 (benchmarks/NOTES.md, GPU v1). Large outputs go in
+        # chunks of _GEMM_ROWS rows of A: 1370 TOPS against 1263 whole at 16384^3, while whole
+        # calls stay faster at 8192^3 and below (benchmarks/gemm_chunk_probe.py; NOTES.md, GPU v4).
+        rows = _GEMM_ROWS if mp * np_ > _GEMM_SPLIT_OUT and np_ >= _GEMM_ROWS else mp
         for q in range(N):
-            self._cublas.gemmStridedBatchedEx(
-                handle, _OP_T, _OP_N, np_, mp, kb,
-                one.ctypes.data, bt.data.ptr + q * bt.strides[0], _CUDA_R_8I, bt.strides[1], bt.strides[0],
-                a.data.ptr + q * a.strides[0], _CUDA_R_8I, a.strides[1], a.strides[0],
-                zero.ctypes.data, c.data.ptr + q * c.strides[0], _CUDA_R_32I, np_, mp * np_,
-                1, _CUBLAS_COMPUTE_32I, _GEMM_DEFAULT)
+            for r0 in range(0, mp, rows):
+                r1 = min(mp, r0 + rows)
+                self._cublas.gemmStridedBatchedEx(
+                    handle, _OP_T, _OP_N, np_, r1 - r0, kb,
+                    one.ctypes.data, bt.data.ptr + q * bt.strides[0], _CUDA_R_8I, bt.strides[1], bt.strides[0],
+                    a.data.ptr + q * a.strides[0] + r0 * a.strides[1], _CUDA_R_8I, a.strides[1], a.strides[0],
+                    zero.ctypes.data, c.data.ptr + q * c.strides[0] + r0 * c.strides[1], _CUDA_R_32I, np_,
+                    mp * np_, 1, _CUBLAS_COMPUTE_32I, _GEMM_DEFAULT)
 
     def _gemm_exact_padded(self, a, bt):
         """Exact products of padded (N, mp, kp) x (N, np, kp) int8 -> int32 or int64."""
