@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from ozgemm.crt.moduli import MODULI, garner_constants  # noqa: E402
 from ozgemm.crt.residues import pow2_mod_table, scaled_residues  # noqa: E402
-from ozgemm.kernels.cuda_src import _header  # noqa: E402
+from ozgemm.kernels.cuda_src import _header, common_source  # noqa: E402
 
 SHIM = r"""
 #include <cmath>
@@ -37,11 +37,15 @@ struct dim3_ { unsigned x, y, z; };
 static dim3_ blockIdx, threadIdx, blockDim, gridDim;
 struct uint2 { unsigned int x, y; };
 struct double2 { double x, y; };
+struct uint4 { unsigned int x, y, z, w; };
 static inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((unsigned long long)a * b) >> 32); }
 static inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
     unsigned char b[8]; for (int i = 0; i < 4; ++i) { b[i] = (x >> (8 * i)) & 255; b[4 + i] = (y >> (8 * i)) & 255; }
     unsigned int r = 0; for (int i = 0; i < 4; ++i) r |= (unsigned int)b[(s >> (4 * i)) & 7] << (8 * i); return r; }
 static inline long long __double_as_longlong(double d) { long long r; std::memcpy(&r, &d, 8); return r; }
+static inline double __longlong_as_double(long long i) { double r; std::memcpy(&r, &i, 8); return r; }
+static inline unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c) {
+    for (int i = 0; i < 4; ++i) c += ((a >> (8 * i)) & 255u) * ((b >> (8 * i)) & 255u); return c; }
 static inline float __uint_as_float(unsigned int u) { float f; std::memcpy(&f, &u, 4); return f; }
 static inline unsigned int __float_as_uint(float f) { unsigned int u; std::memcpy(&u, &f, 4); return u; }
 static inline int __clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
@@ -83,7 +87,8 @@ def _grid2d(nx, ny, threads=256):
 
 def build(n: int, tmp: str, defines: tuple = ()):
     body = (resources.files("ozgemm.kernels") / "cuda" / "crt.cu").read_text()  # crt.cu only (not wide.cu)
-    src = SHIM + "".join(f"#define {d}\n" for d in defines) + _header(n) + body.replace('extern "C"', "") + DRIVER
+    common = common_source().replace("#pragma once", "")
+    src = SHIM + "".join(f"#define {d}\n" for d in defines) + common + _header(n) + body.replace('extern "C"', "") + DRIVER
     path = os.path.join(tmp, f"crt{n}{''.join(defines)}.cpp")
     with open(path, "w") as f:
         f.write(src)

@@ -6,7 +6,9 @@ variant alike) of
   * the planner's scalar kernel: v2 (integer significand compares; unrolled 1 and 4) against an
     older source given with --v1 (e.g. git show 5e3e14d:ozgemm/kernels/cuda/stats.cu);
   * residues of float32 A: read as float32 vs widened to float64 first (widen + float64 kernel);
-  * whole fp64 / fp32 matmul calls (INT8 GEMMs in row chunks, and whole) and native DGEMM/SGEMM.
+  * whole fp64 / fp32 matmul calls (INT8 GEMMs in row chunks, and whole) and native DGEMM/SGEMM;
+  * section crt (--crt-old DIR): residues of A and the fused reconstruction of the fp64 and fp32
+    plans, shipped kernels vs older full sources DIR/k{N}.cu.
 Every variant's output is compared with the shipped one (identical bytes) before timing.
 Usage: python3 benchmarks/gpu_ab.py --sizes 4096 8192 16384 [--v1 benchmarks/_stats_v1.cu] [--json F]
 """
@@ -56,6 +58,8 @@ def main():
     ap.add_argument("--v1", default=None, help="an older stats.cu whose plan_scalars_i32 is timed too")
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", default="stats,scalars,residues,calls", help="comma-separated sections")
+    ap.add_argument("--crt-old", default=None, help="section crt: a folder of older full kernel sources "
+                    "k{N}.cu (cuda_src.kernel_source(N) of an older commit) timed against the shipped ones")
     args = ap.parse_args()
     only = set(args.only.split(","))
     eng = get_engine("cuda")
@@ -125,6 +129,48 @@ def main():
                              "widen+f64": lambda: eng.residues_padded(as_float64(a32), p.s, N, kp, kp),
                              "widen only": lambda: as_float64(a32)}, args.reps)
             rec.update({f"residues_f32_{k}_ms": v for k, v in t.items()})
+        if "crt" in only and args.crt_old:
+            for c, x, y in (("fp64", a, b), ("fp32", a32, b32)):
+                p = ozgemm.plan(x, y, c)
+                N, kp = p.n_moduli, kc._ceil(n, kc._PAD)
+                src = open(os.path.join(args.crt_old, f"k{N}.cu")).read()
+                old = cp.RawModule(code=src.replace("__device__ __constant__ const", "__device__ const"),
+                                   options=("-std=c++17",))
+                new = kc._module(N)
+                rname = "scaled_residues_f32" if x.dtype == cp.float32 else "scaled_residues"
+                tab = kc._pow2_table(N)
+                grid, block = kc._grid2d(kp // kc._RES_PER_THREAD, kp)
+                shift = cp.ascontiguousarray(p.s, dtype=cp.int64)
+
+                def res(mod):
+                    o = cp.empty((N, kp, kp), dtype=cp.int8)
+                    mod.get_function(rname)(grid, block, (x, np.int64(n), shift, np.int32(n), np.int32(n), np.int32(kp),
+                                                          np.int32(kp), tab, np.int32(tab.shape[1]), np.int32(1), o))
+                    return o
+
+                ra = res(new)
+                rec[f"crt_{c}_residues_identical"] = bool(cp.array_equal(ra, res(old)))
+                for kk, v in interleaved({"new": lambda: res(new), "old": lambda: res(old)}, args.reps).items():
+                    rec[f"crt_{c}_residues_{kk}_ms"] = v
+                rb = eng.residues_padded(kc._rows_contiguous(y.T), p.t, N, kp, kp)
+                prod = eng._gemm_exact_padded(ra, rb)
+                del ra, rb
+                fname = "crt_round_f64" if x.dtype == cp.float64 else "crt_round_f32"
+                g2, b2 = kc._grid2d(n, n)
+                tt = cp.ascontiguousarray(p.t, dtype=cp.int64)
+
+                def rnd(mod):
+                    o = cp.empty((n, n), dtype=x.dtype)
+                    mod.get_function(fname)(g2, b2, (prod, np.int64(kp), np.int64(kp * kp), shift, tt, np.int32(n),
+                                                     np.int32(n), o, np.int64(n)))
+                    return o
+
+                rec[f"crt_{c}_round_identical"] = bool(cp.array_equal(rnd(new), rnd(old))) and bool(
+                    cp.array_equal(rnd(new), ozgemm.matmul(x, y, contract=c)))
+                for kk, v in interleaved({"new": lambda: rnd(new), "old": lambda: rnd(old)}, args.reps).items():
+                    rec[f"crt_{c}_round_{kk}_ms"] = v
+                del prod
+                cp.get_default_memory_pool().free_all_blocks()
         if "calls" in only:
             def whole(contract, x, y):  # INT8 GEMMs as one cuBLAS call each (before GPU v4)
                 old = kc._GEMM_SPLIT_OUT

@@ -24,43 +24,55 @@ def _fastmod_ok(m: int, nmax: int) -> bool:
     return fm < (1 << 32) and (fm * m - (1 << 32)) * (nmax + m - 1) < (1 << 32)
 
 
+def _pack(bytes4) -> int:
+    """Four values < 256 as one 32-bit word, byte j = bytes4[j] (a ``__dp4a`` operand)."""
+    assert len(bytes4) == 4 and all(0 <= int(v) < 256 for v in bytes4), bytes4
+    return sum(int(v) << (8 * j) for j, v in enumerate(bytes4))
+
+
 def _constants(n: int) -> dict:
-    """Integer constants of the v2 kernels, with every range bound they rely on checked."""
+    """Integer constants of the v3 kernels (byte dot products), with every range bound they
+    rely on checked."""
     gc = garner_constants(n)
     ms = gc.moduli
     inv = [int(v) for v in gc.inv]
     fm = [-(-(1 << 32) // m) for m in ms]
-    rw = [[pow(2, 13 * j, m) for j in range(5)] for m in ms]
     rc = [(m // 2 - (1 << 62)) % m for m in ms]
-    p16 = [(1 << 16) % m for m in ms]
+    # residues: u = v + 2^62 (< 2^63) as eight bytes; RB[q] = (2^(8j) mod m) packed, j < 4 / >= 4
+    rb = [[_pack([pow(2, 8 * j, m) for j in range(4)]), _pack([pow(2, 8 * j, m) for j in range(4, 8)])] for m in ms]
+    # reconstruction: c + 2^31 as four bytes, PI[q] = (2^(8j) INV_q mod m) packed; Garner weights
+    # G[p][q] = -W[p][q] INV_q mod m_q packed four digits p = 4w..4w+3 per word (0 for p >= q)
+    pi = [_pack([(pow(2, 8 * j, m) * inv[q]) % m for j in range(4)]) for q, m in enumerate(ms)]
     g = [[(-int(gc.w[p, q]) * inv[q]) % ms[q] if p < q else 0 for q in range(n)] for p in range(n)]
+    nw = -(-n // 4)
+    gp = [[_pack([g[p][q] if p < n else 0 for p in range(4 * w, 4 * w + 4)]) for w in range(nw)] for q in range(n)]
     kc = [(-(1 << 31) * inv[q]) % ms[q] for q in range(n)]
     groups = [list(range(i, min(i + 4, n))) for i in range(0, n, 4)]
     gr = [prod(ms[q] for q in grp) for grp in groups]
     gused = [max(1, (prod(ms[grp[0]:]) - 1).bit_length() + 31) // 32 for grp in groups]
     for q, m in enumerate(ms):
-        # residues: limbs a_0..a_3 < 2^13, a_4 < 2^11 (u < 2^63); one fastmod of the limb sum
-        s_max = (2**13 - 1) * (1 + sum(rw[q][1:4])) + (2**11 - 1) * rw[q][4] + rc[q]
-        assert s_max < 2**23 and _fastmod_ok(m, s_max), (m, s_max)
+        # residues: one fastmod of RC + the byte dot products of u (bytes < 2^8)
+        s_max = 255 * sum(pow(2, 8 * j, m) for j in range(8)) + rc[q]
+        assert s_max < 2**32 and _fastmod_ok(m, s_max), (m, s_max)
         # d2 > 0: (r + m - h) T + h with r, T < m
         assert _fastmod_ok(m, (2 * m - 1 - m // 2) * (m - 1) + m // 2), m
-        # reconstruction: (c + 2^31) = u_h 2^16 + u_l, then y INV + KC + sum_p v_p G[p][q]
-        assert _fastmod_ok(m, (2**16 - 1) * p16[q] + 2**16 - 1), m
-        z_max = (m - 1) * inv[q] + kc[q] + sum((ms[p] - 1) * g[p][q] for p in range(q))
+        # reconstruction: KC + bytes(c + 2^31) . PI + digits . G (digits v_p < m_p <= 256)
+        z_max = kc[q] + 255 * sum((pow(2, 8 * j, m) * inv[q]) % m for j in range(4)) + sum(
+            (ms[p] - 1) * g[p][q] for p in range(q))
         assert z_max < 2**32 and _fastmod_ok(m, z_max), (m, z_max)
     assert all(r < 2**32 for r in gr) and gused[-1] <= gc.limbs and (prod(ms) - 1).bit_length() <= 32 * gc.limbs
-    return dict(fm=fm, rw=rw, rc=rc, p16=p16, g=g, kc=kc, gr=gr, gused=gused)
+    return dict(fm=fm, rc=rc, rb=rb, pi=pi, gp=gp, kc=kc, gr=gr, gused=gused)
 
 
 def _header(n: int) -> str:
     gc = garner_constants(n)
     k = _constants(n)
     lines = [f"#define NMOD {n}", f"#define NLIMB {gc.limbs}", f"#define NGRP {len(k['gr'])}",
-             _arr("MOD", gc.moduli), _arr("INV", gc.inv),
-             _arr("MLIMB", gc.M_limbs, "unsigned int"),
-             _arr("FM", k["fm"], "unsigned int"), _arr2("RW", k["rw"], "unsigned int"),
-             _arr("RC", k["rc"], "unsigned int"), _arr("P16", k["p16"], "unsigned int"),
-             _arr2("G", k["g"], "unsigned int"), _arr("KC", k["kc"], "unsigned int"),
+             f"#define NGW {len(k['gp'][0])}",
+             _arr("MOD", gc.moduli), _arr("MLIMB", gc.M_limbs, "unsigned int"),
+             _arr("FM", k["fm"], "unsigned int"), _arr2("RB", k["rb"], "unsigned int"),
+             _arr("RC", k["rc"], "unsigned int"), _arr("PI", k["pi"], "unsigned int"),
+             _arr2("GP", k["gp"], "unsigned int"), _arr("KC", k["kc"], "unsigned int"),
              _arr("GR", k["gr"], "unsigned int"), _arr("GUSED", k["gused"])]
     return "\n".join(lines) + "\n"
 

@@ -5,11 +5,14 @@
 //   NMOD                      number of moduli
 //   NLIMB                     32-bit limbs holding any value in [0, M)
 //   MOD[NMOD]                 the moduli (<= 256)
-//   INV[NMOD]                 (m_0 ... m_{q-1})^{-1} mod m_q
 //   MLIMB[NLIMB]              M in little-endian 32-bit limbs
 //   FM[NMOD]                  ceil(2^32 / m_q) (fastmod)
-//   RW[NMOD][5], RC[NMOD]     residue limb weights 2^(14 j) mod m_q and (m_q/2 - 2^62) mod m_q
-//   P16[NMOD], G[NMOD][NMOD], KC[NMOD]   2^16 mod m_q, -W[p][q] INV_q mod m_q, -2^31 INV_q mod m_q
+//   RB[NMOD][2], RC[NMOD]     residue byte weights 2^(8 j) mod m_q, j = 0..7, packed four per
+//                             word, and (m_q/2 - 2^62) mod m_q
+//   PI[NMOD], KC[NMOD]        (2^(8 j) INV_q mod m_q, j = 0..3) packed, -2^31 INV_q mod m_q
+//                             (INV_q = (m_0 ... m_{q-1})^{-1} mod m_q)
+//   NGW, GP[NMOD][NGW]        Garner weights G[p][q] = -W[p][q] INV_q mod m_q packed four digits
+//                             p = 4w..4w+3 per word, 0 for p >= q
 //                             (W[p][q] = (m_0 ... m_{p-1}) mod m_q, the Garner weights)
 //   NGRP, GR[NGRP], GUSED[NGRP]          Horner groups of four moduli: radix, limbs in use
 // and checks (in Python, before emitting) every range bound the fastmod steps rely on.
@@ -23,13 +26,14 @@
 // x: r x k row-major doubles (ld = ldx). shift[i] = s_i. out: NMOD slabs of rp x kp int8
 // (row-major, K-contiguous); padding (i >= r or l >= k) is written as 0.
 //
-// Residues without division (v2). For one entry, X' = v 2^d2 (see split_scaled). With
-// u = v + 2^62 in [0, 2^63) (|v| < 2^62) split in 13-bit limbs a_0..a_4 (a_4 < 2^11), for d2 = 0
-//   X' + h ≡ a_0 + RC_q + sum_{j>=1} a_j RW_q[j]  (mod m),
-// h = m/2 (integer part), RW_q[j] = 2^(13 j) mod m, RC_q = (h - 2^62) mod m, so that
-// ((X' + h) mod m) - h is the symmetric residue in [-(m-1)/2 - (m even), (m-1)/2], the range
-// of ozgemm/crt/residues.py. The limb sum is < 2^23 and is reduced by fastmod (below); the
-// generated header checks every bound it relies on (cuda_src.py, _constants).
+// Residues without division (v3). For one entry, X' = v 2^d2 (see split_scaled). With
+// u = v + 2^62 in [0, 2^63) (|v| < 2^62) and its bytes u_0..u_7, for d2 = 0
+//   X' + h ≡ RC_q + sum_j u_j (2^(8 j) mod m)  (mod m),
+// h = m/2 (integer part), RC_q = (h - 2^62) mod m, so that ((X' + h) mod m) - h is the
+// symmetric residue in [-(m-1)/2 - (m even), (m-1)/2], the range of ozgemm/crt/residues.py.
+// The byte sum is two __dp4a (four byte products each) on the halves of u, < 2^20, and is
+// reduced by fastmod (below); the generated header checks every bound it relies on
+// (cuda_src.py, _constants). (v2 split u into five 13-bit limbs and four multiply-adds.)
 //
 // (Measured and dropped: accumulating these sums exactly in float32 to use the FP32 pipe made
 // both kernels slower on the H200, residues 2.29 -> 2.47 ms, reconstruction 7.11 -> 8.34 ms;
@@ -112,19 +116,14 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
         double xv[RES_PER_THREAD];
         load_row8(x + (i64)i * ldx, l0, k, i < r, vec, xv);
         const i64 sh = i < r ? shift[i] : 0;
-        unsigned int a0[RES_PER_THREAD], a1[RES_PER_THREAD], a2[RES_PER_THREAD], a3[RES_PER_THREAD],
-            a4[RES_PER_THREAD];
+        unsigned int ulo[RES_PER_THREAD], uhi[RES_PER_THREAD];
         int d2[RES_PER_THREAD];
         int any_d2 = 0;
 #pragma unroll
         for (int e = 0; e < RES_PER_THREAD; ++e) {
             const u64 u = (u64)(split_scaled(xv[e], sh, &d2[e]) + (1LL << 62));  // 0 < u < 2^63
-            const unsigned int lo = (unsigned int)u, hi = (unsigned int)(u >> 32);
-            a0[e] = lo & 0x1fffu;
-            a1[e] = (lo >> 13) & 0x1fffu;
-            a2[e] = ((lo >> 26) | (hi << 6)) & 0x1fffu;
-            a3[e] = (hi >> 7) & 0x1fffu;
-            a4[e] = hi >> 20;  // < 2^11
+            ulo[e] = (unsigned int)u;
+            uhi[e] = (unsigned int)(u >> 32);
             any_d2 |= d2[e];
         }
         uint2* o = out + ((i64)i * kp + l0) / RES_PER_THREAD;
@@ -134,9 +133,8 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
             int b[RES_PER_THREAD];
 #pragma unroll
             for (int e = 0; e < RES_PER_THREAD; ++e) {
-                // < 2^23 (checked in the header): (v + h) mod m
-                const unsigned int s = a0[e] + RC[q] + a1[e] * RW[q][1] + a2[e] * RW[q][2] +
-                                       a3[e] * RW[q][3] + a4[e] * RW[q][4];
+                // < 2^20 (checked in the header): (v + h) mod m
+                const unsigned int s = __dp4a(ulo[e], RB[q][0], __dp4a(uhi[e], RB[q][1], RC[q]));
                 b[e] = (int)fastmod(s, FM[q], m);
             }
             if (any_d2) {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
@@ -193,19 +191,23 @@ __device__ __forceinline__ void store_rounded(float* o, u64 mant, i64 qexp, bool
     *o = __uint_as_float(bits);
 }
 
-// Garner's mixed-radix digits with one reduction per digit (v2). c_q is the exact int32
-// product (|c_q| < 2^31; or a residue in [0, m) on the long-k path). For q >= 1:
-//   y   = (c_q + 2^31) mod m_q       from (c + 2^31) = u_h 2^16 + u_l: u_h P16_q + u_l < 2^24
-//   v_q = (y INV_q + KC_q + sum_{p<q} v_p G[p][q]) mod m_q,
-// G[p][q] = -W[p][q] INV_q mod m_q, KC_q = -2^31 INV_q mod m_q: the digit garner.py computes,
-// ((c_q - sum_p v_p W[p][q]) mod m_q) INV_q mod m_q, with the sum kept unreduced (< 2^22).
-// Both fastmod arguments are within the bound the header checks. v_0 = c_0 mod 256.
+// Garner's mixed-radix digits with one reduction per digit (v3: byte dot products). c_q is the
+// exact int32 product (|c_q| < 2^31; or a residue in [0, m) on the long-k path). For q >= 1,
+// with b_0..b_3 the bytes of c_q + 2^31 (as unsigned) and V the digits v_p packed four per word,
+//   v_q = (KC_q + sum_j b_j PI_q[j] + sum_{p<q} v_p G[p][q]) mod m_q,
+// PI_q[j] = 2^(8 j) INV_q mod m_q, G[p][q] = -W[p][q] INV_q mod m_q, KC_q = -2^31 INV_q mod m_q:
+// the digit garner.py computes, ((c_q - sum_p v_p W[p][q]) mod m_q) INV_q mod m_q, with the
+// sum kept unreduced (< 2^22, checked in the header) and its byte products taken four at a
+// time by __dp4a. v_0 = c_0 mod 256. (v2: c_q mod m_q first, then one multiply-add per p < q.)
 // Horner on groups of four digits: D_g = v_4g + m_4g (v_4g+1 + m_4g+1 (...)) < R_g =
 // m_4g ... m_4g+3 < 2^32, X = D_0 + R_0 (D_1 + R_1 (...)), one 32x32->64 step per limb.
 // |C'| as NLIMB little-endian 32-bit limbs in x, from the N int32 products of entry off;
 // returns C' < 0. (Garner's mixed-radix digits, Horner in base 2^32, symmetric range.)
 __device__ __forceinline__ bool crt_limbs(const int* __restrict__ c, i64 sc, i64 off, u32* x) {
     unsigned int v[NMOD];
+    unsigned int V[NGW];  // v_p, byte p % 4 of word p / 4
+#pragma unroll
+    for (int w = 0; w < NGW; ++w) V[w] = 0u;
 #pragma unroll
     for (int q = 0; q < NMOD; ++q) {
         const unsigned int m = MOD[q];
@@ -213,13 +215,13 @@ __device__ __forceinline__ bool crt_limbs(const int* __restrict__ c, i64 sc, i64
         if (q == 0 && m == 256u) {
             v[0] = cu & 255u;  // two's complement: c mod 256
         } else {
-            const unsigned int cb = cu ^ 0x80000000u;  // c + 2^31 in [0, 2^32)
-            const unsigned int y = fastmod((cb >> 16) * P16[q] + (cb & 0xffffu), FM[q], m);
-            unsigned int z = y * INV[q] + KC[q];
+            unsigned int z = __dp4a(cu ^ 0x80000000u, PI[q], KC[q]);  // bytes of c + 2^31
 #pragma unroll
-            for (int p = 0; p < q; ++p) z += v[p] * G[p][q];
+            for (int w = 0; w < NGW; ++w)
+                if (4 * w < q) z = __dp4a(V[w], GP[q][w], z);
             v[q] = fastmod(z, FM[q], m);
         }
+        V[q / 4] |= v[q] << (8 * (q % 4));
     }
 #pragma unroll
     for (int j = 0; j < NLIMB; ++j) x[j] = 0;
