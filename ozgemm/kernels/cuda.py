@@ -276,17 +276,20 @@ class CudaEngine(Engine):
         return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero,
                         n1_int=n1, n2_int=n2, qsum=qsum, src=x if C == 1 else None, ncomp=C)
 
-    def plan_scalars(self, sa, sb, lb, bits, k, u, xp):
+    def plan_scalars(self, sa, sb, lb, bits, k, u, xp, flag=None):
         """:func:`ozgemm.precision.planner.plan_scalars` in one kernel pass over ``lb``:
         int64 device array [minimal width, max n1 A, max n1 B, max n2 A, max n2 B, max_ij
-        (LB_ij + ra_i + cb_j)], bit-identical to the numpy planner."""
+        (LB_ij + ra_i + cb_j)] (+ [flag[0]] with ``flag``), bit-identical to the numpy planner."""
         from ..precision.planner import plan_scalars
 
         m, n = lb.shape
         if m * n == 0:
-            return plan_scalars(sa, sb, lb, bits, k, u, xp)
-        out = cp.zeros((6,), dtype=cp.uint64)
-        out[0] = 1
+            return plan_scalars(sa, sb, lb, bits, k, u, xp, flag=flag)
+        # zeros suffice: every block raises out[0] to at least 1 (plan_scalars_impl)
+        out = cp.zeros((6 if flag is None else 7,), dtype=cp.uint64)
+        if flag is not None:  # the NaN/Inf flag rides along in the same read (low half of out[6])
+            cp.cuda.runtime.memcpyAsync(out.data.ptr + 48, flag.data.ptr, 4, cp.cuda.runtime.memcpyDeviceToDevice,
+                                        cp.cuda.get_current_stream().ptr)
         if lb.dtype not in (cp.int32, cp.int64) or lb.strides[1] != lb.itemsize:
             lb = cp.ascontiguousarray(lb, dtype=cp.int64)
         name = "plan_scalars_i32" if lb.dtype == cp.int32 else "plan_scalars"

@@ -221,17 +221,21 @@ def _lb_upper_max(lb, ra, cb, xp):
     return (rowmax + ra).max()
 
 
-def plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp):
+def plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp, flag=None):
     """The six integers the componentwise planner reads from the device, as one int64 array:
     [minimal width (:func:`required_beta`), max_i n1_i(A), max_j n1_j(B), max_i n2_i(A),
-    max_j n2_j(B), max_ij (LB_ij + ra_i + cb_j) (:func:`_lb_upper_max`)]; 0 for an empty side.
+    max_j n2_j(B), max_ij (LB_ij + ra_i + cb_j) (:func:`_lb_upper_max`)]; 0 for an empty side;
+    with ``flag`` (a (1,) int32 array, the NaN/Inf flag) a seventh entry: flag[0].
     Engines may fuse them into one kernel (``engine.plan_scalars``, the CUDA engine)."""
     m, n = lb.shape
     z = xp.zeros((1,), dtype=xp.int64)
-    return xp.concatenate([xp.asarray(required_beta(sa, sb, lb, bits, k, u, xp), dtype=xp.int64).reshape(1),
-                           sa.n1_int.max(keepdims=True) if m else z, sb.n1_int.max(keepdims=True) if n else z,
-                           sa.n2_int.max(keepdims=True) if m else z, sb.n2_int.max(keepdims=True) if n else z,
-                           _lb_upper_max(lb, sa.qsum, sb.qsum, xp).reshape(1) if m and n else z])
+    parts = [xp.asarray(required_beta(sa, sb, lb, bits, k, u, xp), dtype=xp.int64).reshape(1),
+             sa.n1_int.max(keepdims=True) if m else z, sb.n1_int.max(keepdims=True) if n else z,
+             sa.n2_int.max(keepdims=True) if m else z, sb.n2_int.max(keepdims=True) if n else z,
+             _lb_upper_max(lb, sa.qsum, sb.qsum, xp).reshape(1) if m and n else z]
+    if flag is not None:
+        parts.append(flag.astype(xp.int64).reshape(1))
+    return xp.concatenate(parts)
 
 
 def _ceil_log2_ratio(z, r, xp):
@@ -353,9 +357,7 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
         scalars = getattr(engine, "plan_scalars", None) or plan_scalars
         # c/2-unit scaling errors (cpow = 2**lg): the same closed form with bits + lg and
         # k c**2 (R/c and K c, both exact powers of two; see _cpow and required_beta)
-        host = scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, u, xp)
-        if nonfinite_flag is not None:
-            host = xp.concatenate([host, nonfinite_flag.astype(xp.int64).reshape(1)])
+        host = scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, u, xp, flag=nonfinite_flag)
         host = host.get() if hasattr(host, "get") else host  # the one device->host read
         if nonfinite_flag is not None and host[-1]:
             raise NonFiniteInputs()
@@ -414,9 +416,7 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
                 f"{contract.bits + 3} the normwise bound needs. Fix: moduli = {need} (or split k).")
         widened = f"fixed: {nmod} moduli"
 
-    s = (beta - sa.E).astype(xp.int64)
-    t = (beta - sb.E).astype(xp.int64)
-    s = xp.where(sa.zero_row, 0, s)
-    t = xp.where(sb.zero_row, 0, t)
+    s = xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64, copy=False)
+    t = xp.where(sb.zero_row, 0, beta - sb.E).astype(xp.int64, copy=False)
     return Plan(contract=contract, shape=(m, k, n), beta=int(beta), moduli=MODULI[:nmod], s=s, t=t,
                 E=sa.E, F=sb.E, widened=widened, _stats=(sa, sb))

@@ -382,7 +382,7 @@ constexpr int kPlanUnroll = PLAN_UNROLL;  // rows per unrolled step of plan_scal
 
 // The planner's six device scalars (planner.plan_scalars) in one pass over the bound GEMM's
 // products lb (int32: one k-block, or int64; row stride ldlb), out (u64[6], initialised to
-// {1, 0, 0, 0, 0, 0}) by atomicMax:
+// zeros: every block's thread 0 raises out[0] to its best >= 1, so out[0] >= 1) by atomicMax:
 //   out[0] = max(1, max_ij beta_ij)   the minimal width, per entry as planner.required_beta
 //            (R_ij = lb_ij 2^(-(bits-1)-14) is normal for bits <= 1000, so its frexp comes from
 //            the integer: er = e - (bits-1) - 14 with e the bit length of lb, and the fraction
