@@ -77,3 +77,16 @@ def test_unsupported_method_and_format():
     a = np.ones((2, 2))
     with pytest.raises(ContractError, match="method"):
         ozgemm.matmul(a, a, contract=Contract(name="oz", method="ozaki-iii"))
+
+
+def test_shipped_parsed_once_user_files_reread(tmp_path):
+    """Shipped contracts are parsed once per process (same frozen object); a user's TOML file
+    is read on every load, so an edit between two products takes effect."""
+    assert load_contract("fp64") is load_contract("fp64")
+    with pytest.raises(ContractError, match="unknown contract"):
+        load_contract("no-such-contract")
+    f = tmp_path / "mine.toml"
+    f.write_text('format = "binary64"\nbits = 40\n')
+    assert load_contract(f).bits == 40
+    f.write_text('format = "binary64"\nbits = 30\n')
+    assert load_contract(f).bits == 30

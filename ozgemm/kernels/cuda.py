@@ -33,6 +33,7 @@ _OP_N, _OP_T = 0, 1
 _GEMM_DEFAULT = -1
 # INT8 GEMMs with more than _GEMM_SPLIT_OUT outputs run in chunks of _GEMM_ROWS rows of A
 _GEMM_SPLIT_OUT, _GEMM_ROWS = 8192 * 8192, 4096
+_ONE_I32, _ZERO_I32 = np.array(1, dtype=np.int32), np.array(0, dtype=np.int32)  # host alpha/beta
 _PAD = 16
 _THREADS = 256
 
@@ -64,6 +65,23 @@ def _module(n: int, defines: tuple = ()):
     # variants timed by benchmarks/gpu_overhead.py.
     src = kernel_source(n, defines).replace("__device__ __constant__ const", "__device__ const")
     return cp.RawModule(code=src, options=("-std=c++17",), name_expressions=None)
+
+
+@functools.lru_cache(maxsize=None)
+def _fn_on(name: str, n, device: int):
+    return (_stats_module() if n is None else _module(n)).get_function(name)
+
+
+def _fn(name: str, n: int | None = None):
+    """Kernel ``name`` of stats.cu (``n`` None) or of the CRT module for ``n`` moduli, looked up
+    once per device (``RawModule.get_function`` costs a few microseconds of host time per
+    call, ~11 calls per product)."""
+    return _fn_on(name, n, cp.cuda.runtime.getDevice())
+
+
+@functools.lru_cache(maxsize=None)
+def _shift_kernel():
+    return cp.ElementwiseKernel("int64 E, bool z, int64 beta", "int64 s", "s = z ? 0 : beta - E", "ozgemm_shift")
 
 
 _POW2_WIDTH = 1024  # d2 = d - 9 <= beta - 62 < 1000 (beta <= 1000)
@@ -101,7 +119,7 @@ def _rows_contiguous(x):
         r, k = x.shape
         out = cp.empty((r, k), dtype=x.dtype)
         ut = cp.uint64 if it == 8 else cp.uint32
-        f = _stats_module().get_function("transpose_f64" if it == 8 else "transpose_f32")
+        f = _fn("transpose_f64" if it == 8 else "transpose_f32")
         f(((r + 31) // 32, (k + 31) // 32), (32, 8), (x.view(ut), np.int64(x.strides[1] // it), np.int32(k),
                                                       np.int32(r), out.view(ut)))
         return out
@@ -133,7 +151,7 @@ def nonfinite_rows_cols(a, b):
             jobs.append((x, x.strides[1] // it, c, r, 1 if want_rows else 0, flag))
         else:
             return None
-    f = _stats_module().get_function("nonfinite_f64" if a.dtype == cp.float64 else "nonfinite_f32")
+    f = _fn("nonfinite_f64" if a.dtype == cp.float64 else "nonfinite_f32")
     for x, ld, r, c, cols, flag in jobs:
         grid, block = _grid2d(c, r)
         grid = (grid[0], min(grid[1], max(1, 65536 // grid[0])))
@@ -165,8 +183,7 @@ class CudaEngine(Engine):
         N, mp, kb = a.shape
         np_ = bt.shape[1]
         handle = cp.cuda.device.get_cublas_handle()
-        one = np.array(1, dtype=np.int32)
-        zero = np.array(0, dtype=np.int32)
+        one, zero = _ONE_I32.ctypes.data, _ZERO_I32.ctypes.data
         # column-major view: C^T (np x mp, ld np) = Bt (kb x np, ld kb)^T * A (kb x mp, ld kb).
         # One call per modulus: measured 1248 TOPS against 1186 for one strided-batched call
         # over the moduli at n = 16384 (benchmarks/NOTES.md, GPU v1). Large outputs go in
@@ -178,9 +195,9 @@ class CudaEngine(Engine):
                 r1 = min(mp, r0 + rows)
                 self._cublas.gemmStridedBatchedEx(
                     handle, _OP_T, _OP_N, np_, r1 - r0, kb,
-                    one.ctypes.data, bt.data.ptr + q * bt.strides[0], _CUDA_R_8I, bt.strides[1], bt.strides[0],
+                    one, bt.data.ptr + q * bt.strides[0], _CUDA_R_8I, bt.strides[1], bt.strides[0],
                     a.data.ptr + q * a.strides[0] + r0 * a.strides[1], _CUDA_R_8I, a.strides[1], a.strides[0],
-                    zero.ctypes.data, c.data.ptr + q * c.strides[0] + r0 * c.strides[1], _CUDA_R_32I, np_,
+                    zero, c.data.ptr + q * c.strides[0] + r0 * c.strides[1], _CUDA_R_32I, np_,
                     mp * np_, 1, _CUBLAS_COMPUTE_32I, _GEMM_DEFAULT)
 
     def _gemm_exact_padded(self, a, bt):
@@ -248,7 +265,6 @@ class CudaEngine(Engine):
         n2 = alloc((r,), dtype=cp.int64)
         qsum = alloc((r,), dtype=cp.int64)
         chunks = -(-k // _RS_CHUNK)
-        mod = _stats_module()
         ldx = x.strides[-2] // x.itemsize
         flag = nonfinite if nonfinite is not None else np.uint64(0)  # a null pointer
         sfx = "_f32" if x.dtype == cp.float32 else ""
@@ -256,11 +272,11 @@ class CudaEngine(Engine):
             # one-component rows: two streaming passes over (row, chunk) blocks and a per-row
             # finish (stats.cu row_extent / row_sums / row_finish; same bits as row_stats)
             acc = cp.zeros((5, r), dtype=cp.int64)
-            mod.get_function("row_extent" + sfx)((r, chunks), (_RS_THREADS,), (x, np.int64(ldx), np.int32(r),
+            _fn("row_extent" + sfx)((r, chunks), (_RS_THREADS,), (x, np.int64(ldx), np.int32(r),
                                                                              np.int32(k), acc))
-            mod.get_function("row_sums" + sfx)((r, chunks), (_RS_THREADS,), (
+            _fn("row_sums" + sfx)((r, chunks), (_RS_THREADS,), (
                 x, np.int64(ldx), np.int32(r), np.int32(k), q, np.int64(k), np.int32(k), acc))
-            mod.get_function("row_finish")(((r + 255) // 256,), (256,), (acc, np.int32(r), E, width, norm1, zero,
+            _fn("row_finish")(((r + 255) // 256,), (256,), (acc, np.int32(r), E, width, norm1, zero,
                                                                            n1, n2, qsum, flag))
         elif r and k:
             # one block per row: float64 rows up to 16 x 512 entries kept in registers between
@@ -270,7 +286,7 @@ class CudaEngine(Engine):
                 name, threads = "row_stats", max(32, 1 << max(-(-k // _STATS_CACHE) - 1, 0).bit_length())
             else:
                 name, threads = "row_stats" + sfx + "_long", 256
-            mod.get_function(name)((r,), (threads,), (x, np.int64(ldx), np.int32(r), np.int32(k), E, width, norm1,
+            _fn(name)((r,), (threads,), (x, np.int64(ldx), np.int32(r), np.int32(k), E, width, norm1,
                                                       zero, n1, n2, q, np.int64(k), np.int32(k), np.int32(C),
                                                       np.int64(r * k), qsum, flag))
         return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero,
@@ -294,7 +310,7 @@ class CudaEngine(Engine):
             lb = cp.ascontiguousarray(lb, dtype=cp.int64)
         name = "plan_scalars_i32" if lb.dtype == cp.int32 else "plan_scalars"
         fac = (1.0 + u) * (1.0 + 2.0 ** -40)
-        f = _stats_module().get_function(name)
+        f = _fn(name)
         # rows per thread: enough blocks to fill the device, one atomic per block and scalar
         grid, block = _grid2d(n, m)
         grid = (grid[0], min(grid[1], max(1, 8192 // grid[0])))
@@ -302,6 +318,11 @@ class CudaEngine(Engine):
                         sa.norm1, sb.norm1, np.int32(bits), np.float64(k * 2.0 ** (1 - bits)), np.float64(fac),
                         sa.qsum, sb.qsum, sa.n1_int, sb.n1_int, sa.n2_int, sb.n2_int, out))
         return out.view(cp.int64)
+
+    def shifts(self, beta, E, zero_row):
+        """Row shifts of the planner, ``where(zero_row, 0, beta - E)`` as int64, in one launch
+        (the planner's fallback takes two; this sits between the host read and the residues)."""
+        return _shift_kernel()(E, zero_row, np.int64(beta))
 
     def required_beta(self, sa, sb, lb, bits, k, u, xp):
         """:func:`ozgemm.precision.planner.required_beta` on the device (an int64 0-d array)."""
@@ -322,7 +343,7 @@ class CudaEngine(Engine):
         if rp * kp:
             tab = _pow2_table(n_moduli)
             f32 = x.dtype == cp.float32
-            f = _module(n_moduli).get_function("scaled_residues_f32" if f32 else "scaled_residues")
+            f = _fn("scaled_residues_f32" if f32 else "scaled_residues", n_moduli)
             vec = int(x.strides[0] % 16 == 0 and x.data.ptr % 16 == 0)  # 16-byte vector loads
             grid, block = _grid2d(kp // _RES_PER_THREAD, rp)  # kp: multiple of 16
             f(grid, block, (x, np.int64(max(x.strides[0] // x.itemsize, 1)), cp.ascontiguousarray(shift, dtype=cp.int64),
@@ -336,7 +357,7 @@ class CudaEngine(Engine):
         if x.ndim == 2:
             return self.residues_padded(x, shift, n_moduli, rp, kp)
         acc = self.residues_padded(x[0], shift, n_moduli, rp, kp)
-        f = _module(n_moduli).get_function("add_residues")
+        f = _fn("add_residues", n_moduli)
         total = acc.size
         for c in range(1, x.shape[0]):
             r = self.residues_padded(x[c], shift, n_moduli, rp, kp)
@@ -364,14 +385,13 @@ class CudaEngine(Engine):
                 grid = (((m * n) + _THREADS - 1) // _THREADS,)
                 args = (c, np.int64(ldc), np.int64(sc), cp.ascontiguousarray(s, dtype=cp.int64),
                         cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n))
-                mod = _module(n_moduli)
                 if fmt.name == "dd":
                     assert out[0].strides[1] == 8 and out[0].strides == out[1].strides
-                    mod.get_function("crt_round_dd")(grid, (_THREADS,), args + (
+                    _fn("crt_round_dd", n_moduli)(grid, (_THREADS,), args + (
                         out[0], out[1], np.int64(out.strides[1] // 8)))
                 else:
                     assert out.strides[2] == 8 and out.strides[1] == 16
-                    mod.get_function("crt_round_q128")(grid, (_THREADS,), args + (
+                    _fn("crt_round_q128", n_moduli)(grid, (_THREADS,), args + (
                         out, np.int64(out.strides[0] // 16)))
             return out
         dtype = cp.float64 if fmt.name == "binary64" else cp.float32
@@ -379,7 +399,7 @@ class CudaEngine(Engine):
             out = cp.empty((m, n), dtype=dtype)
         if m * n:
             name = "crt_round_f64" if dtype == cp.float64 else "crt_round_f32"
-            f = _module(n_moduli).get_function(name)
+            f = _fn(name, n_moduli)
             grid, block = _grid2d(n, m)
             f(grid, block,
               (c, np.int64(ldc), np.int64(sc), cp.ascontiguousarray(s, dtype=cp.int64),

@@ -416,7 +416,11 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
                 f"{contract.bits + 3} the normwise bound needs. Fix: moduli = {need} (or split k).")
         widened = f"fixed: {nmod} moduli"
 
-    s = xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64, copy=False)
-    t = xp.where(sb.zero_row, 0, beta - sb.E).astype(xp.int64, copy=False)
+    shifts = getattr(engine, "shifts", None)  # one fused launch per operand (CUDA engine)
+    if shifts is not None:
+        s, t = shifts(beta, sa.E, sa.zero_row), shifts(beta, sb.E, sb.zero_row)
+    else:
+        s = xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64, copy=False)
+        t = xp.where(sb.zero_row, 0, beta - sb.E).astype(xp.int64, copy=False)
     return Plan(contract=contract, shape=(m, k, n), beta=int(beta), moduli=MODULI[:nmod], s=s, t=t,
                 E=sa.E, F=sb.E, widened=widened, _stats=(sa, sb))
