@@ -117,6 +117,7 @@ def main():
     for dset in args.defines:
         orig = kc._module
         kc._module = lambda n_, defines=(), dset=dset: orig(n_, tuple(dset.split(",")))
+        kc._fn_on.cache_clear()  # kernel functions are cached per (name, moduli, device)
         try:
             rec(f"residues A ({dset})", timed(lambda: eng.residues_padded(a, p.s, N, mp, kp), reps))
             res[f"{dset}_residues_identical"] = bool(cp.array_equal(eng.residues_padded(a, p.s, N, mp, kp), ra))
@@ -126,6 +127,7 @@ def main():
                 eng.reconstruct_round(c, p.s, p.t, N, contract.fmt).view(cp.uint64), c_v2.view(cp.uint64)))
         finally:
             kc._module = orig
+            kc._fn_on.cache_clear()
 
     if args.v1:
         crt1, st1 = v1_modules(args.v1, N)

@@ -86,14 +86,14 @@ def test_int8_gemm_row_chunks_exact(rows, monkeypatch):
 
     rng = np.random.default_rng(rows)
     a8 = rng.integers(-128, 128, size=(3, 72, 132), dtype=np.int8)
-    b8 = rng.integers(-128, 128, size=(3, 40, 132), dtype=np.int8)
+    b8 = rng.integers(-128, 128, size=(3, 80, 132), dtype=np.int8)  # np_ = 80 >= rows: chunked
     want = np.einsum("qik,qjk->qij", a8.astype(np.int64), b8.astype(np.int64))
     eng = get_engine("cuda")
     a, b = phi(rng, 70, 130, 50, 1.0)
     c_whole = ozgemm.matmul(cp.asarray(a), cp.asarray(b))
     monkeypatch.setattr(kc, "_GEMM_SPLIT_OUT", 16)
     monkeypatch.setattr(kc, "_GEMM_ROWS", rows)
-    c = cp.empty((3, 72, 40), dtype=cp.int32)
+    c = cp.empty((3, 72, 80), dtype=cp.int32)
     eng._gemm_batched_i32(cp.asarray(a8), cp.asarray(b8), c)
     assert np.array_equal(cp.asnumpy(c).astype(np.int64), want)
     assert cp.array_equal(ozgemm.matmul(cp.asarray(a), cp.asarray(b)), c_whole)

@@ -53,13 +53,13 @@ def _constants(n: int) -> dict:
     for q, m in enumerate(ms):
         # residues: one fastmod of RC + the byte dot products of u (bytes < 2^8)
         s_max = 255 * sum(pow(2, 8 * j, m) for j in range(8)) + rc[q]
-        assert s_max < 2**32 and _fastmod_ok(m, s_max), (m, s_max)
+        assert s_max < 2**20 and _fastmod_ok(m, s_max), (m, s_max)
         # d2 > 0: (r + m - h) T + h with r, T < m
         assert _fastmod_ok(m, (2 * m - 1 - m // 2) * (m - 1) + m // 2), m
         # reconstruction: KC + bytes(c + 2^31) . PI + digits . G (digits v_p < m_p <= 256)
         z_max = kc[q] + 255 * sum((pow(2, 8 * j, m) * inv[q]) % m for j in range(4)) + sum(
             (ms[p] - 1) * g[p][q] for p in range(q))
-        assert z_max < 2**32 and _fastmod_ok(m, z_max), (m, z_max)
+        assert z_max < 2**22 and _fastmod_ok(m, z_max), (m, z_max)
     assert all(r < 2**32 for r in gr) and gused[-1] <= gc.limbs and (prod(ms) - 1).bit_length() <= 32 * gc.limbs
     return dict(fm=fm, rc=rc, rb=rb, pi=pi, gp=gp, kc=kc, gr=gr, gused=gused)
 
