@@ -29,6 +29,7 @@ import ozgemm  # noqa: E402
 from ozgemm._xp import as_float64  # noqa: E402
 from ozgemm.kernels import cuda as kc  # noqa: E402
 from ozgemm.kernels import get_engine  # noqa: E402
+from ozgemm.kernels.cuda_bench import _inputs  # noqa: E402
 
 
 def event_ms(fn):
@@ -65,9 +66,7 @@ def main():
     eng = get_engine("cuda")
     out = []
     for n in args.sizes:
-        rs = cp.random.RandomState(0)
-        a = (rs.random_sample((n, n)) - 0.5) * cp.exp(0.5 * rs.standard_normal((n, n)))
-        b = (rs.random_sample((n, n)) - 0.5) * cp.exp(0.5 * rs.standard_normal((n, n)))
+        a, b = _inputs(n, 0.5, 0, cp.float64)
         a32, b32 = a.astype(cp.float32), b.astype(cp.float32)
         rec = {"n": n}
         fields = ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum")

@@ -5,30 +5,44 @@ host read; median of 30, no profiler), then cProfile of 30 calls (each followed 
 synchronize) sorted by internal and by cumulative time.
 Usage (device): python3 benchmarks/gpu_host_profile.py   (n = 4096, phi = 0.5, seed 0)
 """
-import cProfile, pstats, io, time, sys
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import sys
+import time
+
 import cupy as cp
-sys.path.insert(0, __import__("os").path.join(__import__("os").path.dirname(__file__), ".."))
-import ozgemm
-n = 4096
-rs = cp.random.RandomState(0)
-a = (rs.random_sample((n, n)) - 0.5) * cp.exp(0.5 * rs.standard_normal((n, n)))
-b = (rs.random_sample((n, n)) - 0.5) * cp.exp(0.5 * rs.standard_normal((n, n)))
-f = lambda: ozgemm.matmul(a, b, contract="fp64")
-for _ in range(5): f()
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import ozgemm  # noqa: E402
+from ozgemm.kernels.cuda_bench import _inputs  # noqa: E402
+
+a, b = _inputs(4096, 0.5, 0, cp.float64)
+
+
+def call():
+    return ozgemm.matmul(a, b, contract="fp64")
+
+
+for _ in range(5):
+    call()
 cp.cuda.Device().synchronize()
-# host time without profiler
 ts = []
 for _ in range(30):
-    t0 = time.perf_counter(); f(); t1 = time.perf_counter(); cp.cuda.Device().synchronize(); ts.append((t1 - t0) * 1e3)
-ts.sort(); print("host ms per call (median of 30):", ts[15])
+    t0 = time.perf_counter()
+    call()
+    ts.append((time.perf_counter() - t0) * 1e3)
+    cp.cuda.Device().synchronize()
+print("host ms per call (median of 30):", statistics.median(ts))
 pr = cProfile.Profile()
 pr.enable()
 for _ in range(30):
-    f(); cp.cuda.Device().synchronize()
+    call()
+    cp.cuda.Device().synchronize()
 pr.disable()
-s = io.StringIO()
-ps = pstats.Stats(pr, stream=s).sort_stats("tottime"); ps.print_stats(45)
-print(s.getvalue()[:9000])
-s = io.StringIO()
-ps = pstats.Stats(pr, stream=s).sort_stats("cumulative"); ps.print_stats(40)
-print(s.getvalue()[:7000])
+for key, count, chars in (("tottime", 45, 9000), ("cumulative", 40, 7000)):
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats(key).print_stats(count)
+    print(s.getvalue()[:chars])

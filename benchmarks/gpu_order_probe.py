@@ -17,6 +17,7 @@ import cupy as cp
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import ozgemm  # noqa: E402
+from ozgemm.kernels.cuda_bench import _inputs  # noqa: E402
 
 
 def main():
@@ -25,9 +26,7 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
     n = args.n
-    rs = cp.random.RandomState(0)
-    a = (rs.random_sample((n, n)) - 0.5) * cp.exp(0.5 * rs.standard_normal((n, n)))
-    b = (rs.random_sample((n, n)) - 0.5) * cp.exp(0.5 * rs.standard_normal((n, n)))
+    a, b = _inputs(n, 0.5, 0, cp.float64)
     a32, b32 = a.astype(cp.float32), b.astype(cp.float32)
     big = cp.empty(1 << 28, dtype=cp.float64)
     pre = {"none": None, "dgemm": lambda: cp.matmul(a, b), "sgemm": lambda: cp.matmul(a32, b32),

@@ -38,11 +38,13 @@ def _constants(n: int) -> dict:
     inv = [int(v) for v in gc.inv]
     fm = [-(-(1 << 32) // m) for m in ms]
     rc = [(m // 2 - (1 << 62)) % m for m in ms]
-    # residues: u = v + 2^62 (< 2^63) as eight bytes; RB[q] = (2^(8j) mod m) packed, j < 4 / >= 4
-    rb = [[_pack([pow(2, 8 * j, m) for j in range(4)]), _pack([pow(2, 8 * j, m) for j in range(4, 8)])] for m in ms]
-    # reconstruction: c + 2^31 as four bytes, PI[q] = (2^(8j) INV_q mod m) packed; Garner weights
+    # residues: u = v + 2^62 (< 2^63) as eight bytes, weights 2^(8j) mod m (RB: j < 4 / >= 4)
+    w8 = [[pow(2, 8 * j, m) for j in range(8)] for m in ms]
+    rb = [[_pack(w[:4]), _pack(w[4:])] for w in w8]
+    # reconstruction: c + 2^31 as four bytes, weights 2^(8j) INV_q mod m (PI); Garner weights
     # G[p][q] = -W[p][q] INV_q mod m_q packed four digits p = 4w..4w+3 per word (0 for p >= q)
-    pi = [_pack([(pow(2, 8 * j, m) * inv[q]) % m for j in range(4)]) for q, m in enumerate(ms)]
+    w4 = [[w8[q][j] * inv[q] % m for j in range(4)] for q, m in enumerate(ms)]
+    pi = [_pack(w) for w in w4]
     g = [[(-int(gc.w[p, q]) * inv[q]) % ms[q] if p < q else 0 for q in range(n)] for p in range(n)]
     nw = -(-n // 4)
     gp = [[_pack([g[p][q] if p < n else 0 for p in range(4 * w, 4 * w + 4)]) for w in range(nw)] for q in range(n)]
@@ -52,13 +54,12 @@ def _constants(n: int) -> dict:
     gused = [max(1, (prod(ms[grp[0]:]) - 1).bit_length() + 31) // 32 for grp in groups]
     for q, m in enumerate(ms):
         # residues: one fastmod of RC + the byte dot products of u (bytes < 2^8)
-        s_max = 255 * sum(pow(2, 8 * j, m) for j in range(8)) + rc[q]
+        s_max = 255 * sum(w8[q]) + rc[q]
         assert s_max < 2**20 and _fastmod_ok(m, s_max), (m, s_max)
         # d2 > 0: (r + m - h) T + h with r, T < m
         assert _fastmod_ok(m, (2 * m - 1 - m // 2) * (m - 1) + m // 2), m
         # reconstruction: KC + bytes(c + 2^31) . PI + digits . G (digits v_p < m_p <= 256)
-        z_max = kc[q] + 255 * sum((pow(2, 8 * j, m) * inv[q]) % m for j in range(4)) + sum(
-            (ms[p] - 1) * g[p][q] for p in range(q))
+        z_max = kc[q] + 255 * sum(w4[q]) + sum((ms[p] - 1) * g[p][q] for p in range(q))
         assert z_max < 2**22 and _fastmod_ok(m, z_max), (m, z_max)
     assert all(r < 2**32 for r in gr) and gused[-1] <= gc.limbs and (prod(ms) - 1).bit_length() <= 32 * gc.limbs
     return dict(fm=fm, rc=rc, rb=rb, pi=pi, gp=gp, kc=kc, gr=gr, gused=gused)
