@@ -3,13 +3,15 @@ checked exactly, the fastest adopted), (2) GPU + CPU tests with the adopted conf
 (3) the benchmark (table printed last).
 
     cd <repo>; PYTHONPATH=. PYTHONUNBUFFERED=1 python3 benchmarks/fwt_device.py [--no-tune] [--no-tests]
-        [--tune-L 12-15] [--tune-dtypes float16 float32 float64]
+        [--tune-L 12-15] [--tune-dtypes float16 float32 float64] [--tune-pipe]
 
 ``--tune-L A-B`` (or a comma list) restricts the sweep to these row lengths (log2): the
 committed ``ROW_TUNED`` is kept for the other lengths; for a swept (dtype, L) the sweep's
 fastest configuration is adopted only where it measured faster than the committed entry's
 configuration in the same sweep. With a restricted sweep the benchmark of the swept lengths
-is also run once with the committed table first ("before", same run).
+is also run once with the committed table first ("before", same run). ``--tune-pipe``: time
+only the pipelined-kernel candidates (PIPE > 0; float16: mma variant only) and the committed
+entry's configuration (the comparison it is adopted against).
 
 Writes $OUT/fwt_tuned.json, $OUT/fwt_junit.xml, $OUT/fwt_bench.json (and
 $OUT/fwt_bench_before.json) when $OUT is set.
@@ -61,7 +63,14 @@ adopted = []
 #    (--no-tune: keep the committed ROW_TUNED, i.e. test and benchmark the code as it is)
 if "--no-tune" not in sys.argv:
     log = []
-    best = tune(dtypes=tune_dtypes, Ls=tune_L, log=log)
+    select = None
+    if "--tune-pipe" in sys.argv:
+        def select(name, L, cfg, mma):
+            old = committed.get((name, L))
+            if old is not None and _cuda._cfg7(cfg) == _cuda.tuned_cfg(old) and mma == bool(old[3]):
+                return True
+            return bool(cfg[6]) and (mma or name != "float16")
+    best = tune(dtypes=tune_dtypes, Ls=tune_L, log=log, select=select)
     print(f"sweep done [{time.time() - t0:.0f} s]", flush=True)
     if tune_L is None:
         _cuda.ROW_TUNED.clear()  # the sweep's table replaces the committed one (as it would be committed)
@@ -78,7 +87,7 @@ if "--no-tune" not in sys.argv:
                 t_old = None
                 if old is not None:
                     oc, om = _cuda.tuned_cfg(old), bool(old[3])
-                    ts = [t for (d, l, c, m, t, ok) in log if (d, l) == key and _cuda._cfg6(c) == oc and m == om and ok]
+                    ts = [t for (d, l, c, m, t, ok) in log if (d, l) == key and _cuda._cfg7(c) == oc and m == om and ok]
                     t_old = min(ts) if ts else None
                 t_new = min([t for (d, l, c, m, t, ok) in log if (d, l) == key and ok], default=None)
                 if new is not None and (old is None or (t_old is not None and t_new < t_old)):

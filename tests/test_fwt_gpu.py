@@ -247,3 +247,109 @@ def test_gpu_xs_table_entries_exact():
         k = np.random.default_rng(L).integers(-16, 17, size=(rows, n))
         y = fwht(cp.asarray(k.astype(name)))
         np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k).astype(name))
+
+
+# ---- pipelined persistent kernel (PIPE = 1, 2): every PIPE candidate of the sweep -------------
+# fwht_rows_pipe loops each CTA over several tiles and stages the next tile with cp.async; the
+# butterflies and their order are those of the same (TB, CB, MINB, XS) with PIPE = 0, so float
+# results must be bit-identical to it, and integer-valued inputs exact. The grid is capped
+# (PIPE_MAX_GRID) so that every CTA transforms several tiles, the last one partial.
+def _pipe_cases():
+    cases = []
+    for dt, (cand_dt, variants) in _XS_DTYPES.items():
+        _, _, sc, logv, lmax1 = _cuda._TYPES[np.dtype(cand_dt)]
+        acc = np.dtype(sc).itemsize
+        for L in range(12, lmax1 + 1):
+            for cfg in _cuda.row_candidates(L, logv, acc):
+                if cfg[6]:
+                    for v in variants:
+                        cases.append(pytest.param(dt, L, cfg, v, id=f"{np.dtype(dt).name}-L{L}-{cfg[:2]}-minb{cfg[4]}"
+                                                  f"-xs{int(cfg[5])}-pipe{cfg[6]}-{v}"))
+    return cases
+
+
+_PIPE_CASES = _pipe_cases()
+
+
+def _pipe_ref_cfg(cfg):
+    return tuple(cfg[:6]) + (0,)
+
+
+@pytest.fixture(scope="module")
+def _pipe_compiled():
+    names = {}
+    for p in _PIPE_CASES:
+        dt, L, cfg, v = p.values
+        for c in (cfg, _pipe_ref_cfg(cfg)):
+            names.setdefault(dt, set()).add(_cuda._row_name(np.dtype(dt), L, mma=v == "mma", cfg=c))
+    for dt, ns in names.items():
+        _cuda.compile_kernels(dt, ns)
+    return True
+
+
+def test_pipe_cases_cover_the_target_sizes():
+    got = {(np.dtype(p.values[0]).name, p.values[1], p.values[2]) for p in _PIPE_CASES}
+    assert ("float32", 15, (9, 4, 0, False, 0, True, 2)) in got
+    assert ("float64", 14, (9, 4, 0, False, 0, True, 2)) in got
+    assert ("int64", 14, (9, 4, 0, False, 0, True, 2)) in got
+    assert ("float16", 15, (10, 2, 0, False, 0, False, 1)) in got
+    assert ("float16", 12, (7, 2, 0, False, 0, 3, 1)) in got
+
+
+@pytest.mark.parametrize("dt, L, cfg, variant", _PIPE_CASES)
+def test_gpu_pipe_exact_and_bit_identical(_pipe_compiled, monkeypatch, dt, L, cfg, variant):
+    n = 1 << L
+    _, _, _, logv, _ = _cuda._TYPES[np.dtype(dt) if np.dtype(dt).kind == "f" else np.dtype(np.int64)]
+    lt = logv + cfg[0] + cfg[1]
+    tile_rows = max(1, 1 << (lt - L))
+    rows = 7 * tile_rows + 1  # 8 tiles, the last one partial
+    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", 3)  # 3 CTAs: 3, 3 and 2 tiles each
+    rng = np.random.default_rng(2000 + L)
+    k = rng.integers(-16, 17, size=(rows, n))
+    want = _ref_int(k)
+    x = cp.asarray(k.astype(dt))
+    x0 = x.copy()
+    y = _cuda.transform_contiguous(cp, x, L, 1.0, variant=variant, cfg=cfg)
+    assert cp.array_equal(x, x0)  # input untouched
+    if np.dtype(dt).kind == "i":
+        np.testing.assert_array_equal(cp.asnumpy(y), want)
+    else:
+        np.testing.assert_array_equal(cp.asnumpy(y), want.astype(dt))  # float16: one rounding
+    # in place (out aliases the input): each CTA reads a tile before it writes it
+    xi = x.copy()
+    _cuda.transform_contiguous(cp, xi, L, 1.0, out=xi, variant=variant, cfg=cfg)
+    assert cp.array_equal(xi, y)
+    if np.dtype(dt).kind == "i":
+        return
+    # random data, "ortho" scale: bit-identical to the same configuration with PIPE = 0
+    xr = cp.asarray((rng.random((rows, n)) - 0.5).astype(dt))
+    s = n**-0.5
+    y_p = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=cfg)
+    y_0 = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=_pipe_ref_cfg(cfg))
+    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dt).itemsize]
+    np.testing.assert_array_equal(cp.asnumpy(y_p).view(u), cp.asnumpy(y_0).view(u))
+
+
+def test_gpu_pipe_full_grid_exact():
+    # without the cap: as many CTAs as fit at once, more tiles than CTAs (float32 2**15 PIPE=2,
+    # float16 2**15 PIPE=1), through transform_contiguous
+    for dt, L, cfg, v in ((np.float32, 15, (9, 4, 0, False, 0, True, 2), "plain"),
+                          (np.float16, 15, (10, 2, 0, False, 0, False, 1), "mma"),
+                          (np.float64, 14, (9, 4, 0, False, 0, True, 2), "plain")):
+        rows = 600  # > the resident CTAs (132-264): every CTA loops
+        k = np.random.default_rng(L).integers(-7, 8, size=(rows, 1 << L), dtype=np.int8)
+        y = _cuda.transform_contiguous(cp, cp.asarray(k.astype(dt)), L, 1.0, variant=v, cfg=cfg)
+        np.testing.assert_array_equal(cp.asnumpy(y[-5:]), _ref_int(k[-5:].astype(np.int64)).astype(dt))
+        np.testing.assert_array_equal(cp.asnumpy(y[:5]), _ref_int(k[:5].astype(np.int64)).astype(dt))
+
+
+def test_gpu_pipe_table_entries_exact():
+    # the committed table's pipelined entries (if any) through the public API
+    for (name, L), entry in sorted(_cuda.ROW_TUNED.items()):
+        if not _cuda.tuned_cfg(entry)[6]:
+            continue
+        n = 1 << L
+        rows = 3 * max(1, (1 << 20) // n) + 1
+        k = np.random.default_rng(L).integers(-16, 17, size=(rows, n))
+        y = fwht(cp.asarray(k.astype(name)))
+        np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k).astype(name))

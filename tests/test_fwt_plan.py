@@ -50,17 +50,17 @@ def test_row_candidates_non_xs_unchanged(name, clusters):
     logv, acc = _DT[name]
     for L in range(0, 18):
         new = _cuda.row_candidates(L, logv, acc, clusters)
-        assert all(len(c) == 6 for c in new)
+        assert all(len(c) == 7 for c in new)
         assert len(set(new)) == len(new)
-        assert sorted(c[:5] for c in new if not c[5]) == sorted(_old_row_candidates(L, logv, acc, clusters))
+        assert sorted(c[:5] for c in new if not c[5] and not c[6]) == sorted(_old_row_candidates(L, logv, acc, clusters))
 
 
 @pytest.mark.parametrize("name", list(_DT))
 def test_row_candidates_xs_valid(name):
     logv, acc = _DT[name]
     for L in range(0, 18):
-        for tb, cb, csb, wm, minb, xs in _cuda.row_candidates(L, logv, acc):
-            if not xs or xs >= 2:  # lane-exchange candidates: test_row_candidates_xl_valid
+        for tb, cb, csb, wm, minb, xs, pipe in _cuda.row_candidates(L, logv, acc):
+            if not xs or xs >= 2 or pipe:  # lane-exchange candidates: test_row_candidates_xl_valid
                 continue
             lt = logv + tb + cb
             assert csb == 0 and not wm and minb in (0, 2)
@@ -70,7 +70,7 @@ def test_row_candidates_xs_valid(name):
             assert (acc << lt) <= _cuda._SMEM_OPTIN
             assert _cuda.xs_ok(L, logv, tb, cb)
             if minb == 2:
-                assert L >= 12 and (tb, cb, 0, False, 0, True) in _cuda.row_candidates(L, logv, acc)
+                assert L >= 12 and (tb, cb, 0, False, 0, True, 0) in _cuda.row_candidates(L, logv, acc)
 
 
 @pytest.mark.parametrize("name", list(_DT))
@@ -78,21 +78,21 @@ def test_row_candidates_xl_valid(name):
     # lane exchange (XS = K >= 2): float16 rows of 2**12-2**14 only, tiles of 1-2 rows
     logv, acc = _DT[name]
     for L in range(0, 18):
-        got = [c for c in _cuda.row_candidates(L, logv, acc) if c[5] is not True and c[5] >= 2]
+        got = [c for c in _cuda.row_candidates(L, logv, acc) if c[5] is not True and c[5] >= 2 and not c[6]]
         if name != "float16" or not 12 <= L <= 15:
             assert not got or name == "float16" and L <= 15
-        for tb, cb, csb, wm, minb, k in got:
+        for tb, cb, csb, wm, minb, k, _ in got:
             assert L >= 12 and logv == 3 and csb == 0 and not wm and minb in (0, 2)
             assert tb - 4 <= k <= tb - 2 and 0 <= logv + cb - k <= 2
             assert L <= logv + tb + cb <= L + 1
             assert _cuda.xl_ok(L, logv, tb, cb, k)
             if minb == 2:
-                assert (tb, cb, 0, False, 0, k) in _cuda.row_candidates(L, logv, acc)
+                assert (tb, cb, 0, False, 0, k, 0) in _cuda.row_candidates(L, logv, acc)
     if name == "float16":
         c = {x for x in _cuda.row_candidates(12, logv, acc) if x[5] is not True and x[5] >= 2}
-        assert (7, 2, 0, False, 0, 5) in c and (7, 3, 0, False, 0, 5) in c
+        assert (7, 2, 0, False, 0, 5, 0) in c and (7, 3, 0, False, 0, 5, 0) in c
         c = {x for x in _cuda.row_candidates(14, logv, acc) if x[5] is not True and x[5] >= 2}
-        assert (8, 3, 0, False, 2, 6) in c
+        assert (8, 3, 0, False, 2, 6, 0) in c
 
 
 def _sim_rows_xl(x, L, logv, tb, cb, k):
@@ -143,8 +143,8 @@ def test_xl_layout_model_exact():
     from ozgemm.fwt import fwht
     logv, acc = _DT["float16"]
     for L in (12, 13):
-        for tb, cb, csb, wm, minb, k in _cuda.row_candidates(L, logv, acc):
-            if k is True or k < 2 or minb:
+        for tb, cb, csb, wm, minb, k, pipe in _cuda.row_candidates(L, logv, acc):
+            if k is True or k < 2 or minb or pipe:
                 continue
             rows = 1 << max(0, logv + tb + cb - L)
             x = np.random.default_rng(L + k).integers(-5, 6, size=(rows, 1 << L))
@@ -162,7 +162,7 @@ def test_xl_ok():
 
 
 def test_row_candidates_xs_examples():
-    c = lambda n, L: {x for x in _cuda.row_candidates(L, *_DT[n]) if x[5] is True}  # noqa: E731
+    c = lambda n, L: {x[:6] for x in _cuda.row_candidates(L, *_DT[n]) if x[5] is True}  # noqa: E731
     assert (8, 4, 0, False, 0, True) in c("float32", 14)
     assert (9, 4, 0, False, 0, True) in c("float32", 15)
     assert (9, 4, 0, False, 0, True) in c("float64", 14)
@@ -185,21 +185,23 @@ def test_xs_ok():
     assert not _cuda.xs_ok(7, 2, 8, 4)            # no phase B (row within the lane bits)
 
 
-def test_cfg6_and_tuned_cfg():
-    assert _cuda._cfg6((7, 2, 0)) == (7, 2, 0, False, 0, False)
-    assert _cuda._cfg6((7, 2, 0, True, 2)) == (7, 2, 0, True, 2, False)
-    assert _cuda._cfg6((7, 2, 0, False, 0, True)) == (7, 2, 0, False, 0, True)
+def test_cfg7_and_tuned_cfg():
+    assert _cuda._cfg7((7, 2, 0)) == (7, 2, 0, False, 0, False, 0)
+    assert _cuda._cfg7((7, 2, 0, True, 2)) == (7, 2, 0, True, 2, False, 0)
+    assert _cuda._cfg7((7, 2, 0, False, 0, True)) == (7, 2, 0, False, 0, True, 0)
+    assert _cuda._cfg7((9, 4, 0, False, 0, True, 2)) == (9, 4, 0, False, 0, True, 2)
     with pytest.raises(ValueError):
-        _cuda._cfg6((7, 2))
-    # old entries (5 and 7 fields) mean XS = False; 8 fields carry XS
-    assert _cuda.tuned_cfg((7, 1, 0, True, 4025)) == (7, 1, 0, False, 0, False)
-    assert _cuda.tuned_cfg((9, 2, 0, True, 2657, False, 2)) == (9, 2, 0, False, 2, False)
-    assert _cuda.tuned_cfg((8, 3, 0, True, 3000, False, 2, True)) == (8, 3, 0, False, 2, True)
-    assert _cuda.tuned_cfg((7, 2, 0, True, 3000, False, 0, 5)) == (7, 2, 0, False, 0, 5)
+        _cuda._cfg7((7, 2))
+    # old entries (5 and 7 fields) mean XS = False; 8 fields carry XS, 9 also PIPE
+    assert _cuda.tuned_cfg((7, 1, 0, True, 4025)) == (7, 1, 0, False, 0, False, 0)
+    assert _cuda.tuned_cfg((9, 2, 0, True, 2657, False, 2)) == (9, 2, 0, False, 2, False, 0)
+    assert _cuda.tuned_cfg((8, 3, 0, True, 3000, False, 2, True)) == (8, 3, 0, False, 2, True, 0)
+    assert _cuda.tuned_cfg((7, 2, 0, True, 3000, False, 0, 5)) == (7, 2, 0, False, 0, 5, 0)
+    assert _cuda.tuned_cfg((9, 4, 0, False, 3500, False, 0, True, 2)) == (9, 4, 0, False, 0, True, 2)
     with pytest.raises(ValueError):
         _cuda.tuned_cfg((8, 3, 0, True, 3000, False))
     for entry in _cuda.ROW_TUNED.values():
-        assert len(_cuda.tuned_cfg(entry)) == 6
+        assert len(_cuda.tuned_cfg(entry)) == 7
 
 
 def test_row_names():
@@ -223,7 +225,7 @@ def test_row_names():
 def test_row_config_and_names_with_an_xs_entry(monkeypatch):
     monkeypatch.setattr(_cuda, "_cc", lambda: 90)
     monkeypatch.setitem(_cuda.ROW_TUNED, ("float32", 14), (8, 4, 0, False, 3600, False, 0, True))
-    assert _cuda.row_config(14, 2, "float32") == (8, 4, 0, False, 0, True)
+    assert _cuda.row_config(14, 2, "float32") == (8, 4, 0, False, 0, True, 0)
     assert "fwht_rows<float, float, 2, 8, 4, false, false, 0, 1>" in _cuda._names(np.float32, 90, sweep=False)
     # a restricted sweep compiles only the candidates of its lengths (no rule, table or cols)
     ns = _cuda._names(np.float32, 90, sweep=True, Ls=(14,))
@@ -243,7 +245,12 @@ def test_xs_kernels_compile_with_nvcc(tmp_path):
              "fwht_rows<long long, long long, 1, 9, 4, false, false, 0, 1>",
              "fwht_rows<double, double, 1, 8, 3, false, false, 0, 0>",
              "fwht_rows<unsigned short, float, 3, 7, 2, true, false, 0, 5>",
-             "fwht_rows<unsigned short, float, 3, 8, 3, false, false, 2, 6>"]
+             "fwht_rows<unsigned short, float, 3, 8, 3, false, false, 2, 6>",
+             "fwht_rows_pipe<float, float, 2, 9, 4, false, 0, 1, 2>",
+             "fwht_rows_pipe<double, double, 1, 9, 4, false, 0, 1, 2>",
+             "fwht_rows_pipe<unsigned short, float, 3, 10, 2, true, 0, 0, 1>",
+             "fwht_rows_pipe<unsigned short, float, 3, 7, 2, true, 0, 3, 1>",
+             "fwht_rows_pipe<long long, long long, 1, 8, 4, false, 2, 1, 1>"]
     src = _cuda._SRC.read_text() + "\n"
     for n in names:
         T, A = [a.strip() for a in n.split("<", 1)[1].split(",")[:2]]
@@ -252,3 +259,74 @@ def test_xs_kernels_compile_with_nvcc(tmp_path):
     p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-o", str(tmp_path / "k.cubin"),
                         str(tmp_path / "k.cu")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
+
+
+# ---- pipelined persistent kernel (PIPE) --------------------------------------------------------
+def test_pipe_smem_and_ok():
+    f16, f32, f64 = _DT["float16"], _DT["float32"], _DT["float64"]
+    # float32 2**15, TB=9 CB=4 XS: staging 128 KiB + exchange 128 KiB does not fit; half does
+    assert _cuda.pipe_smem(15, *f32, 9, 4, True, 1) == 256 * 1024
+    assert _cuda.pipe_smem(15, *f32, 9, 4, True, 2) == 192 * 1024
+    assert not _cuda.pipe_ok(15, *f32, 9, 4, xs=True, pipe=1)
+    assert _cuda.pipe_ok(15, *f32, 9, 4, xs=True, pipe=2)
+    # float16 2**15, TB=10 CB=2: 64 KiB of half staging + 128 KiB float32 exchange
+    assert _cuda.pipe_smem(15, *f16, 10, 2, False, 1) == 192 * 1024
+    assert _cuda.pipe_ok(15, *f16, 10, 2, pipe=1)
+    assert not _cuda.pipe_ok(15, *f16, 10, 2, pipe=2)       # PIPE = 2 needs XS = 1
+    assert _cuda.pipe_ok(14, *f64, 9, 4, xs=True, pipe=2)
+    assert not _cuda.pipe_ok(14, *f64, 9, 4, xs=True, pipe=1)
+    assert not _cuda.pipe_ok(14, *f32, 8, 3, csb=1, pipe=1)  # no cluster
+    assert not _cuda.pipe_ok(12, *f32, 7, 3, wm=True, pipe=1)
+    assert not _cuda.pipe_ok(14, *f32, 8, 4, xs=True, pipe=3)
+
+
+@pytest.mark.parametrize("name", list(_DT))
+def test_row_candidates_pipe_valid(name):
+    logv, acc = _DT[name]
+    for L in range(0, 18):
+        for clusters in (True, False):
+            cands = _cuda.row_candidates(L, logv, acc, clusters)
+            pipes = [c for c in cands if c[6]]
+            if L < 12 or not clusters:
+                assert not pipes
+            for tb, cb, csb, wm, minb, xs, pipe in pipes:
+                assert _cuda.pipe_ok(L, logv, acc, tb, cb, csb, wm, xs, pipe)
+                assert L <= logv + tb + cb <= L + 1
+                assert (tb, cb, csb, wm, minb, xs, 0) in cands  # every PIPE has its PIPE = 0 twin
+    c = lambda n, L: set(_cuda.row_candidates(L, *_DT[n]))  # noqa: E731
+    assert (9, 4, 0, False, 0, True, 2) in c("float32", 15)
+    assert (9, 4, 0, False, 0, True, 2) in c("float64", 14)
+    assert (10, 2, 0, False, 0, False, 1) in c("float16", 15)
+    assert (7, 2, 0, False, 0, 3, 1) in c("float16", 12)
+
+
+def test_pipe_half_exchange_is_a_permutation():
+    # PIPE = 2: round h stores register half h of every 16-byte vector at (offset >> LOGV) * V/2
+    # + k; the plain and the warp-major layouts must put the same elements at the same
+    # buffer positions (each round's positions a permutation of the half buffer)
+    for logv, tb, cb in ((2, 9, 4), (1, 9, 4), (2, 8, 4), (1, 8, 4)):
+        V, nth, hv = 1 << logv, 1 << tb, 1 << (logv - 1)
+        tid = np.arange(nth)
+        lane, wid = tid & 31, tid >> 5
+        plain = np.concatenate([(c * nth + tid) << logv for c in range(1 << cb)])
+        wm = np.concatenate([(lane << logv) | (c << (logv + 5)) | (wid << (logv + 5 + cb)) for c in range(1 << cb)])
+        for h in (0, 1):
+            for offs in (plain, wm):
+                idx = (offs[:, None] + h * hv + np.arange(hv)).ravel()   # tile index of each value
+                pos = ((offs[:, None] >> logv) * hv + np.arange(hv)).ravel()
+                assert np.array_equal(np.sort(pos), np.arange(1 << (logv + tb + cb - 1)))
+                # the position determines the element: pos -> idx is the same map in both layouts
+                m = dict(zip(pos.tolist(), idx.tolist()))
+                assert all(m[p] == (p // hv) * V + h * hv + p % hv for p in range(0, pos.size, 97))
+
+
+def test_pipe_row_names():
+    f16, f32 = np.dtype(np.float16), np.dtype(np.float32)
+    assert _cuda._row_name(f32, 15, cfg=(9, 4, 0, False, 0, True, 2)) == \
+        "fwht_rows_pipe<float, float, 2, 9, 4, false, 0, 1, 2>"
+    assert _cuda._row_name(f16, 15, mma=True, cfg=(10, 2, 0, False, 0, False, 1)) == \
+        "fwht_rows_pipe<unsigned short, float, 3, 10, 2, true, 0, 0, 1>"
+    with pytest.raises(ValueError):
+        _cuda._row_name(f32, 15, cfg=(9, 4, 0, False, 0, True, 1))  # 256 KiB of shared memory
+    with pytest.raises(ValueError):
+        _cuda._row_name(f32, 15, cfg=(9, 3, 1, False, 0, False, 1))  # cluster

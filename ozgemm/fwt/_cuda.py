@@ -3,7 +3,9 @@
 Plan for a row of n = 2**L elements, dtype with 16-byte vectors of V = 16/itemsize:
 
 * L <= LMAX1 (15 for float16/float32, 14 for float64/int64): one ``fwht_rows`` launch,
-  one read and one write of every element.
+  one read and one write of every element (or, where measured faster, one launch of the
+  pipelined persistent ``fwht_rows_pipe``: the same transform, the next tile staged in shared
+  memory by cp.async while the current one is transformed).
 * L > LMAX1: ``fwht_rows`` on the low L1 bits (out-of-place), then ``fwht_cols`` passes
   of MB ∈ {3, 6, 9} bits each (in place) until all L bits are done; q = ceil((L-LMAX1)/9)
   strided passes, so 2 passes up to L = LMAX1 + 9 (2**24 float32, 2**23 float64), 3 beyond.
@@ -34,11 +36,12 @@ _SMEM_OPTIN = 227 * 1024
 
 # Measured best configuration per (dtype name, L) on an H200, from the sweep in
 # ozgemm/fwt/bench.py:tune (see benchmarks/results_fwt.md); missing entries use the rule.
-# Entry: (TB, CB, CSB, mma, GB/s measured in the sweep[, WM, MINB[, XS]]); WM (warp-major
-# tile layout), MINB (__launch_bounds__ minimum CTAs per SM, 0 = unspecified) and XS
+# Entry: (TB, CB, CSB, mma, GB/s measured in the sweep[, WM, MINB[, XS[, PIPE]]]); WM
+# (warp-major tile layout), MINB (__launch_bounds__ minimum CTAs per SM, 0 = unspecified), XS
 # (True/1: exchange-store phase B; an int K >= 2: lane exchange with K thread bits after the
-# exchange, see fwht.cu and ``xl_ok``) default to False, 0, False (the layout, bounds and
-# phase B of the entries measured before they existed).
+# exchange, see fwht.cu and ``xl_ok``) and PIPE (1: pipelined persistent kernel, 2: the same
+# with a half-tile exchange buffer, see ``pipe_smem``) default to False, 0, False, 0 (the
+# layout, bounds, phase B and kernel of the entries measured before they existed).
 ROW_TUNED: dict = {
     # (dtype, log2 n): (TB, CB, CSB, mma, GB/s in the sweep, WM, MINB[, XS]), H200 run 4
     # (2026-11-30); 2**12-2**14 (and float32 2**15) from the restricted sweep of session 3
@@ -124,8 +127,39 @@ def xl_ok(L: int, logv: int, tb: int, cb: int, k: int, csb: int = 0, wm: bool = 
             and logv + tb - k < min(L, logv + tb + cb))
 
 
+def phase_b_smem(L: int, logv: int, acc_size: int, tb: int, cb: int, csb: int = 0, wm: bool = False,
+                 xs=False) -> int:
+    """Bytes of shared memory the row kernel's exchange (phase B, lane exchange or cluster
+    stage) needs for rows of 2**L: one tile of compute values, or 0."""
+    lt = logv + tb + cb
+    xs = int(xs)
+    need = ((tb > 5 and logv + 5 + (cb if wm else 0) < L) or csb > 0
+            or (xs >= 2 and logv + tb - xs < L))
+    return (acc_size << lt) if need else 0
+
+
+def pipe_smem(L: int, logv: int, acc_size: int, tb: int, cb: int, xs=False, pipe: int = 1) -> int:
+    """Dynamic shared memory of the pipelined kernel: the staging buffer (one tile of 16-byte
+    vectors of storage values, 2**(LT+4-LOGV) bytes) and the exchange buffer (half of it with
+    PIPE = 2)."""
+    lt = logv + tb + cb
+    ex = phase_b_smem(L, logv, acc_size, tb, cb, xs=xs)
+    return (16 << (lt - logv)) + (ex >> 1 if pipe == 2 else ex)
+
+
+def pipe_ok(L: int, logv: int, acc_size: int, tb: int, cb: int, csb: int = 0, wm: bool = False,
+            xs=False, pipe: int = 1) -> bool:
+    """Whether the pipelined kernel (PIPE = 1, or 2: half exchange buffer, XS = 1 only) applies:
+    plain layout, no cluster, and staging plus exchange buffer fit in 227 KiB."""
+    if pipe not in (1, 2) or wm or csb:
+        return False
+    if pipe == 2 and not (xs is True or xs == 1):
+        return False
+    return pipe_smem(L, logv, acc_size, tb, cb, xs, pipe) <= _SMEM_OPTIN
+
+
 def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> list:
-    """All valid (TB, CB, CSB, WM, MINB, XS) for a row of 2**L: 2**TB threads (128..1024),
+    """All valid (TB, CB, CSB, WM, MINB, XS, PIPE) for a row of 2**L: 2**TB threads (128..1024),
     2**(LOGV+CB) = 8..32 values per thread (8 only for L <= 11), CTA tile 2**LT
     (LT = LOGV+TB+CB, at most 4 rows beyond 2**11) with shared memory <= 227 KiB;
     CSB = 0: tile >= row; CSB = 1, 2: the row spans a cluster of 2**CSB CTAs (LT + CSB = L).
@@ -133,7 +167,10 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
     phase; 2**7-2**8 threads, rows >= 2**9), then also with 64 values per thread; MINB = 2
     for rows >= 2**12 where ``_minb2_ok``. XS = True (exchange-store phase B) where
     ``xs_ok``, with CB <= 4 and up to 64 four-byte registers of values per thread (64
-    floats, 32 doubles), also with MINB = 2 where ``_minb2_ok``."""
+    floats, 32 doubles), also with MINB = 2 where ``_minb2_ok``. PIPE = 0 for all of these;
+    for rows of 2**12 and longer every plain single-CTA candidate whose tile holds one or two
+    rows is also offered as the pipelined kernel (PIPE = 1, and PIPE = 2 for XS = 1) where
+    ``pipe_ok``."""
     out = []
     for loge in (3, 4, 5, 6):
         if loge < logv or (loge == 3 and L > 11):
@@ -175,35 +212,45 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
                         out.append((tb, cb, csb, False, 0, False))
                         if _minb2_ok(tb, loge, acc_size, acc_size << lt, lt):
                             out.append((tb, cb, csb, False, 2, False))
+    out = [c + (0,) for c in out]
+    if L >= 12 and clusters:  # cp.async needs sm_80; offered with the sm_90 candidates
+        for tb, cb, csb, wm, minb, xs, _ in list(out):
+            if csb or wm or logv + tb + cb > L + 1:
+                continue
+            for pipe in (1, 2):
+                if pipe_ok(L, logv, acc_size, tb, cb, csb, wm, xs, pipe):
+                    out.append((tb, cb, csb, wm, minb, xs, pipe))
     return out
 
 
-def _cfg6(cfg) -> tuple:
-    """(TB, CB, CSB, WM, MINB, XS) from a 3-, 5- or 6-tuple (missing WM, MINB, XS: False, 0,
-    False)."""
+def _cfg7(cfg) -> tuple:
+    """(TB, CB, CSB, WM, MINB, XS, PIPE) from a 3-, 5-, 6- or 7-tuple (missing WM, MINB, XS,
+    PIPE: False, 0, False, 0)."""
     cfg = tuple(cfg)
-    if len(cfg) not in (3, 5, 6):
-        raise ValueError(f"row configuration must have 3, 5 or 6 fields, got {cfg!r}")
-    return cfg + (False, 0, False)[len(cfg) - 3:]
+    if len(cfg) not in (3, 5, 6, 7):
+        raise ValueError(f"row configuration must have 3, 5, 6 or 7 fields, got {cfg!r}")
+    return cfg + (False, 0, False, 0)[len(cfg) - 3:]
 
 
 def tuned_cfg(entry) -> tuple:
-    """(TB, CB, CSB, WM, MINB, XS) of a ``ROW_TUNED`` entry (TB, CB, CSB, mma, GB/s[, WM,
-    MINB[, XS]]); the fields an entry lacks mean False, 0, False."""
+    """(TB, CB, CSB, WM, MINB, XS, PIPE) of a ``ROW_TUNED`` entry (TB, CB, CSB, mma, GB/s[, WM,
+    MINB[, XS[, PIPE]]]); the fields an entry lacks mean False, 0, False, 0."""
     entry = tuple(entry)
-    if len(entry) not in (3, 4, 5, 7, 8):
-        raise ValueError(f"ROW_TUNED entry must have 3-5, 7 or 8 fields, got {entry!r}")
+    if len(entry) not in (3, 4, 5, 7, 8, 9):
+        raise ValueError(f"ROW_TUNED entry must have 3-5 or 7-9 fields, got {entry!r}")
     wm = bool(entry[5]) if len(entry) > 5 else False
     minb = int(entry[6]) if len(entry) > 6 else 0
     xs = entry[7] if len(entry) > 7 else False
     xs = bool(xs) if isinstance(xs, bool) or xs in (0, 1) else int(xs)  # K >= 2: lane exchange
-    return tuple(int(v) for v in entry[:3]) + (wm, minb, xs)
+    pipe = int(entry[8]) if len(entry) > 8 else 0
+    return tuple(int(v) for v in entry[:3]) + (wm, minb, xs, pipe)
 
 
 def row_config(L: int, logv: int, dtype_name: str = None):
-    """(TB, CB, CSB, WM, MINB, XS) for the row kernel: 2**TB threads, 2**CB 16-byte vectors
-    per thread, cluster of 2**CSB CTAs, warp-major layout, min CTAs per SM (0: unspecified),
-    exchange-store phase B. The measured choice (``ROW_TUNED``) if any, else a fixed rule."""
+    """(TB, CB, CSB, WM, MINB, XS, PIPE) for the row kernel: 2**TB threads, 2**CB 16-byte
+    vectors per thread, cluster of 2**CSB CTAs, warp-major layout, min CTAs per SM (0:
+    unspecified), exchange-store phase B, pipelined kernel. The measured choice
+    (``ROW_TUNED``) if any, else a fixed rule."""
     t = _tuned(dtype_name, L) if dtype_name is not None else None
     if t is not None:
         return tuned_cfg(t)
@@ -215,7 +262,7 @@ def row_config(L: int, logv: int, dtype_name: str = None):
         tb = L - loge
     cb = loge - logv
     assert tb <= 10 and cb >= 0
-    return tb, cb, 0, False, 0, False
+    return tb, cb, 0, False, 0, False, 0
 
 
 def lmax_single(dtype) -> int:
@@ -280,9 +327,13 @@ def plan(L: int, dtype) -> list:
 
 
 def _row_name(dtype, L, mma=False, cfg=None) -> str:
-    T, A, _, logv, _ = _TYPES[np.dtype(dtype)]
-    tb, cb, csb, wm, minb, xs = _cfg6(cfg if cfg is not None else row_config(L, logv, np.dtype(dtype).name))
+    T, A, sc, logv, _ = _TYPES[np.dtype(dtype)]
+    tb, cb, csb, wm, minb, xs, pipe = _cfg7(cfg if cfg is not None else row_config(L, logv, np.dtype(dtype).name))
     b = lambda v: "true" if v else "false"  # noqa: E731
+    if pipe:
+        if not pipe_ok(L, logv, np.dtype(sc).itemsize, tb, cb, csb, wm, xs, pipe):
+            raise ValueError(f"PIPE={pipe} (pipelined kernel) does not apply to TB={tb}, CB={cb}, CSB={csb}, "
+                             f"WM={wm}, XS={int(xs)} for rows of 2**{L}")
     if csb:  # cluster kernels have no XS parameter (plain phase B)
         if xs:
             raise ValueError("XS (exchange-store) is not available for cluster configurations")
@@ -294,6 +345,8 @@ def _row_name(dtype, L, mma=False, cfg=None) -> str:
         raise ValueError(f"XS={xs} (lane exchange) does not apply to TB={tb}, CB={cb}, WM={wm} for rows of 2**{L}")
     if xs < 0:
         raise ValueError(f"XS must be >= 0, got {xs}")
+    if pipe:
+        return f"fwht_rows_pipe<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {int(minb)}, {xs}, {int(pipe)}>"
     return f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}, {xs}>"
 
 
@@ -395,20 +448,53 @@ def _kernel(dtype_str: str, device_id: int, name: str, smem: int, L: int = None)
     k = _module_for(dtype_str, device_id, name, L).get_function(name)
     if smem > 48 * 1024:
         k.max_dynamic_shared_size_bytes = smem
+    if name.startswith("fwht_rows_pipe"):  # the persistent grid assumes the largest carveout
+        k.preferred_shared_memory_carveout = 100
     return k
+
+
+# Cap on the pipelined kernel's grid (None: the CTAs that fit on the device at once); tests set
+# a small cap so that every CTA loops over several tiles.
+PIPE_MAX_GRID = None
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_id: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
+
+
+def _resident_ctas(k, nthreads: int, smem: int) -> int:
+    """CTAs of kernel ``k`` that fit on one SM (H100/H200 limits: 2048 threads, 64K
+    registers, 228 KiB shared memory with 1 KiB reserved per CTA, 32 CTAs)."""
+    regs = max(1, int(k.attributes["num_regs"]))
+    warps = -(-nthreads // 32)
+    regs_per_warp = -(-regs * 32 // 256) * 256
+    by_regs = 65536 // (regs_per_warp * warps)
+    by_smem = (228 * 1024) // (smem + 1024)
+    return max(1, min(32, 2048 // nthreads, by_regs, by_smem))
 
 
 def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
     T, A, sc, logv, _ = _TYPES[dtype]
-    cfg = _cfg6(cfg if cfg is not None else row_config(L, logv, dtype.name))
-    tb, cb, csb, wm, _, xs = cfg
+    cfg = _cfg7(cfg if cfg is not None else row_config(L, logv, dtype.name))
+    tb, cb, csb, wm, _, xs, pipe = cfg
     lt = logv + tb + cb
     total = src.size
-    need_smem = (tb > 5 and logv + 5 + (cb if wm else 0) < L) or csb > 0 or (xs >= 2 and logv + tb - xs < L)
-    smem = (np.dtype(sc).itemsize << lt) if need_smem else 0
+    acc = np.dtype(sc).itemsize
+    if pipe:
+        smem = pipe_smem(L, logv, acc, tb, cb, xs, pipe)
+    else:
+        smem = phase_b_smem(L, logv, acc, tb, cb, csb, wm, xs)
     k = _kernel(dtype.str, src.device.id, _row_name(dtype, L, mma, cfg), smem, L)
-    grid = ((total + (1 << lt) - 1) >> lt,)
-    k(grid, (1 << tb,), (src, dst, np.int64(total), np.int32(L), sc(scale)), shared_mem=smem)
+    ntiles = (total + (1 << lt) - 1) >> lt
+    grid = ntiles
+    if pipe:  # persistent: the CTAs that are resident at once loop over the tiles
+        grid = min(ntiles, _sm_count(src.device.id) * _resident_ctas(k, 1 << tb, smem))
+        if PIPE_MAX_GRID is not None:
+            grid = min(grid, PIPE_MAX_GRID)
+    k((grid,), (1 << tb,), (src, dst, np.int64(total), np.int32(L), sc(scale)), shared_mem=smem)
 
 
 def _launch_cols(xp, buf, s, mb, scale, dtype):
@@ -431,8 +517,8 @@ def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
 
     ``variant``: "plain" (CUDA cores), "mma" (float16 only: tensor-core front end in the
     row pass), or "auto" (the measured choice in ``ROW_TUNED``, else ``MMA_DEFAULT_L``).
-    ``cfg``: force one row pass with this (TB, CB, CSB[, WM, MINB[, XS]]) (used by the tuning
-    sweep)."""
+    ``cfg``: force one row pass with this (TB, CB, CSB[, WM, MINB[, XS[, PIPE]]]) (used by the
+    tuning sweep)."""
     dtype = x2.dtype
     if variant not in ("auto", "plain", "mma"):
         raise ValueError(f"variant must be 'auto', 'plain' or 'mma', got {variant!r}")

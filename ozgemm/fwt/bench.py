@@ -146,17 +146,18 @@ def main(dtypes=("float16", "float32", "float64"), lmin=8, lmax=22, mbytes=256, 
 
 
 def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10, Ls=None,
-         log=None) -> dict:
+         log=None, select=None) -> dict:
     """Sweep every valid row-kernel configuration (and, for float16, plain vs mma) for
     single-pass row lengths 2**lmin .. 2**LMAX1 (and the cluster lengths up to 2**(LMAX1+2));
     ``Ls``: only these row lengths (log2), e.g. (12, 13, 14, 15). Check each configuration
     exactly on integer-valued data (|x| <= 7: every float sum is exact, float16 rounds once)
     against the numpy int64 transform, time it, and return {(dtype, L): (TB, CB, CSB, mma,
-    GB/s, WM, MINB, XS)} of the fastest correct one. For rows longer than the non-cluster
+    GB/s, WM, MINB, XS, PIPE)} of the fastest correct one. For rows longer than the non-cluster
     single-pass limit (only cluster candidates), a configuration is adopted only if it beats
     the multi-pass plan measured alongside (the committed ``ROW_TUNED`` stands in for the
     lengths not swept). Prints one line per configuration; ``log`` (a list) receives
-    (dtype, L, cfg, mma, seconds, exact) for each."""
+    (dtype, L, cfg, mma, seconds, exact) for each. ``select(dtype name, L, cfg, mma)``: time
+    only the candidates for which it is true (and compile only those)."""
     import cupy as cp
 
     from . import _cuda, fwht
@@ -170,7 +171,13 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10, 
         acc = np.dtype(sc).itemsize
         lengths = [L for L in range(lmin, lmax1 + 3) if Ls is None or L in Ls]
         swept = {(name, L) for L in lengths}
-        _cuda.precompile(dt, lengths)  # one module with every candidate of the sweep
+        if select is None:
+            _cuda.precompile(dt, lengths)  # one module with every candidate of the sweep
+        else:
+            _cuda.compile_kernels(dt, [
+                _cuda._row_name(dt, L, mma=mma, cfg=cfg) for L in lengths
+                for cfg in _cuda.row_candidates(L, logv, acc)
+                for mma in ((False, True) if dt == np.float16 else (False,)) if select(name, L, cfg, mma)])
         for L in lengths:
             n = 1 << L
             rows = max(1, nbytes // (n * dt.itemsize))
@@ -198,6 +205,8 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10, 
                       f"{2 * x.nbytes / t_multi / 1e9:5.0f} GB/s", flush=True)
             for cfg in cands:
                 for mma in ((False, True) if dt == np.float16 else (False,)):
+                    if select is not None and not select(name, L, cfg, mma):
+                        continue
                     var = "mma" if mma else "plain"
                     try:
                         _cuda.transform_contiguous(cp, x, L, 1.0, out=y, variant=var, cfg=cfg)
@@ -208,7 +217,7 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10, 
                         continue
                     bw = 2 * x.nbytes / t
                     print(f"  tune {name} L={L:2d} TB={cfg[0]} CB={cfg[1]} CSB={cfg[2]} WM={int(cfg[3])} "
-                          f"MINB={cfg[4]} XS={int(cfg[5])} {var:5s} exact={ok} "
+                          f"MINB={cfg[4]} XS={int(cfg[5])} PIPE={int(cfg[6])} {var:5s} exact={ok} "
                           f"{t * 1e6:7.1f} us {bw / 1e9:5.0f} GB/s", flush=True)
                     if log is not None:
                         log.append((name, L, tuple(cfg), mma, t, ok))
@@ -221,6 +230,6 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10, 
                     if L <= lmax1 or prev_ok or L - 1 == lmax1:
                         best[(name, L)] = (cfg[0], cfg[1], cfg[2], mma, round(2 * x.nbytes / t / 1e9),
                                            bool(cfg[3]), int(cfg[4]),
-                                           int(cfg[5]) if int(cfg[5]) >= 2 else bool(cfg[5]))
+                                           int(cfg[5]) if int(cfg[5]) >= 2 else bool(cfg[5]), int(cfg[6]))
             del x, y, k
     return best

@@ -46,15 +46,33 @@ __device__ __forceinline__ unsigned short f2h(float f) {
   return h;
 }
 
-// ---- 16-byte global vector load/store, converting T <-> A, with the final scale --------
-__device__ __forceinline__ void gload(const half_bits* p, float* a) {
-  uint4 u = __ldcs(reinterpret_cast<const uint4*>(p));
+// ---- 16-byte vector load/store, converting T <-> A, with the final scale ---------------
+// gload<false>: from global memory (streaming); gload<true>: from shared memory (the
+// pipelined kernel's staging buffer, see rows_body)
+template <bool SH, typename V4> __device__ __forceinline__ V4 ld16(const V4* p) {
+  if constexpr (SH) return *p;
+  else return __ldcs(p);
+}
+template <bool SH = false> __device__ __forceinline__ void gload(const half_bits* p, float* a) {
+  uint4 u = ld16<SH>(reinterpret_cast<const uint4*>(p));
   unsigned w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     a[2 * k] = h2f((unsigned short)(w[k] & 0xffffu));
     a[2 * k + 1] = h2f((unsigned short)(w[k] >> 16));
   }
+}
+template <bool SH = false> __device__ __forceinline__ void gload(const float* p, float* a) {
+  float4 u = ld16<SH>(reinterpret_cast<const float4*>(p));
+  a[0] = u.x; a[1] = u.y; a[2] = u.z; a[3] = u.w;
+}
+template <bool SH = false> __device__ __forceinline__ void gload(const double* p, double* a) {
+  double2 u = ld16<SH>(reinterpret_cast<const double2*>(p));
+  a[0] = u.x; a[1] = u.y;
+}
+template <bool SH = false> __device__ __forceinline__ void gload(const long long* p, long long* a) {
+  longlong2 u = ld16<SH>(reinterpret_cast<const longlong2*>(p));
+  a[0] = u.x; a[1] = u.y;
 }
 __device__ __forceinline__ unsigned f2h2(float lo, float hi) {  // one cvt for two values
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
@@ -71,26 +89,37 @@ __device__ __forceinline__ void gstore(half_bits* p, const float* a, float s) {
   for (int k = 0; k < 4; ++k) w[k] = f2h2(a[2 * k] * s, a[2 * k + 1] * s);
   __stcs(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
 }
-__device__ __forceinline__ void gload(const float* p, float* a) {
-  float4 u = __ldcs(reinterpret_cast<const float4*>(p));
-  a[0] = u.x; a[1] = u.y; a[2] = u.z; a[3] = u.w;
-}
 __device__ __forceinline__ void gstore(float* p, const float* a, float s) {
   __stcs(reinterpret_cast<float4*>(p), make_float4(a[0] * s, a[1] * s, a[2] * s, a[3] * s));
-}
-__device__ __forceinline__ void gload(const double* p, double* a) {
-  double2 u = __ldcs(reinterpret_cast<const double2*>(p));
-  a[0] = u.x; a[1] = u.y;
 }
 __device__ __forceinline__ void gstore(double* p, const double* a, double s) {
   __stcs(reinterpret_cast<double2*>(p), make_double2(a[0] * s, a[1] * s));
 }
-__device__ __forceinline__ void gload(const long long* p, long long* a) {
-  longlong2 u = __ldcs(reinterpret_cast<const longlong2*>(p));
-  a[0] = u.x; a[1] = u.y;
-}
 __device__ __forceinline__ void gstore(long long* p, const long long* a, long long) {
   __stcs(reinterpret_cast<longlong2*>(p), make_longlong2(a[0], a[1]));
+}
+
+// ---- asynchronous 16-byte global -> shared copies (cp.async, sm_80+) -------------------
+// The pipelined row kernel stages the next tile with these while it transforms the current
+// one. Each thread copies exactly the 16-byte vectors it will read itself, so waiting for its
+// own copies (cp.async.wait_all) is enough before it reads them.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+#else
+  __trap();  // the host code never selects the pipelined kernel below sm_80
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
 }
 
 // ---- global store of a piece of 2^P consecutive elements (P <= 2; lane exchange) --------
@@ -269,9 +298,20 @@ template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank
 // CSB = log2(cluster size): with CSB > 0 a row of 2^(LT+CSB) elements spans the 2^CSB CTAs
 // of a cluster (CTA rank = index bits [LT, LT+CSB)); after the in-CTA stages the last
 // butterflies read the other CTAs' shared memory (DSMEM) and combine with H_{2^CSB}.
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, bool WM, int XS>
+// PIPE (pipelined persistent kernel, plain layout, no cluster): the tile's 16-byte vectors
+// come from the shared-memory staging buffer at the start of dynamic shared memory (the raw
+// storage values, 2^LT * sizeof(T) bytes, filled by cp.async), and as soon as every thread
+// has read its vectors the copies of tile `next` (if < ntiles) into the same buffer start, so
+// that they overlap this tile's butterflies, exchange and stores. The exchange buffer follows
+// the staging buffer. PIPE = 2 (XS = 1 only): the exchange buffer holds half the tile and the
+// exchange runs in two rounds, one per half of each 16-byte vector (the register halves
+// [0, V/2) and [V/2, V) are stored and reloaded in turn: a round's loads overwrite only the
+// register half that round has stored). Same butterflies in the same order: bit-identical.
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, bool WM, int XS,
+          int PIPE = 0>
 __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict__ y, long long total,
-                                          int L, A scale) {
+                                          int L, A scale, long long tile, long long next = 0,
+                                          long long ntiles = 0) {
   constexpr int V = 1 << LOGV;
   constexpr int C = 1 << CB;
   constexpr int E = V * C;
@@ -279,12 +319,15 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   constexpr int NTH = 1 << TB;
   constexpr int LT = LOGV + TB + CB;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  A* sm = reinterpret_cast<A*>(smem_raw);
+  static_assert(PIPE == 0 || (CSB == 0 && !WM), "the pipelined kernel uses the plain layout, no cluster");
+  static_assert(PIPE != 2 || (XS == 1 && LOGV >= 1), "PIPE = 2 (half exchange buffer) needs XS = 1");
+  T* stage = reinterpret_cast<T*>(smem_raw);  // PIPE only
+  A* sm = reinterpret_cast<A*>(smem_raw + (PIPE ? (sizeof(T) << LT) : 0));
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int wid = tid >> 5;
-  const long long base = (long long)blockIdx.x << LT;
+  const long long base = tile << LT;
   A r[E];
   // tile offset of thread tid's chunk c (16-byte vector): WM = false: chunk bits on top,
   // [v | tid | c]; WM = true (warp-major): [v | lane | c | wid], so that the chunk bits are
@@ -310,6 +353,24 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     return (lane << LOGV) | (c << (LOGV + 5)) | (wid << (LOGV + 5 + CB));
   };
   bool xs_layout = false;  // whether r holds the tile in the vofs_wm layout (uniform)
+  // the 16 raw bytes of chunk c (zeros past the end): from global memory, or (PIPE) from the
+  // staging buffer after this thread's copies have landed
+  // PIPE: the tile comes from the staging buffer once this thread's copies have landed
+  if (PIPE) cp_async_wait_all();
+  // PIPE: once every thread holds its vectors (the barrier also ends the previous tile's
+  // exchange-buffer reads), start copying tile `next` into the staging buffer
+  auto prefetch_next = [&]() {
+    if constexpr (PIPE != 0) {
+      __syncthreads();
+      if (next < ntiles) {
+        const long long nb = next << LT;
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+          if (nb + vofs(c) < total) cp_async16(stage + vofs(c), x + nb + vofs(c));
+      }
+      cp_async_commit();
+    }
+  };
 
   // ---- phase A: load (16-byte vectors, consecutive threads -> consecutive vectors)
   // MMA (binary16 only, needs L >= 5): bits {0,1,3,4} on tensor cores, see mma_h16.
@@ -320,12 +381,24 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     const unsigned b01 = h16_pm1(2 * tq + 8, gq) | (h16_pm1(2 * tq + 9, gq) << 16);
     const unsigned b10 = h16_pm1(2 * tq, gq + 8) | (h16_pm1(2 * tq + 1, gq + 8) << 16);
     const unsigned b11 = h16_pm1(2 * tq + 8, gq + 8) | (h16_pm1(2 * tq + 9, gq + 8) << 16);
+    if constexpr (PIPE == 0) {
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const long long off = base + vofs(c);
-      uint4 u = make_uint4(0u, 0u, 0u, 0u);
-      if (off < total) u = __ldcs(reinterpret_cast<const uint4*>(x + off));
-      mma_h16(u, b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
+      for (int c = 0; c < C; ++c) {
+        const long long off = base + vofs(c);
+        uint4 u = make_uint4(0u, 0u, 0u, 0u);
+        if (off < total) u = __ldcs(reinterpret_cast<const uint4*>(x + off));
+        mma_h16(u, b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
+      }
+    } else {
+      uint4 u[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        u[c] = make_uint4(0u, 0u, 0u, 0u);
+        if (base + vofs(c) < total) u[c] = *reinterpret_cast<const uint4*>(stage + vofs(c));
+      }
+      prefetch_next();
+#pragma unroll
+      for (int c = 0; c < C; ++c) mma_h16(u[c], b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
     }
     if (2 < L) reg_stage<A, E>(r, 4);  // index bit 2 = register bit 2
   } else {
@@ -333,12 +406,14 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     for (int c = 0; c < C; ++c) {
       const long long off = base + vofs(c);
       if (off < total) {
-        gload(x + off, r + c * V);
+        if constexpr (PIPE == 0) gload(x + off, r + c * V);
+        else gload<true>(stage + vofs(c), r + c * V);
       } else {
 #pragma unroll
         for (int v = 0; v < V; ++v) r[c * V + v] = A(0);
       }
     }
+    prefetch_next();
     // v bits: index bits [0, LOGV) = register bits [0, LOGV)
 #pragma unroll
     for (int b = 0; b < LOGV; ++b)
@@ -405,10 +480,40 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     constexpr int WB = TB > 5 ? TB - 5 : 0;            // warp bits
     constexpr int GB = WB < LOGE ? WB : LOGE;          // bits per group
     constexpr int NG = GB > 0 ? (WB + GB - 1) / GB : 0;
+    if constexpr (PIPE != 2) {
 #pragma unroll
-    for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
-    __syncthreads();
-    if constexpr (XS == 1) {
+      for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
+      __syncthreads();
+    }
+    if constexpr (PIPE == 2) {
+      // exchange-store in two rounds through a half-tile buffer (see the top of rows_body):
+      // round h moves register half [h*V/2, (h+1)*V/2) of every vector; position of a
+      // vector's half in the buffer: (tile offset >> LOGV) * V/2
+      constexpr int HV = V / 2;
+      struct alignas(sizeof(A) * HV) HalfVec { A v[HV]; };
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (h) __syncthreads();
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          HalfVec p;
+#pragma unroll
+          for (int k = 0; k < HV; ++k) p.v[k] = r[c * V + h * HV + k];
+          *reinterpret_cast<HalfVec*>(sm + (vofs(c) >> LOGV) * HV) = p;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const HalfVec p = *reinterpret_cast<const HalfVec*>(sm + (vofs_wm(c) >> LOGV) * HV);
+#pragma unroll
+          for (int k = 0; k < HV; ++k) r[c * V + h * HV + k] = p.v[k];
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < TB - 5; ++j)
+        if (WB0 + j < L) reg_stage<A, E>(r, V << j);
+      xs_layout = true;
+    } else if constexpr (XS == 1) {
       // one exchange: load in the warp-major layout (same lane bits, so the sstore/sload<8>
       // swizzle on threadIdx.x bit 2 stays conflict-free), warp bits = chunk bits 0..WB-1
 #pragma unroll
@@ -503,18 +608,45 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB, int XS>
 __global__ void __launch_bounds__(1 << TB, MINB)
 fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 0, WM, XS>(x, y, total, L, scale);
+  rows_body<T, A, LOGV, TB, CB, MMA, 0, WM, XS>(x, y, total, L, scale, blockIdx.x);
+}
+
+// Pipelined persistent variant (PIPE = 1 or 2, see rows_body): gridDim.x CTAs, CTA b
+// transforms tiles b, b + gridDim.x, ...; while it transforms one tile, cp.async copies its
+// next tile into the shared-memory staging buffer (one tile of raw storage values), so the
+// loads of the next tile overlap the butterflies and stores of this one even with one CTA per
+// SM. Dynamic shared memory: 2^LT * sizeof(T) (staging) + 2^LT * sizeof(A) (exchange; half
+// with PIPE = 2; none when the rows need no shared-memory phase).
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int MINB, int XS, int PIPE>
+__global__ void __launch_bounds__(1 << TB, MINB)
+fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
+  constexpr int LT = LOGV + TB + CB;
+  constexpr int NTH = 1 << TB;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* stage = reinterpret_cast<T*>(smem_raw);
+  const long long ntiles = (total + (1LL << LT) - 1) >> LT;
+  long long t = blockIdx.x;
+  if (t < ntiles) {  // prologue: stage the first tile (same vectors per thread as rows_body)
+#pragma unroll
+    for (int c = 0; c < (1 << CB); ++c) {
+      const int o = (c * NTH + (int)threadIdx.x) << LOGV;
+      if ((t << LT) + o < total) cp_async16(stage + o, x + (t << LT) + o);
+    }
+  }
+  cp_async_commit();
+  for (; t < ntiles; t += gridDim.x)
+    rows_body<T, A, LOGV, TB, CB, MMA, 0, false, XS, PIPE>(x, y, total, L, scale, t, t + gridDim.x, ntiles);
 }
 #if OZ_FWT_CLUSTERS
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB, MINB)
 fwht_rows_cluster2(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 1, WM, 0>(x, y, total, L, scale);
+  rows_body<T, A, LOGV, TB, CB, MMA, 1, WM, 0>(x, y, total, L, scale, blockIdx.x);
 }
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
 __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1 << TB, MINB)
 fwht_rows_cluster4(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 2, WM, 0>(x, y, total, L, scale);
+  rows_body<T, A, LOGV, TB, CB, MMA, 2, WM, 0>(x, y, total, L, scale, blockIdx.x);
 }
 #endif  // OZ_FWT_CLUSTERS
 
