@@ -3,7 +3,7 @@ instruction-level sections (issue #6: the float16 rows are issue/ALU-bound, sess
 
     ncu --clock-control none --section SpeedOfLight --section InstructionStats \\
         --section WarpStateStats --section SourceCounters --print-details all \\
-        -k regex:fwht python3 benchmarks/fwt_ncu_shipped.py [MiB]
+        -k regex:fwht python3 benchmarks/fwt_ncu_shipped.py [MiB [dtype:L,...]]
 
 Input: integer-valued data in [-7, 7], rows x 2**L = MiB per array (default 64 MiB), the
 public ``fwht(x, norm="ortho")`` (whatever kernel the shipped plan picks), one call per case;
@@ -19,6 +19,8 @@ from ozgemm.fwt import fwht  # noqa: E402
 
 CASES = [("float16", 12), ("float16", 13), ("float16", 14), ("float16", 15), ("float32", 15), ("float64", 14)]
 mib = int(sys.argv[1]) if len(sys.argv) > 1 else 64
+if len(sys.argv) > 2:  # e.g. "float32:15,float64:14": only these cases
+    CASES = [(c.split(":")[0], int(c.split(":")[1])) for c in sys.argv[2].split(",")]
 for name, L in CASES:
     dt = cp.dtype(name)
     rows = (mib << 20) // (dt.itemsize << L)

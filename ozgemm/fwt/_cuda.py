@@ -54,7 +54,7 @@ ROW_TUNED: dict = {
     ("float16", 12): (7, 2, 0, True, 3469, False, 0, 3),  # lane exchange K=3, session 4 (run 7)
     ("float16", 13): (7, 3, 0, True, 3289, False, 0, True),
     ("float16", 14): (8, 3, 0, True, 2951, False, 2, True),
-    ("float16", 15): (10, 2, 0, True, 1985, False, 0),
+    ("float16", 15): (9, 3, 0, True, 2414, False, 0, 5, 1),  # PIPE, session 6 (device call 1)
     ("float32", 8): (7, 1, 0, False, 4051, False, 0),
     ("float32", 9): (7, 1, 0, False, 4039, False, 0),
     ("float32", 10): (7, 1, 0, False, 4047, False, 0),
@@ -62,14 +62,14 @@ ROW_TUNED: dict = {
     ("float32", 12): (7, 4, 0, False, 3903, False, 2, True),
     ("float32", 13): (7, 4, 0, False, 3920, False, 2, True),
     ("float32", 14): (8, 4, 0, False, 3574, False, 2, True),
-    ("float32", 15): (9, 4, 0, False, 2787, False, 0, True),
+    ("float32", 15): (9, 4, 0, False, 3221, False, 0, True, 2),  # PIPE=2, session 6 (call 1)
     ("float64", 8): (7, 3, 0, False, 3899, False, 0),
     ("float64", 9): (7, 4, 0, False, 3911, False, 0),
     ("float64", 10): (7, 4, 0, False, 3929, False, 0),
     ("float64", 11): (7, 4, 0, False, 3877, False, 0),
     ("float64", 12): (7, 4, 0, False, 3908, False, 0),
     ("float64", 13): (8, 4, 0, False, 3901, False, 2, True),
-    ("float64", 14): (9, 4, 0, False, 3041, False, 0, True),
+    ("float64", 14): (9, 4, 0, False, 3567, False, 0, True, 2),  # PIPE=2, session 6 (call 1)
 }
 
 
