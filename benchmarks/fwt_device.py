@@ -3,7 +3,7 @@ checked exactly, the fastest adopted), (2) GPU + CPU tests with the adopted conf
 (3) the benchmark (table printed last).
 
     cd <repo>; PYTHONPATH=. PYTHONUNBUFFERED=1 python3 benchmarks/fwt_device.py [--no-tune] [--no-tests]
-        [--tune-L 12-15] [--tune-dtypes float16 float32 float64] [--tune-pipe]
+        [--tune-L 12-15] [--tune-dtypes float16 float32 float64] [--tune-pipe | --tune-mma-only]
 
 ``--tune-L A-B`` (or a comma list) restricts the sweep to these row lengths (log2): the
 committed ``ROW_TUNED`` is kept for the other lengths; for a swept (dtype, L) the sweep's
@@ -64,6 +64,9 @@ adopted = []
 if "--no-tune" not in sys.argv:
     log = []
     select = None
+    if "--tune-mma-only" in sys.argv:  # float16: only the tensor-core variant (faster in every sweep)
+        def select(name, L, cfg, mma):
+            return mma or name != "float16"
     if "--tune-pipe" in sys.argv:
         def select(name, L, cfg, mma):
             old = committed.get((name, L))

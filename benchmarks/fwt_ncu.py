@@ -7,7 +7,7 @@
 
 Input: integer-valued data in [-7, 7] (rows x n = MiB per array, default 128 MiB, > L2),
 out of place, one launch per configuration (the kernel names carry the configuration:
-fwht_rows<T, A, LOGV, TB, CB, MMA, WM, MINB, XS>); each result is checked exactly.
+fwht_rows<T, A, LOGV, TB, CB, MMA, WM, MINB, XS, LC>); each result is checked exactly.
 """
 import os
 import sys

@@ -207,9 +207,9 @@ def test_cfg7_and_tuned_cfg():
 def test_row_names():
     f16, f32 = np.dtype(np.float16), np.dtype(np.float32)
     assert _cuda._row_name(f32, 14, cfg=(8, 4, 0, False, 0, True)) == \
-        "fwht_rows<float, float, 2, 8, 4, false, false, 0, 1>"
+        "fwht_rows<float, float, 2, 8, 4, false, false, 0, 1, 14>"
     assert _cuda._row_name(f16, 13, mma=True, cfg=(7, 3, 0)) == \
-        "fwht_rows<unsigned short, float, 3, 7, 3, true, false, 0, 0>"
+        "fwht_rows<unsigned short, float, 3, 7, 3, true, false, 0, 0, 13>"
     assert _cuda._row_name(f32, 15, cfg=(9, 3, 1, False, 2)) == \
         "fwht_rows_cluster2<float, float, 2, 9, 3, false, false, 2>"
     with pytest.raises(ValueError):
@@ -217,7 +217,9 @@ def test_row_names():
     with pytest.raises(ValueError):
         _cuda._row_name(f32, 14, cfg=(9, 3, 0, False, 0, True))  # warp bits do not fit
     assert _cuda._row_name(f16, 12, mma=True, cfg=(7, 2, 0, False, 0, 5)) == \
-        "fwht_rows<unsigned short, float, 3, 7, 2, true, false, 0, 5>"
+        "fwht_rows<unsigned short, float, 3, 7, 2, true, false, 0, 5, 12>"
+    # rows shorter than 2**LC_MIN: the run-time-L kernel (LC = 0)
+    assert _cuda._row_name(f32, 11, cfg=(8, 3, 0)) == "fwht_rows<float, float, 2, 8, 3, false, false, 0, 0, 0>"
     with pytest.raises(ValueError):
         _cuda._row_name(f16, 12, mma=True, cfg=(7, 2, 0, False, 0, 6))  # lane exchange K > TB - 2
 
@@ -226,7 +228,7 @@ def test_row_config_and_names_with_an_xs_entry(monkeypatch):
     monkeypatch.setattr(_cuda, "_cc", lambda: 90)
     monkeypatch.setitem(_cuda.ROW_TUNED, ("float32", 14), (8, 4, 0, False, 3600, False, 0, True))
     assert _cuda.row_config(14, 2, "float32") == (8, 4, 0, False, 0, True, 0)
-    assert "fwht_rows<float, float, 2, 8, 4, false, false, 0, 1>" in _cuda._names(np.float32, 90, sweep=False)
+    assert "fwht_rows<float, float, 2, 8, 4, false, false, 0, 1, 14>" in _cuda._names(np.float32, 90, sweep=False)
     # a restricted sweep compiles only the candidates of its lengths (no rule, table or cols)
     ns = _cuda._names(np.float32, 90, sweep=True, Ls=(14,))
     assert len(ns) == len(_cuda.row_candidates(14, 2, 4))
@@ -240,17 +242,17 @@ def test_row_config_and_names_with_an_xs_entry(monkeypatch):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_xs_kernels_compile_with_nvcc(tmp_path):
-    names = ["fwht_rows<float, float, 2, 8, 4, false, false, 0, 1>",
-             "fwht_rows<unsigned short, float, 3, 7, 3, true, false, 0, 1>",
-             "fwht_rows<long long, long long, 1, 9, 4, false, false, 0, 1>",
-             "fwht_rows<double, double, 1, 8, 3, false, false, 0, 0>",
-             "fwht_rows<unsigned short, float, 3, 7, 2, true, false, 0, 5>",
-             "fwht_rows<unsigned short, float, 3, 8, 3, false, false, 2, 6>",
-             "fwht_rows_pipe<float, float, 2, 9, 4, false, 0, 1, 2>",
-             "fwht_rows_pipe<double, double, 1, 9, 4, false, 0, 1, 2>",
-             "fwht_rows_pipe<unsigned short, float, 3, 10, 2, true, 0, 0, 1>",
-             "fwht_rows_pipe<unsigned short, float, 3, 7, 2, true, 0, 3, 1>",
-             "fwht_rows_pipe<long long, long long, 1, 8, 4, false, 2, 1, 1>"]
+    names = ["fwht_rows<float, float, 2, 8, 4, false, false, 0, 1, 14>",
+             "fwht_rows<unsigned short, float, 3, 7, 3, true, false, 0, 1, 13>",
+             "fwht_rows<long long, long long, 1, 9, 4, false, false, 0, 1, 14>",
+             "fwht_rows<double, double, 1, 8, 3, false, false, 0, 0, 0>",
+             "fwht_rows<unsigned short, float, 3, 7, 2, true, false, 0, 5, 12>",
+             "fwht_rows<unsigned short, float, 3, 8, 3, false, false, 2, 6, 13>",
+             "fwht_rows_pipe<float, float, 2, 9, 4, false, 0, 1, 2, 15>",
+             "fwht_rows_pipe<double, double, 1, 9, 4, false, 0, 1, 2, 14>",
+             "fwht_rows_pipe<unsigned short, float, 3, 10, 2, true, 0, 0, 1, 15>",
+             "fwht_rows_pipe<unsigned short, float, 3, 7, 2, true, 0, 3, 1, 12>",
+             "fwht_rows_pipe<long long, long long, 1, 8, 4, false, 2, 1, 1, 13>"]
     src = _cuda._SRC.read_text() + "\n"
     for n in names:
         T, A = [a.strip() for a in n.split("<", 1)[1].split(",")[:2]]
@@ -323,9 +325,9 @@ def test_pipe_half_exchange_is_a_permutation():
 def test_pipe_row_names():
     f16, f32 = np.dtype(np.float16), np.dtype(np.float32)
     assert _cuda._row_name(f32, 15, cfg=(9, 4, 0, False, 0, True, 2)) == \
-        "fwht_rows_pipe<float, float, 2, 9, 4, false, 0, 1, 2>"
+        "fwht_rows_pipe<float, float, 2, 9, 4, false, 0, 1, 2, 15>"
     assert _cuda._row_name(f16, 15, mma=True, cfg=(10, 2, 0, False, 0, False, 1)) == \
-        "fwht_rows_pipe<unsigned short, float, 3, 10, 2, true, 0, 0, 1>"
+        "fwht_rows_pipe<unsigned short, float, 3, 10, 2, true, 0, 0, 1, 15>"
     with pytest.raises(ValueError):
         _cuda._row_name(f32, 15, cfg=(9, 4, 0, False, 0, True, 1))  # 256 KiB of shared memory
     with pytest.raises(ValueError):

@@ -326,6 +326,12 @@ def plan(L: int, dtype) -> list:
     return passes
 
 
+# Rows of 2**LC_MIN and longer run kernels compiled for their length (template argument LC = L:
+# no run-time branches around butterfly levels; session 6); shorter rows share one kernel per
+# configuration (LC = 0, L passed at run time), which keeps the number of compiled kernels small.
+LC_MIN = 12
+
+
 def _row_name(dtype, L, mma=False, cfg=None) -> str:
     T, A, sc, logv, _ = _TYPES[np.dtype(dtype)]
     tb, cb, csb, wm, minb, xs, pipe = _cfg7(cfg if cfg is not None else row_config(L, logv, np.dtype(dtype).name))
@@ -345,9 +351,10 @@ def _row_name(dtype, L, mma=False, cfg=None) -> str:
         raise ValueError(f"XS={xs} (lane exchange) does not apply to TB={tb}, CB={cb}, WM={wm} for rows of 2**{L}")
     if xs < 0:
         raise ValueError(f"XS must be >= 0, got {xs}")
+    lc = L if L >= LC_MIN else 0  # compile-time row length (fwht.cu: rows_body, LC)
     if pipe:
-        return f"fwht_rows_pipe<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {int(minb)}, {xs}, {int(pipe)}>"
-    return f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}, {xs}>"
+        return f"fwht_rows_pipe<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {int(minb)}, {xs}, {int(pipe)}, {lc}>"
+    return f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}, {xs}, {lc}>"
 
 
 # float16 row lengths (log2) for which the tensor-core (mma) front end is the default;

@@ -229,28 +229,29 @@ __device__ __forceinline__ void reg_stage(A* r, int h) {
 // ---- tensor-core front end for binary16 (MMA variant of fwht_rows) ---------------------
 // One 16-byte vector per lane = 8 halves at tile index 8*lane + e (e < 8) of a 256-element
 // chunk. Read as the A fragment of mma.m16n8k16 (row-major 16x16, fp16) with the mapping
-//   e bit 0 -> k bit 0, e bit 1 -> k bit 3, e bit 2 -> m bit 3, lane&3 -> k bits 1-2,
+//   e bit 0 -> k bit 0, e bit 1 -> m bit 3, e bit 2 -> k bit 3, lane&3 -> k bits 1-2,
 //   lane>>2 -> m bits 0-2,
-// the four 32-bit words (e = 0-1, 2-3, 4-5, 6-7) are exactly {a0a1, a4a5, a2a3, a6a7}.
-// Multiplying by B = H16 (k x n, entries (-1)^popcount(k & n), Sylvester order is invariant
-// under a common permutation of the index bits) transforms index bits {0, 1, 3, 4}; the fp32
-// D fragments land on the same 8 positions, so the plain pipeline continues from there.
+// the four 32-bit words (e = 0-1, 2-3, 4-5, 6-7) are exactly the fragment {a0a1, a2a3, a4a5,
+// a6a7} in register order (no moves). Multiplying by B = H16 (k x n, entries
+// (-1)^popcount(k & n); Sylvester order is invariant under a common permutation of the index
+// bits) transforms index bits {0, 2, 3, 4}; the fp32 D fragments of the two mmas (n < 8,
+// n >= 8, i.e. index bit 2 = 0, 1) are the values e = 0-3 and 4-7 in order, so the plain
+// pipeline continues from there (index bit 1 is left for a register butterfly).
+// (Sessions 1-5 mapped e bit 1 -> k bit 3 and e bit 2 -> m bit 3, which needed the word order
+// {x, z, y, w}: the SASS showed 4-8 register moves per mma pair.)
 __device__ __forceinline__ void mma_h16(const uint4& u, unsigned b00, unsigned b01, unsigned b10,
                                         unsigned b11, float* r) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  float d0, d1, d2, d3;
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%10,%10,%10,%10};"
-      : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
-      : "r"(u.x), "r"(u.z), "r"(u.y), "r"(u.w), "r"(b00), "r"(b01), "f"(0.f));
-  r[0] = d0; r[1] = d1; r[4] = d2; r[5] = d3;     // n = 2t, 2t+1 (k bit 3 = 0); m bit 3 -> e bit 2
+      : "=f"(r[0]), "=f"(r[1]), "=f"(r[2]), "=f"(r[3])
+      : "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "r"(b00), "r"(b01), "f"(0.f));  // n < 8
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%10,%10,%10,%10};"
-      : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
-      : "r"(u.x), "r"(u.z), "r"(u.y), "r"(u.w), "r"(b10), "r"(b11), "f"(0.f));
-  r[2] = d0; r[3] = d1; r[6] = d2; r[7] = d3;     // n = 2t+8, 2t+9
+      : "=f"(r[4]), "=f"(r[5]), "=f"(r[6]), "=f"(r[7])
+      : "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "r"(b10), "r"(b11), "f"(0.f));  // n >= 8
 #else
   __trap();  // the host code never selects the mma variant below sm_80
 #endif
@@ -307,11 +308,16 @@ template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank
 // exchange runs in two rounds, one per half of each 16-byte vector (the register halves
 // [0, V/2) and [V/2, V) are stored and reloaded in turn: a round's loads overwrite only the
 // register half that round has stored). Same butterflies in the same order: bit-identical.
+// LC > 0: the row length 2^LC is a compile-time constant (the host launches such a kernel only
+// for rows of 2^LC): every "is index bit b a transform bit" test folds, so the kernel has no
+// run-time branches around butterfly levels (the SASS of the run-time-L kernels spent register
+// moves at the joins of those branches). LC = 0: L from the argument.
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, bool WM, int XS,
-          int PIPE = 0>
+          int PIPE = 0, int LC = 0>
 __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict__ y, long long total,
-                                          int L, A scale, long long tile, long long next = 0,
+                                          int L_arg, A scale, long long tile, long long next = 0,
                                           long long ntiles = 0) {
+  const int L = LC > 0 ? LC : L_arg;
   constexpr int V = 1 << LOGV;
   constexpr int C = 1 << CB;
   constexpr int E = V * C;
@@ -373,7 +379,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   };
 
   // ---- phase A: load (16-byte vectors, consecutive threads -> consecutive vectors)
-  // MMA (binary16 only, needs L >= 5): bits {0,1,3,4} on tensor cores, see mma_h16.
+  // MMA (binary16 only, needs L >= 5): bits {0,2,3,4} on tensor cores, see mma_h16.
   const bool use_mma = MMA && L >= 5;
   if (MMA && use_mma) {
     const int gq = lane >> 2, tq = lane & 3;
@@ -400,7 +406,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
 #pragma unroll
       for (int c = 0; c < C; ++c) mma_h16(u[c], b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
     }
-    if (2 < L) reg_stage<A, E>(r, 4);  // index bit 2 = register bit 2
+    if (1 < L) reg_stage<A, E>(r, 2);  // index bit 1 = register bit 1 (see mma_h16)
   } else {
 #pragma unroll
     for (int c = 0; c < C; ++c) {
@@ -605,10 +611,11 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
 // register allocator (__launch_bounds__), e.g. 2 so that two large tiles overlap;
 // XS: 0 = phase B as above, 1 = exchange-store phase B (plain layout, TB-5 <= CB only),
 // K >= 2 = lane exchange with K thread bits after the exchange (see the top).
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB, int XS>
+// LC: compile-time row length (log2), 0 = from the argument L (see rows_body).
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB, int XS, int LC>
 __global__ void __launch_bounds__(1 << TB, MINB)
 fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  rows_body<T, A, LOGV, TB, CB, MMA, 0, WM, XS>(x, y, total, L, scale, blockIdx.x);
+  rows_body<T, A, LOGV, TB, CB, MMA, 0, WM, XS, 0, LC>(x, y, total, L, scale, blockIdx.x);
 }
 
 // Pipelined persistent variant (PIPE = 1 or 2, see rows_body): gridDim.x CTAs, CTA b
@@ -617,7 +624,7 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
 // loads of the next tile overlap the butterflies and stores of this one even with one CTA per
 // SM. Dynamic shared memory: 2^LT * sizeof(T) (staging) + 2^LT * sizeof(A) (exchange; half
 // with PIPE = 2; none when the rows need no shared-memory phase).
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int MINB, int XS, int PIPE>
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int MINB, int XS, int PIPE, int LC>
 __global__ void __launch_bounds__(1 << TB, MINB)
 fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
   constexpr int LT = LOGV + TB + CB;
@@ -635,7 +642,7 @@ fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int 
   }
   cp_async_commit();
   for (; t < ntiles; t += gridDim.x)
-    rows_body<T, A, LOGV, TB, CB, MMA, 0, false, XS, PIPE>(x, y, total, L, scale, t, t + gridDim.x, ntiles);
+    rows_body<T, A, LOGV, TB, CB, MMA, 0, false, XS, PIPE, LC>(x, y, total, L, scale, t, t + gridDim.x, ntiles);
 }
 #if OZ_FWT_CLUSTERS
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
