@@ -334,6 +334,11 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   const int lane = tid & 31;
   const int wid = tid >> 5;
   const long long base = tile << LT;
+  // tile-relative 32-bit offsets: elements [0, lim) of this tile exist (lim = 2^LT but in the
+  // last tile); xt/yt point at the tile (one 64-bit address per thread, 32-bit checks)
+  const int lim = total - base < (1LL << LT) ? (int)(total - base) : (1 << LT);
+  const T* __restrict__ xt = x + base;
+  T* __restrict__ yt = y + base;
   A r[E];
   // tile offset of thread tid's chunk c (16-byte vector): WM = false: chunk bits on top,
   // [v | tid | c]; WM = true (warp-major): [v | lane | c | wid], so that the chunk bits are
@@ -370,9 +375,11 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
       __syncthreads();
       if (next < ntiles) {
         const long long nb = next << LT;
+        const int nlim = total - nb < (1LL << LT) ? (int)(total - nb) : (1 << LT);
+        const T* xn = x + nb;
 #pragma unroll
         for (int c = 0; c < C; ++c)
-          if (nb + vofs(c) < total) cp_async16(stage + vofs(c), x + nb + vofs(c));
+          if (vofs(c) < nlim) cp_async16(stage + vofs(c), xn + vofs(c));
       }
       cp_async_commit();
     }
@@ -390,9 +397,9 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     if constexpr (PIPE == 0) {
 #pragma unroll
       for (int c = 0; c < C; ++c) {
-        const long long off = base + vofs(c);
+        const int off = vofs(c);
         uint4 u = make_uint4(0u, 0u, 0u, 0u);
-        if (off < total) u = __ldcs(reinterpret_cast<const uint4*>(x + off));
+        if (off < lim) u = __ldcs(reinterpret_cast<const uint4*>(xt + off));
         mma_h16(u, b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
       }
     } else {
@@ -400,7 +407,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
 #pragma unroll
       for (int c = 0; c < C; ++c) {
         u[c] = make_uint4(0u, 0u, 0u, 0u);
-        if (base + vofs(c) < total) u[c] = *reinterpret_cast<const uint4*>(stage + vofs(c));
+        if (vofs(c) < lim) u[c] = *reinterpret_cast<const uint4*>(stage + vofs(c));
       }
       prefetch_next();
 #pragma unroll
@@ -410,9 +417,9 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   } else {
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const long long off = base + vofs(c);
-      if (off < total) {
-        if constexpr (PIPE == 0) gload(x + off, r + c * V);
+      const int off = vofs(c);
+      if (off < lim) {
+        if constexpr (PIPE == 0) gload(xt + off, r + c * V);
         else gload<true>(stage + vofs(c), r + c * V);
       } else {
 #pragma unroll
@@ -475,8 +482,8 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
         if (YB0 + i < L) reg_stage<A, E>(r, PW << i);
 #pragma unroll
       for (int g = 0; g < (E >> XP); ++g) {
-        const long long off = base + (ybase | (g << YB0));
-        if (off < total) gstore_piece<XP>(y + off, r + g * PW, scale);
+        const int off = ybase | (g << YB0);
+        if (off < lim) gstore_piece<XP>(yt + off, r + g * PW, scale);
       }
       return;
     }
@@ -602,8 +609,8 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // ---- store (XS after phase B: from the warp-major layout, still 16-byte coalesced)
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    const long long off = base + (XS == 1 && xs_layout ? vofs_wm(c) : vofs(c));
-    if (off < total) gstore(y + off, r + c * V, scale);
+    const int off = XS == 1 && xs_layout ? vofs_wm(c) : vofs(c);
+    if (off < lim) gstore(yt + off, r + c * V, scale);
   }
 }
 
