@@ -177,7 +177,7 @@ def _xs_cases():
         acc = np.dtype(sc).itemsize
         for L in range(8, lmax1 + 1):
             for cfg in _cuda.row_candidates(L, logv, acc):
-                if cfg[5]:
+                if cfg[5] and not cfg[6]:  # the pipelined XS candidates: test_gpu_pipe_*
                     for v in variants:
                         cases.append(pytest.param(dt, L, cfg, v, id=f"{np.dtype(dt).name}-L{L}-{cfg[:2]}-minb{cfg[4]}-xs{int(cfg[5])}-{v}"))
     return cases
