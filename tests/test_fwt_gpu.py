@@ -209,7 +209,7 @@ def test_xs_cases_cover_the_briefed_configurations():
         assert want in got
     # session 4: lane-exchange candidates (XS = K >= 2, float16 2**12-2**14) are among them
     lx = {(p.values[1], p.values[2]) for p in _XS_CASES if p.values[2][5] is not True and p.values[2][5] >= 2}
-    assert (12, (7, 2, 0, False, 0, 5)) in lx and (14, (8, 3, 0, False, 2, 6)) in lx
+    assert (12, (7, 2, 0, False, 0, 5, 0)) in lx and (14, (8, 3, 0, False, 2, 6, 0)) in lx
 
 
 @pytest.mark.parametrize("dt, L, cfg, variant", _XS_CASES)
