@@ -43,10 +43,10 @@ _SMEM_OPTIN = 227 * 1024
 # with a half-tile exchange buffer, see ``pipe_smem``) default to False, 0, False, 0 (the
 # layout, bounds, phase B and kernel of the entries measured before they existed).
 ROW_TUNED: dict = {
-    # (dtype, log2 n): (TB, CB, CSB, mma, GB/s in the sweep, WM, MINB[, XS]), H200 run 4
-    # (2026-11-30); 2**12-2**14 (and float32 2**15) from the restricted sweep of session 3
-    # (run 6, 2026-11-30, `fwt_device.py --tune-L 12-15`), adopted where faster than the
-    # previous entry in that sweep
+    # (dtype, log2 n): (TB, CB, CSB, mma, GB/s in the sweep, WM, MINB[, XS[, PIPE]]), H200 run 4
+    # (2026-11-30) for rows up to 2**11; 2**12-2**15 from the restricted sweeps of session 6
+    # (device calls 1, 4, 6: `benchmarks/fwt_pipe_run.sh`), adopted where the same run's
+    # benchmark confirmed the sweep (benchmarks/results_fwt.md, "Session 6")
     ("float16", 8): (7, 1, 0, True, 4025, False, 0),
     ("float16", 9): (7, 1, 0, True, 4028, True, 0),
     ("float16", 10): (8, 2, 0, True, 3975, True, 0),
