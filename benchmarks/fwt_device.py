@@ -3,7 +3,7 @@ checked exactly, the fastest adopted), (2) GPU + CPU tests with the adopted conf
 (3) the benchmark (table printed last).
 
     cd <repo>; PYTHONPATH=. PYTHONUNBUFFERED=1 python3 benchmarks/fwt_device.py [--no-tune] [--no-tests]
-        [--tune-L 12-15] [--tune-dtypes float16 float32 float64] [--tune-pipe | --tune-mma-only]
+        [--tune-L 12-15] [--tune-dtypes float16 float32 float64] [--tune-pipe | --tune-mma-only] [--no-full-bench]
 
 ``--tune-L A-B`` (or a comma list) restricts the sweep to these row lengths (log2): the
 committed ``ROW_TUNED`` is kept for the other lengths; for a swept (dtype, L) the sweep's
@@ -127,6 +127,7 @@ if tune_L is not None and "--no-tune" not in sys.argv:
     _cuda.ROW_TUNED.clear()
     _cuda.ROW_TUNED.update(new_table)
     print(f"after (adopted table) [{time.time() - t0:.0f} s]:", flush=True)
-main(dtypes=["float16", "float32", "float64"], lmin=8, lmax=22, mbytes=256, reps=20,
-     json_path=os.path.join(out, "fwt_bench.json"))
+if "--no-full-bench" not in sys.argv:
+    main(dtypes=["float16", "float32", "float64"], lmin=8, lmax=22, mbytes=256, reps=20,
+         json_path=os.path.join(out, "fwt_bench.json"))
 print(f"total {time.time() - t0:.0f} s")

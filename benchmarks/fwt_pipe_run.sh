@@ -9,7 +9,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   && export PYTHONPATH=/tmp/site:.
 export PYTHONUNBUFFERED=1
 python3 -c "import cupy, numpy, sys; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'numpy', numpy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion())"
-timeout ${SWEEP_S:-400} python3 benchmarks/fwt_device.py --tune-L 12-15 ${SWEEP_FLAG:---tune-pipe} --no-tests > "$OUT/fwt_device_log.txt" 2>&1
+timeout ${SWEEP_S:-400} python3 benchmarks/fwt_device.py --tune-L ${TUNE_L:-12-15} ${SWEEP_FLAG:---tune-pipe} --no-tests ${EXTRA_FLAGS:-} > "$OUT/fwt_device_log.txt" 2>&1
 echo "fwt_device rc=$?"
 grep -E "^adopt|FAILED|exact=False|Error|error" "$OUT/fwt_device_log.txt" | head -40
 timeout ${TEST_S:-150} python3 -m pytest -q -p no:cacheprovider -rf tests/test_fwt_gpu.py -k "${1:-pipe}" > "$OUT/pipe_tests.txt" 2>&1
