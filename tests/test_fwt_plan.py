@@ -279,10 +279,7 @@ def test_pipe_smem_and_ok():
     assert not _cuda.pipe_ok(14, *f64, 9, 4, xs=True, pipe=1)
     assert not _cuda.pipe_ok(14, *f32, 8, 3, csb=1, pipe=1)  # no cluster
     assert not _cuda.pipe_ok(12, *f32, 7, 3, wm=True, pipe=1)
-    assert not _cuda.pipe_ok(14, *f32, 8, 4, xs=True, pipe=5)
-    assert _cuda.pipe_ok(15, *f32, 9, 4, xs=True, pipe=4)      # bulk copy + half exchange
-    assert not _cuda.pipe_ok(15, *f16, 10, 2, pipe=4)          # PIPE = 4 needs XS = 1
-    assert _cuda.pipe_smem(15, *f32, 9, 4, True, 4) == 192 * 1024
+    assert not _cuda.pipe_ok(14, *f32, 8, 4, xs=True, pipe=3)
 
 
 @pytest.mark.parametrize("name", list(_DT))

@@ -141,20 +141,19 @@ def phase_b_smem(L: int, logv: int, acc_size: int, tb: int, cb: int, csb: int = 
 def pipe_smem(L: int, logv: int, acc_size: int, tb: int, cb: int, xs=False, pipe: int = 1) -> int:
     """Dynamic shared memory of the pipelined kernel: the staging buffer (one tile of 16-byte
     vectors of storage values, 2**(LT+4-LOGV) bytes) and the exchange buffer (half of it with
-    PIPE = 2, 4)."""
+    PIPE = 2)."""
     lt = logv + tb + cb
     ex = phase_b_smem(L, logv, acc_size, tb, cb, xs=xs)
-    return (16 << (lt - logv)) + (ex >> 1 if pipe in (2, 4) else ex)
+    return (16 << (lt - logv)) + (ex >> 1 if pipe == 2 else ex)
 
 
 def pipe_ok(L: int, logv: int, acc_size: int, tb: int, cb: int, csb: int = 0, wm: bool = False,
             xs=False, pipe: int = 1) -> bool:
-    """Whether the pipelined kernel applies: PIPE = 1 (cp.async staging), 2 (the same with a half
-    exchange buffer, XS = 1 only), 3 and 4 (as 1 and 2 with one bulk/TMA copy per tile, sm_90);
+    """Whether the pipelined kernel (PIPE = 1, or 2: half exchange buffer, XS = 1 only) applies:
     plain layout, no cluster, and staging plus exchange buffer fit in 227 KiB."""
-    if pipe not in (1, 2, 3, 4) or wm or csb:
+    if pipe not in (1, 2) or wm or csb:
         return False
-    if pipe in (2, 4) and not (xs is True or xs == 1):
+    if pipe == 2 and not (xs is True or xs == 1):
         return False
     return pipe_smem(L, logv, acc_size, tb, cb, xs, pipe) <= _SMEM_OPTIN
 
@@ -170,8 +169,7 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
     ``xs_ok``, with CB <= 4 and up to 64 four-byte registers of values per thread (64
     floats, 32 doubles), also with MINB = 2 where ``_minb2_ok``. PIPE = 0 for all of these;
     for rows of 2**12 and longer every plain single-CTA candidate whose tile holds one or two
-    rows is also offered as the pipelined kernel (PIPE = 1, and PIPE = 2 for XS = 1; for rows
-    of 2**14 and longer also the bulk-copy PIPE = 3, 4) where
+    rows is also offered as the pipelined kernel (PIPE = 1, and PIPE = 2 for XS = 1) where
     ``pipe_ok``."""
     out = []
     for loge in (3, 4, 5, 6):
@@ -219,7 +217,7 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
         for tb, cb, csb, wm, minb, xs, _ in list(out):
             if csb or wm or logv + tb + cb > L + 1:
                 continue
-            for pipe in (1, 2, 3, 4) if L >= 14 else (1, 2):  # bulk copies: the 64-256 KiB tiles
+            for pipe in (1, 2):
                 if pipe_ok(L, logv, acc_size, tb, cb, csb, wm, xs, pipe):
                     out.append((tb, cb, csb, wm, minb, xs, pipe))
     return out

@@ -122,42 +122,6 @@ __device__ __forceinline__ void cp_async_wait_all() {
 #endif
 }
 
-// ---- bulk (TMA) copy global -> shared with an mbarrier (sm_90): PIPE = 3, 4 --------------
-// One thread copies a whole tile with cp.async.bulk; the CTA waits on the mbarrier's phase.
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#else
-  __trap();  // the host code never selects the bulk-copy kernels below sm_90
-#endif
-}
-// (one thread) bytes of global memory at src -> shared memory at dst, completing on bar
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned bar) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after the generic reads of dst
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-               ::"r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(bar) : "memory");
-#else
-  __trap();
-#endif
-}
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  unsigned done = 0;
-  while (!done) {
-    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                 "selp.u32 %0, 1, 0, p;\n\t}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  }
-#else
-  __trap();
-#endif
-}
-
 // ---- global store of a piece of 2^P consecutive elements (P <= 2; lane exchange) --------
 // Same conversion and scaling as gstore (f2h2 rounds each half like f2h): bit-identical.
 template <int P> __device__ __forceinline__ void gstore_piece(half_bits* p, const float* a, float s) {
@@ -344,9 +308,6 @@ template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank
 // exchange runs in two rounds, one per half of each 16-byte vector (the register halves
 // [0, V/2) and [V/2, V) are stored and reloaded in turn: a round's loads overwrite only the
 // register half that round has stored). Same butterflies in the same order: bit-identical.
-// PIPE = 3, 4: as 1, 2, but thread 0 stages the whole next tile with one bulk (TMA) copy
-// completing on an mbarrier (sm_90) instead of 16-byte cp.async copies by every thread; `bar`
-// is the mbarrier's shared address and `iter` this CTA's tile count so far (phase parity).
 // LC > 0: the row length 2^LC is a compile-time constant (the host launches such a kernel only
 // for rows of 2^LC): every "is index bit b a transform bit" test folds, so the kernel has no
 // run-time branches around butterfly levels (the SASS of the run-time-L kernels spent register
@@ -355,7 +316,7 @@ template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, b
           int PIPE = 0, int LC = 0>
 __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict__ y, long long total,
                                           int L_arg, A scale, long long tile, long long next = 0,
-                                          long long ntiles = 0, unsigned bar = 0, int iter = 0) {
+                                          long long ntiles = 0) {
   const int L = LC > 0 ? LC : L_arg;
   constexpr int V = 1 << LOGV;
   constexpr int C = 1 << CB;
@@ -365,10 +326,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   constexpr int LT = LOGV + TB + CB;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   static_assert(PIPE == 0 || (CSB == 0 && !WM), "the pipelined kernel uses the plain layout, no cluster");
-  constexpr bool HALFX = PIPE == 2 || PIPE == 4;  // half-tile exchange buffer
-  constexpr bool BULK = PIPE >= 3;                 // staging by one bulk copy
-  static_assert(PIPE >= 0 && PIPE <= 4, "PIPE is 0-4");
-  static_assert(!HALFX || (XS == 1 && LOGV >= 1), "PIPE = 2, 4 (half exchange buffer) need XS = 1");
+  static_assert(PIPE != 2 || (XS == 1 && LOGV >= 1), "PIPE = 2 (half exchange buffer) needs XS = 1");
   T* stage = reinterpret_cast<T*>(smem_raw);  // PIPE only
   A* sm = reinterpret_cast<A*>(smem_raw + (PIPE ? (sizeof(T) << LT) : 0));
 
@@ -409,10 +367,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // the 16 raw bytes of chunk c (zeros past the end): from global memory, or (PIPE) from the
   // staging buffer after this thread's copies have landed
   // PIPE: the tile comes from the staging buffer once this thread's copies have landed
-  if constexpr (PIPE != 0) {
-    if constexpr (BULK) mbar_wait(bar, (unsigned)iter & 1u);
-    else cp_async_wait_all();
-  }
+  if (PIPE) cp_async_wait_all();
   // PIPE: once every thread holds its vectors (the barrier also ends the previous tile's
   // exchange-buffer reads), start copying tile `next` into the staging buffer
   auto prefetch_next = [&]() {
@@ -422,15 +377,11 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
         const long long nb = next << LT;
         const int nlim = total - nb < (1LL << LT) ? (int)(total - nb) : (1 << LT);
         const T* xn = x + nb;
-        if constexpr (BULK) {
-          if (tid == 0) bulk_copy(stage, xn, (unsigned)nlim * (unsigned)sizeof(T), bar);
-        } else {
 #pragma unroll
-          for (int c = 0; c < C; ++c)
-            if (vofs(c) < nlim) cp_async16(stage + vofs(c), xn + vofs(c));
-        }
+        for (int c = 0; c < C; ++c)
+          if (vofs(c) < nlim) cp_async16(stage + vofs(c), xn + vofs(c));
       }
-      if constexpr (!BULK) cp_async_commit();
+      cp_async_commit();
     }
   };
 
@@ -542,12 +493,12 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     constexpr int WB = TB > 5 ? TB - 5 : 0;            // warp bits
     constexpr int GB = WB < LOGE ? WB : LOGE;          // bits per group
     constexpr int NG = GB > 0 ? (WB + GB - 1) / GB : 0;
-    if constexpr (!HALFX) {
+    if constexpr (PIPE != 2) {
 #pragma unroll
       for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
       __syncthreads();
     }
-    if constexpr (HALFX) {
+    if constexpr (PIPE == 2) {
       // exchange-store in two rounds through a half-tile buffer (see the top of rows_body):
       // round h moves register half [h*V/2, (h+1)*V/2) of every vector; position of a
       // vector's half in the buffer: (tile offset >> LOGV) * V/2
@@ -674,7 +625,7 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
   rows_body<T, A, LOGV, TB, CB, MMA, 0, WM, XS, 0, LC>(x, y, total, L, scale, blockIdx.x);
 }
 
-// Pipelined persistent variant (PIPE = 1-4, see rows_body): gridDim.x CTAs, CTA b
+// Pipelined persistent variant (PIPE = 1 or 2, see rows_body): gridDim.x CTAs, CTA b
 // transforms tiles b, b + gridDim.x, ...; while it transforms one tile, cp.async copies its
 // next tile into the shared-memory staging buffer (one tile of raw storage values), so the
 // loads of the next tile overlap the butterflies and stores of this one even with one CTA per
@@ -686,31 +637,19 @@ fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int 
   constexpr int LT = LOGV + TB + CB;
   constexpr int NTH = 1 << TB;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ __align__(8) unsigned long long bar_mem;  // PIPE = 3, 4 only
   T* stage = reinterpret_cast<T*>(smem_raw);
   const long long ntiles = (total + (1LL << LT) - 1) >> LT;
   long long t = blockIdx.x;
-  const unsigned bar = smem_u32(&bar_mem);
-  if constexpr (PIPE >= 3) {  // prologue: one bulk copy of the first tile
-    if (threadIdx.x == 0) mbar_init(bar, 1);
-    __syncthreads();
-    if (threadIdx.x == 0 && t < ntiles) {
-      const long long rem = total - (t << LT);
-      bulk_copy(stage, x + (t << LT), (unsigned)(rem < (1LL << LT) ? rem : (1LL << LT)) * (unsigned)sizeof(T), bar);
-    }
-  } else {
-    if (t < ntiles) {  // prologue: stage the first tile (same vectors per thread as rows_body)
+  if (t < ntiles) {  // prologue: stage the first tile (same vectors per thread as rows_body)
 #pragma unroll
-      for (int c = 0; c < (1 << CB); ++c) {
-        const int o = (c * NTH + (int)threadIdx.x) << LOGV;
-        if ((t << LT) + o < total) cp_async16(stage + o, x + (t << LT) + o);
-      }
+    for (int c = 0; c < (1 << CB); ++c) {
+      const int o = (c * NTH + (int)threadIdx.x) << LOGV;
+      if ((t << LT) + o < total) cp_async16(stage + o, x + (t << LT) + o);
     }
-    cp_async_commit();
   }
-  for (int it = 0; t < ntiles; t += gridDim.x, ++it)
-    rows_body<T, A, LOGV, TB, CB, MMA, 0, false, XS, PIPE, LC>(x, y, total, L, scale, t, t + gridDim.x, ntiles,
-                                                               bar, it);
+  cp_async_commit();
+  for (; t < ntiles; t += gridDim.x)
+    rows_body<T, A, LOGV, TB, CB, MMA, 0, false, XS, PIPE, LC>(x, y, total, L, scale, t, t + gridDim.x, ntiles);
 }
 #if OZ_FWT_CLUSTERS
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
