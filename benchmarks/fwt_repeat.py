@@ -37,5 +37,5 @@ for p in range(procs):
     res.append(json.loads(line[0][7:]))
     print(f"process {p + 1}: {res[-1]}", flush=True)
 for c in cases.split(","):
-    vals = [r[c][0] for r in res if c in r]
+    vals = [r[c][0] for r in res if r.get(c)]
     print(f"{c}: % of copy per process {vals}, min {min(vals) if vals else '-'}")

@@ -150,6 +150,15 @@ def test_gpu_int_overflow_check_and_walsh():
 
 
 @pytest.mark.slow
+def test_gpu_multipass_2_23_float64_exact():
+    # float64 2**23: row pass of 2**14 (the pipelined kernel on the H200 table) + strided pass
+    L = 23
+    k = np.random.default_rng(23).integers(-1, 2, size=(1, 1 << L))
+    y = cp.asnumpy(fwht(cp.asarray(k.astype(np.float64))))
+    np.testing.assert_array_equal(y.astype(np.int64), _ref_int(k))
+
+
+@pytest.mark.slow
 def test_gpu_multipass_2_24_float32_exact():
     L = 24
     rng = np.random.default_rng(24)
@@ -190,17 +199,26 @@ def _xs_ref_cfg(cfg):
     return tuple(cfg[:5]) + (False,)
 
 
-@pytest.fixture(scope="module")
-def _xs_compiled():
-    # compile every XS kernel and its non-XS twin once per dtype (instead of one module per L)
+def _compile_selected(request, test_name, ref_cfg):
+    """Compile, in one module per dtype, the kernels (and their reference twins) of the
+    parametrized cases of ``test_name`` that this session runs (after -k/-m selection)."""
     names = {}
-    for p in _XS_CASES:
-        dt, L, cfg, v = p.values
-        for c in (cfg, _xs_ref_cfg(cfg)):
+    for item in request.session.items:
+        if getattr(item, "originalname", None) != test_name or not hasattr(item, "callspec"):
+            continue
+        p = item.callspec.params
+        dt, L, cfg, v = p["dt"], p["L"], p["cfg"], p["variant"]
+        for c in (cfg, ref_cfg(cfg)):
             names.setdefault(dt, set()).add(_cuda._row_name(np.dtype(dt), L, mma=v == "mma", cfg=c))
     for dt, ns in names.items():
         _cuda.compile_kernels(dt, ns)
     return True
+
+
+@pytest.fixture(scope="module")
+def _xs_compiled(request):
+    # compile every selected XS kernel and its non-XS twin once per dtype (not one module per L)
+    return _compile_selected(request, "test_gpu_xs_exact_and_bit_identical", _xs_ref_cfg)
 
 
 def test_xs_cases_cover_the_briefed_configurations():
@@ -276,15 +294,8 @@ def _pipe_ref_cfg(cfg):
 
 
 @pytest.fixture(scope="module")
-def _pipe_compiled():
-    names = {}
-    for p in _PIPE_CASES:
-        dt, L, cfg, v = p.values
-        for c in (cfg, _pipe_ref_cfg(cfg)):
-            names.setdefault(dt, set()).add(_cuda._row_name(np.dtype(dt), L, mma=v == "mma", cfg=c))
-    for dt, ns in names.items():
-        _cuda.compile_kernels(dt, ns)
-    return True
+def _pipe_compiled(request):
+    return _compile_selected(request, "test_gpu_pipe_exact_and_bit_identical", _pipe_ref_cfg)
 
 
 def test_pipe_cases_cover_the_target_sizes():
@@ -302,7 +313,7 @@ def test_gpu_pipe_exact_and_bit_identical(_pipe_compiled, monkeypatch, dt, L, cf
     _, _, _, logv, _ = _cuda._TYPES[np.dtype(dt) if np.dtype(dt).kind == "f" else np.dtype(np.int64)]
     lt = logv + cfg[0] + cfg[1]
     tile_rows = max(1, 1 << (lt - L))
-    rows = 7 * tile_rows + 1  # 8 tiles, the last one partial
+    rows = 7 * tile_rows + 1  # 8 tiles (the last one partial when a tile holds 2 rows)
     monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", 3)  # 3 CTAs: 3, 3 and 2 tiles each
     rng = np.random.default_rng(2000 + L)
     k = rng.integers(-16, 17, size=(rows, n))
@@ -336,15 +347,16 @@ def test_gpu_pipe_full_grid_exact():
     for dt, L, cfg, v in ((np.float32, 15, (9, 4, 0, False, 0, True, 2), "plain"),
                           (np.float16, 15, (10, 2, 0, False, 0, False, 1), "mma"),
                           (np.float64, 14, (9, 4, 0, False, 0, True, 2), "plain")):
-        rows = 600  # > the resident CTAs (132-264): every CTA loops
+        rows = 400  # > the resident CTAs (132 here): every CTA loops over 3-4 tiles
         k = np.random.default_rng(L).integers(-7, 8, size=(rows, 1 << L), dtype=np.int8)
         y = _cuda.transform_contiguous(cp, cp.asarray(k.astype(dt)), L, 1.0, variant=v, cfg=cfg)
-        np.testing.assert_array_equal(cp.asnumpy(y[-5:]), _ref_int(k[-5:].astype(np.int64)).astype(dt))
-        np.testing.assert_array_equal(cp.asnumpy(y[:5]), _ref_int(k[:5].astype(np.int64)).astype(dt))
+        np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k.astype(np.int64)).astype(dt))
 
 
-def test_gpu_pipe_table_entries_exact():
-    # the committed table's pipelined entries (if any) through the public API
+def test_gpu_pipe_table_entries_exact(monkeypatch):
+    # the committed table's pipelined entries (if any) through the public API; the grid is
+    # capped at 5 CTAs so that each CTA transforms several tiles (stages the next one)
+    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", 5)
     for (name, L), entry in sorted(_cuda.ROW_TUNED.items()):
         if not _cuda.tuned_cfg(entry)[6]:
             continue

@@ -302,24 +302,74 @@ def test_row_candidates_pipe_valid(name):
     assert (7, 2, 0, False, 0, 3, 1) in c("float16", 12)
 
 
-def test_pipe_half_exchange_is_a_permutation():
-    # PIPE = 2: round h stores register half h of every 16-byte vector at (offset >> LOGV) * V/2
-    # + k; the plain and the warp-major layouts must put the same elements at the same
-    # buffer positions (each round's positions a permutation of the half buffer)
+def _sim_half_exchange(tile, logv, tb, cb):
+    """numpy model of rows_body's PIPE = 2 exchange (XS = 1): registers in the plain layout
+    r[tid, c*V + v] = tile[vofs(c) + v]; round h stores register half h of every vector at
+    (vofs(c) >> LOGV) * V/2 + k of a half-size buffer, then every thread loads register half h
+    of each vector from (vofs_wm(c) >> LOGV) * V/2 + k. Returns the registers after round 1."""
+    V, nth, C, hv = 1 << logv, 1 << tb, 1 << cb, 1 << (logv - 1)
+    tid = np.arange(nth)
+    lane, wid = tid & 31, tid >> 5
+    plain = [(c * nth + tid) << logv for c in range(C)]
+    wm = [(lane << logv) | (c << (logv + 5)) | (wid << (logv + 5 + cb)) for c in range(C)]
+    r = np.stack([tile[plain[c] + v] for c in range(C) for v in range(V)], axis=1)
+    for h in (0, 1):
+        buf = np.full(tile.size // 2, -1, np.int64)
+        for c in range(C):
+            for k in range(hv):
+                buf[(plain[c] >> logv) * hv + k] = r[:, c * V + h * hv + k]
+        assert (buf >= 0).all()  # every position of the half buffer written in this round
+        for c in range(C):
+            for k in range(hv):
+                r[:, c * V + h * hv + k] = buf[(wm[c] >> logv) * hv + k]
+    return r, wm
+
+
+def test_pipe_half_exchange_model():
+    # the two rounds deliver the tile in the warp-major layout: register c*V + v of thread tid
+    # holds tile[vofs_wm(c) + v] (a round that moved the wrong register half, or a buffer
+    # position that ignored the half index, would leave plain-layout or overwritten values)
     for logv, tb, cb in ((2, 9, 4), (1, 9, 4), (2, 8, 4), (1, 8, 4)):
-        V, nth, hv = 1 << logv, 1 << tb, 1 << (logv - 1)
-        tid = np.arange(nth)
-        lane, wid = tid & 31, tid >> 5
-        plain = np.concatenate([(c * nth + tid) << logv for c in range(1 << cb)])
-        wm = np.concatenate([(lane << logv) | (c << (logv + 5)) | (wid << (logv + 5 + cb)) for c in range(1 << cb)])
-        for h in (0, 1):
-            for offs in (plain, wm):
-                idx = (offs[:, None] + h * hv + np.arange(hv)).ravel()   # tile index of each value
-                pos = ((offs[:, None] >> logv) * hv + np.arange(hv)).ravel()
-                assert np.array_equal(np.sort(pos), np.arange(1 << (logv + tb + cb - 1)))
-                # the position determines the element: pos -> idx is the same map in both layouts
-                m = dict(zip(pos.tolist(), idx.tolist()))
-                assert all(m[p] == (p // hv) * V + h * hv + p % hv for p in range(0, pos.size, 97))
+        tile = np.random.default_rng(tb + cb).permutation(1 << (logv + tb + cb)).astype(np.int64)
+        r, wm = _sim_half_exchange(tile, logv, tb, cb)
+        V = 1 << logv
+        want = np.stack([tile[wm[c] + v] for c in range(1 << cb) for v in range(V)], axis=1)
+        assert np.array_equal(r, want), (logv, tb, cb)
+
+
+def test_resident_ctas():
+    # H100/H200 limits: threads, registers (per-warp granularity of 256), shared memory + 1 KiB
+    assert _cuda._resident_ctas(128, 512, 192 * 1024) == 1
+    assert _cuda._resident_ctas(64, 256, 48 * 1024) == 4       # 4 x 49 KiB <= 228 KiB; regs 4 x 16K
+    assert _cuda._resident_ctas(96, 256, 0) == 2               # 96 x 256 = 24K registers per CTA
+    assert _cuda._resident_ctas(32, 128, 0) == 16              # 2048 threads
+    assert _cuda._resident_ctas(255, 1024, 200 * 1024) == 1    # never below 1
+
+
+def test_tuned_needs_sm90_and_large_shared_memory(monkeypatch):
+    monkeypatch.setattr(_cuda, "_cc", lambda: 90)
+    monkeypatch.setattr(_cuda, "_smem_optin", lambda: 227 * 1024)
+    assert _cuda._tuned("float32", 15) is not None
+    monkeypatch.setattr(_cuda, "_smem_optin", lambda: 99 * 1024)   # e.g. consumer Blackwell
+    assert _cuda._tuned("float32", 15) is None
+    monkeypatch.setattr(_cuda, "_smem_optin", lambda: 227 * 1024)
+    monkeypatch.setattr(_cuda, "_cc", lambda: 80)
+    assert _cuda._tuned("float32", 15) is None
+
+
+def test_pipe_cfg_rejected_below_sm80(monkeypatch):
+    monkeypatch.setattr(_cuda, "_cc", lambda: 75)
+    x = np.zeros((2, 1 << 15), np.float32)
+    with pytest.raises(TypeError, match="sm_80"):
+        _cuda.transform_contiguous(np, x, 15, 1.0, cfg=(9, 4, 0, False, 0, True, 2))
+
+
+def test_pipe_minb2_only_where_two_ctas_fit():
+    for name, (logv, acc) in _DT.items():
+        for L in range(12, 16):
+            for tb, cb, csb, wm, minb, xs, pipe in _cuda.row_candidates(L, logv, acc):
+                if pipe and minb == 2:
+                    assert 2 * (_cuda.pipe_smem(L, logv, acc, tb, cb, xs, pipe) + 1024) <= 228 * 1024
 
 
 def test_pipe_row_names():

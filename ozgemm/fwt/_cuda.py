@@ -90,10 +90,29 @@ def _cc() -> int:
         return 90
 
 
+@functools.lru_cache(maxsize=None)
+def _device_smem_optin(device_id: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).attributes["MaxSharedMemoryPerBlockOptin"])
+
+
+def _smem_optin() -> int:
+    """Opt-in shared memory per block (bytes) of the current CUDA device; the H100/H200 figure
+    without CuPy/GPU."""
+    try:
+        import cupy
+
+        return _device_smem_optin(cupy.cuda.Device().id)
+    except Exception:
+        return _SMEM_OPTIN
+
+
 def _tuned(dtype_name: str, L: int):
-    """The ``ROW_TUNED`` entry, used only on sm_90 devices (it was measured on an H200, and
-    thread-block clusters need sm_90); elsewhere the fixed rule (no clusters, no mma)."""
-    if _cc() < 90:
+    """The ``ROW_TUNED`` entry, used only on sm_90+ devices with the H100/H200's 227 KiB of
+    shared memory per block (it was measured on an H200; its cluster, pipelined and large-tile
+    kernels need sm_90 and that shared memory); elsewhere the fixed rule (no clusters, no mma)."""
+    if _cc() < 90 or _smem_optin() < _SMEM_OPTIN:
         return None
     return ROW_TUNED.get((dtype_name, L))
 
@@ -218,6 +237,9 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
             if csb or wm or logv + tb + cb > L + 1:
                 continue
             for pipe in (1, 2):
+                sm = pipe_smem(L, logv, acc_size, tb, cb, xs, pipe)
+                if minb == 2 and 2 * (sm + 1024) > 228 * 1024:
+                    continue  # two CTAs cannot be resident: MINB = 2 would only cap registers
                 if pipe_ok(L, logv, acc_size, tb, cb, csb, wm, xs, pipe):
                     out.append((tb, cb, csb, wm, minb, xs, pipe))
     return out
@@ -472,15 +494,23 @@ def _sm_count(device_id: int) -> int:
     return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
 
 
-def _resident_ctas(k, nthreads: int, smem: int) -> int:
-    """CTAs of kernel ``k`` that fit on one SM (H100/H200 limits: 2048 threads, 64K
-    registers, 228 KiB shared memory with 1 KiB reserved per CTA, 32 CTAs)."""
-    regs = max(1, int(k.attributes["num_regs"]))
+def _resident_ctas(regs: int, nthreads: int, smem: int) -> int:
+    """CTAs of a kernel with ``regs`` registers per thread that fit on one SM (H100/H200
+    limits: 2048 threads, 64K registers, 228 KiB shared memory with 1 KiB reserved per CTA,
+    32 CTAs). Only the speed depends on it: any grid size is correct."""
+    regs = max(1, int(regs))
     warps = -(-nthreads // 32)
     regs_per_warp = -(-regs * 32 // 256) * 256
     by_regs = 65536 // (regs_per_warp * warps)
     by_smem = (228 * 1024) // (smem + 1024)
     return max(1, min(32, 2048 // nthreads, by_regs, by_smem))
+
+
+@functools.lru_cache(maxsize=None)
+def _pipe_grid(dtype_str: str, device_id: int, name: str, smem: int, L: int, tb: int) -> int:
+    """CTAs of the pipelined kernel ``name`` resident on the whole device at once."""
+    k = _kernel(dtype_str, device_id, name, smem, L)
+    return _sm_count(device_id) * _resident_ctas(k.attributes["num_regs"], 1 << tb, smem)
 
 
 def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
@@ -498,7 +528,7 @@ def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
     ntiles = (total + (1 << lt) - 1) >> lt
     grid = ntiles
     if pipe:  # persistent: the CTAs that are resident at once loop over the tiles
-        grid = min(ntiles, _sm_count(src.device.id) * _resident_ctas(k, 1 << tb, smem))
+        grid = min(ntiles, _pipe_grid(dtype.str, src.device.id, _row_name(dtype, L, mma, cfg), smem, L, tb))
         if PIPE_MAX_GRID is not None:
             grid = min(grid, PIPE_MAX_GRID)
     k((grid,), (1 << tb,), (src, dst, np.int64(total), np.int32(L), sc(scale)), shared_mem=smem)
@@ -535,6 +565,8 @@ def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
     l1 = passes[0][1]
     if variant == "mma" and _cc() < 80:
         raise TypeError("the tensor-core (mma) variant needs an sm_80 or newer GPU")
+    if cfg is not None and _cfg7(cfg)[6] and _cc() < 80:
+        raise TypeError("the pipelined kernel (PIPE > 0) needs an sm_80 or newer GPU (cp.async)")
     tuned = _tuned(dtype.name, l1)
     mma = variant == "mma" or (variant == "auto" and dtype == np.float16
                                and (tuned[3] if tuned else l1 in MMA_DEFAULT_L))

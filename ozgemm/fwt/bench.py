@@ -176,7 +176,7 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10, 
         else:
             _cuda.compile_kernels(dt, [
                 _cuda._row_name(dt, L, mma=mma, cfg=cfg) for L in lengths
-                for cfg in _cuda.row_candidates(L, logv, acc)
+                for cfg in _cuda.row_candidates(L, logv, acc, clusters=_cuda._cc() >= 90)
                 for mma in ((False, True) if dt == np.float16 else (False,)) if select(name, L, cfg, mma)])
         for L in lengths:
             n = 1 << L
@@ -187,7 +187,7 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10, 
             r = max(1, min(rows, (1 << 16) // n))
             want = fwht(cp.asnumpy(k[:r]))  # CPU int64 transform
             want = want.astype(dt) if dt.kind == "f" else want
-            cands = _cuda.row_candidates(L, logv, acc)
+            cands = _cuda.row_candidates(L, logv, acc, clusters=_cuda._cc() >= 90)
             if not cands:
                 continue
             res = []
