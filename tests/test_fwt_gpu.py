@@ -179,17 +179,25 @@ _XS_DTYPES = {np.float16: ("float16", ("plain", "mma")), np.float32: ("float32",
               np.float64: ("float64", ("plain",)), np.int64: ("float64", ("plain",))}
 
 
-def _xs_cases():
+def _candidate_cases(lmin, keep, tag):
+    """pytest params (dtype, L, cfg, variant) of every sweep candidate with ``keep(cfg)``, for
+    rows of 2**lmin .. 2**LMAX1 of each dtype; ``tag(cfg)``: extra text of the test id."""
     cases = []
     for dt, (cand_dt, variants) in _XS_DTYPES.items():
         _, _, sc, logv, lmax1 = _cuda._TYPES[np.dtype(cand_dt)]
         acc = np.dtype(sc).itemsize
-        for L in range(8, lmax1 + 1):
+        for L in range(lmin, lmax1 + 1):
             for cfg in _cuda.row_candidates(L, logv, acc):
-                if cfg[5] and not cfg[6]:  # the pipelined XS candidates: test_gpu_pipe_*
+                if keep(cfg):
                     for v in variants:
-                        cases.append(pytest.param(dt, L, cfg, v, id=f"{np.dtype(dt).name}-L{L}-{cfg[:2]}-minb{cfg[4]}-xs{int(cfg[5])}-{v}"))
+                        cases.append(pytest.param(dt, L, cfg, v, id=f"{np.dtype(dt).name}-L{L}-{cfg[:2]}-minb{cfg[4]}"
+                                                  f"-xs{int(cfg[5])}{tag(cfg)}-{v}"))
     return cases
+
+
+def _xs_cases():
+    # the pipelined XS candidates are in test_gpu_pipe_*
+    return _candidate_cases(8, lambda cfg: cfg[5] and not cfg[6], lambda cfg: "")
 
 
 _XS_CASES = _xs_cases()
@@ -247,12 +255,18 @@ def test_gpu_xs_exact_and_bit_identical(_xs_compiled, dt, L, cfg, variant):
         return
     np.testing.assert_array_equal(cp.asnumpy(y), want.astype(dt))  # float16: one rounding
     # random data with the "ortho" scale: bit-identical to the same configuration without XS
+    _assert_bit_identical(rng, rows, L, dt, variant, cfg, _xs_ref_cfg(cfg))
+
+
+def _assert_bit_identical(rng, rows, L, dt, variant, cfg, ref_cfg):
+    """Random data, "ortho" scale: configurations ``cfg`` and ``ref_cfg`` give the same bits."""
+    n = 1 << L
     xr = cp.asarray((rng.random((rows, n)) - 0.5).astype(dt))
     s = n**-0.5
-    y_xs = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=cfg)
-    y_0 = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=_xs_ref_cfg(cfg))
+    y_a = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=cfg)
+    y_b = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=ref_cfg)
     u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dt).itemsize]
-    np.testing.assert_array_equal(cp.asnumpy(y_xs).view(u), cp.asnumpy(y_0).view(u))
+    np.testing.assert_array_equal(cp.asnumpy(y_a).view(u), cp.asnumpy(y_b).view(u))
 
 
 def test_gpu_xs_table_entries_exact():
@@ -273,17 +287,7 @@ def test_gpu_xs_table_entries_exact():
 # results must be bit-identical to it, and integer-valued inputs exact. The grid is capped
 # (PIPE_MAX_GRID) so that every CTA transforms several tiles, the last one partial.
 def _pipe_cases():
-    cases = []
-    for dt, (cand_dt, variants) in _XS_DTYPES.items():
-        _, _, sc, logv, lmax1 = _cuda._TYPES[np.dtype(cand_dt)]
-        acc = np.dtype(sc).itemsize
-        for L in range(12, lmax1 + 1):
-            for cfg in _cuda.row_candidates(L, logv, acc):
-                if cfg[6]:
-                    for v in variants:
-                        cases.append(pytest.param(dt, L, cfg, v, id=f"{np.dtype(dt).name}-L{L}-{cfg[:2]}-minb{cfg[4]}"
-                                                  f"-xs{int(cfg[5])}-pipe{cfg[6]}-{v}"))
-    return cases
+    return _candidate_cases(12, lambda cfg: cfg[6], lambda cfg: f"-pipe{cfg[6]}")
 
 
 _PIPE_CASES = _pipe_cases()
@@ -333,12 +337,7 @@ def test_gpu_pipe_exact_and_bit_identical(_pipe_compiled, monkeypatch, dt, L, cf
     if np.dtype(dt).kind == "i":
         return
     # random data, "ortho" scale: bit-identical to the same configuration with PIPE = 0
-    xr = cp.asarray((rng.random((rows, n)) - 0.5).astype(dt))
-    s = n**-0.5
-    y_p = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=cfg)
-    y_0 = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=_pipe_ref_cfg(cfg))
-    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dt).itemsize]
-    np.testing.assert_array_equal(cp.asnumpy(y_p).view(u), cp.asnumpy(y_0).view(u))
+    _assert_bit_identical(rng, rows, L, dt, variant, cfg, _pipe_ref_cfg(cfg))
 
 
 def test_gpu_pipe_full_grid_exact():
