@@ -80,32 +80,47 @@ def _device_cc(device_id: int) -> int:
     return int(cupy.cuda.Device(device_id).compute_capability)
 
 
-def _cc() -> int:
-    """Compute capability (e.g. 90) of the current CUDA device; 90 without CuPy/GPU."""
+@functools.lru_cache(maxsize=None)
+def _device_attribute(device_id: int, key: str) -> int:
+    """CUDA device attribute ``key`` (CuPy's name, e.g. "MultiProcessorCount")."""
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).attributes[key])
+
+
+def _current_device(query, default):
+    """``query(device id)`` for the current CUDA device; ``default`` without CuPy/GPU."""
     try:
         import cupy
 
-        return _device_cc(cupy.cuda.Device().id)
+        return query(cupy.cuda.Device().id)
     except Exception:
-        return 90
+        return default
 
 
-@functools.lru_cache(maxsize=None)
-def _device_smem_optin(device_id: int) -> int:
-    import cupy
-
-    return int(cupy.cuda.Device(device_id).attributes["MaxSharedMemoryPerBlockOptin"])
+def _cc() -> int:
+    """Compute capability (e.g. 90) of the current CUDA device; 90 without CuPy/GPU."""
+    return _current_device(_device_cc, 90)
 
 
 def _smem_optin() -> int:
     """Opt-in shared memory per block (bytes) of the current CUDA device; the H100/H200 figure
     without CuPy/GPU."""
-    try:
-        import cupy
+    return _current_device(lambda d: _device_attribute(d, "MaxSharedMemoryPerBlockOptin"), _SMEM_OPTIN)
 
-        return _device_smem_optin(cupy.cuda.Device().id)
-    except Exception:
-        return _SMEM_OPTIN
+
+def _sm_count(device_id: int) -> int:
+    return _device_attribute(device_id, "MultiProcessorCount")
+
+
+# One SM of an H100/H200: 228 KiB of shared memory, of which 1 KiB is reserved per resident CTA.
+_SM_SMEM = 228 * 1024
+_CTA_SMEM_RESERVED = 1024
+
+
+def _ctas_by_smem(smem: int) -> int:
+    """CTAs with ``smem`` bytes of shared memory each that fit on one SM."""
+    return _SM_SMEM // (smem + _CTA_SMEM_RESERVED)
 
 
 def _tuned(dtype_name: str, L: int):
@@ -123,7 +138,7 @@ def _minb2_ok(tb: int, loge: int, acc_size: int, smem: int, lt: int) -> bool:
     budget 65536 / (2 x threads) leaves >= 16 registers beside the tile's values."""
     nth = 1 << tb
     regs = (1 << loge) * max(1, acc_size // 4)
-    return (lt >= 12 and lt <= 15 and 2 * nth <= 1024 and 2 * (smem + 1024) <= 228 * 1024
+    return (lt >= 12 and lt <= 15 and 2 * nth <= 1024 and _ctas_by_smem(smem) >= 2
             and 65536 // (2 * nth) >= regs + 16)
 
 
@@ -237,8 +252,7 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
             if csb or wm or logv + tb + cb > L + 1:
                 continue
             for pipe in (1, 2):
-                sm = pipe_smem(L, logv, acc_size, tb, cb, xs, pipe)
-                if minb == 2 and 2 * (sm + 1024) > 228 * 1024:
+                if minb == 2 and _ctas_by_smem(pipe_smem(L, logv, acc_size, tb, cb, xs, pipe)) < 2:
                     continue  # two CTAs cannot be resident: MINB = 2 would only cap registers
                 if pipe_ok(L, logv, acc_size, tb, cb, csb, wm, xs, pipe):
                     out.append((tb, cb, csb, wm, minb, xs, pipe))
@@ -487,13 +501,6 @@ def _kernel(dtype_str: str, device_id: int, name: str, smem: int, L: int = None)
 PIPE_MAX_GRID = None
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count(device_id: int) -> int:
-    import cupy
-
-    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
-
-
 def _resident_ctas(regs: int, nthreads: int, smem: int) -> int:
     """CTAs of a kernel with ``regs`` registers per thread that fit on one SM (H100/H200
     limits: 2048 threads, 64K registers, 228 KiB shared memory with 1 KiB reserved per CTA,
@@ -502,8 +509,7 @@ def _resident_ctas(regs: int, nthreads: int, smem: int) -> int:
     warps = -(-nthreads // 32)
     regs_per_warp = -(-regs * 32 // 256) * 256
     by_regs = 65536 // (regs_per_warp * warps)
-    by_smem = (228 * 1024) // (smem + 1024)
-    return max(1, min(32, 2048 // nthreads, by_regs, by_smem))
+    return max(1, min(32, 2048 // nthreads, by_regs, _ctas_by_smem(smem)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -524,11 +530,12 @@ def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
         smem = pipe_smem(L, logv, acc, tb, cb, xs, pipe)
     else:
         smem = phase_b_smem(L, logv, acc, tb, cb, csb, wm, xs)
-    k = _kernel(dtype.str, src.device.id, _row_name(dtype, L, mma, cfg), smem, L)
+    name = _row_name(dtype, L, mma, cfg)
+    k = _kernel(dtype.str, src.device.id, name, smem, L)
     ntiles = (total + (1 << lt) - 1) >> lt
     grid = ntiles
     if pipe:  # persistent: the CTAs that are resident at once loop over the tiles
-        grid = min(ntiles, _pipe_grid(dtype.str, src.device.id, _row_name(dtype, L, mma, cfg), smem, L, tb))
+        grid = min(ntiles, _pipe_grid(dtype.str, src.device.id, name, smem, L, tb))
         if PIPE_MAX_GRID is not None:
             grid = min(grid, PIPE_MAX_GRID)
     k((grid,), (1 << tb,), (src, dst, np.int64(total), np.int32(L), sc(scale)), shared_mem=smem)
