@@ -296,6 +296,12 @@ template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank
 #endif
 }
 
+// elements of the tile at `base` (a multiple of 2^LT below total) that exist: 2^LT but in the
+// last tile
+template <int LT> __device__ __forceinline__ int tile_limit(long long total, long long base) {
+  return total - base < (1LL << LT) ? (int)(total - base) : (1 << LT);
+}
+
 // CSB = log2(cluster size): with CSB > 0 a row of 2^(LT+CSB) elements spans the 2^CSB CTAs
 // of a cluster (CTA rank = index bits [LT, LT+CSB)); after the in-CTA stages the last
 // butterflies read the other CTAs' shared memory (DSMEM) and combine with H_{2^CSB}.
@@ -336,7 +342,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   const long long base = tile << LT;
   // tile-relative 32-bit offsets: elements [0, lim) of this tile exist (lim = 2^LT but in the
   // last tile); xt/yt point at the tile (one 64-bit address per thread, 32-bit checks)
-  const int lim = total - base < (1LL << LT) ? (int)(total - base) : (1 << LT);
+  const int lim = tile_limit<LT>(total, base);
   const T* __restrict__ xt = x + base;
   T* __restrict__ yt = y + base;
   A r[E];
@@ -344,8 +350,12 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // [v | tid | c]; WM = true (warp-major): [v | lane | c | wid], so that the chunk bits are
   // the index bits just above the lane bits and a warp owns 2^(LOGV+5+CB) contiguous
   // elements (rows that short need no shared memory at all).
+  // (vofs_wm: the warp-major offset, also the exchange-store layout of XS, see below)
+  auto vofs_wm = [&](int c) -> int {
+    return (lane << LOGV) | (c << (LOGV + 5)) | (wid << (LOGV + 5 + CB));
+  };
   auto vofs = [&](int c) -> int {
-    if constexpr (WM) return (lane << LOGV) | (c << (LOGV + 5)) | (wid << (LOGV + 5 + CB));
+    if constexpr (WM) return vofs_wm(c);
     else return (c * NTH + tid) << LOGV;
   };
   constexpr int CH0 = WM ? LOGV + 5 : LOGV + TB;  // index bit of chunk bit 0
@@ -360,9 +370,6 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
                                         && XP >= 0 && XP <= 2 && XP <= LOGV)),
                 "lane exchange: plain layout, no cluster, TB-5 <= K <= TB (TB-2 with mma), "
                 "0 <= LOGV+CB-K <= min(2, LOGV)");
-  auto vofs_wm = [&](int c) -> int {
-    return (lane << LOGV) | (c << (LOGV + 5)) | (wid << (LOGV + 5 + CB));
-  };
   bool xs_layout = false;  // whether r holds the tile in the vofs_wm layout (uniform)
   // the 16 raw bytes of chunk c (zeros past the end): from global memory, or (PIPE) from the
   // staging buffer after this thread's copies have landed
@@ -375,7 +382,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
       __syncthreads();
       if (next < ntiles) {
         const long long nb = next << LT;
-        const int nlim = total - nb < (1LL << LT) ? (int)(total - nb) : (1 << LT);
+        const int nlim = tile_limit<LT>(total, nb);
         const T* xn = x + nb;
 #pragma unroll
         for (int c = 0; c < C; ++c)
@@ -635,7 +642,6 @@ template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int MINB, 
 __global__ void __launch_bounds__(1 << TB, MINB)
 fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
   constexpr int LT = LOGV + TB + CB;
-  constexpr int NTH = 1 << TB;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* stage = reinterpret_cast<T*>(smem_raw);
   const long long ntiles = (total + (1LL << LT) - 1) >> LT;
@@ -643,7 +649,7 @@ fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int 
   if (t < ntiles) {  // prologue: stage the first tile (same vectors per thread as rows_body)
 #pragma unroll
     for (int c = 0; c < (1 << CB); ++c) {
-      const int o = (c * NTH + (int)threadIdx.x) << LOGV;
+      const int o = (c * (1 << TB) + (int)threadIdx.x) << LOGV;
       if ((t << LT) + o < total) cp_async16(stage + o, x + (t << LT) + o);
     }
   }
