@@ -302,6 +302,20 @@ template <int LT> __device__ __forceinline__ int tile_limit(long long total, lon
   return total - base < (1LL << LT) ? (int)(total - base) : (1 << LT);
 }
 
+// (every thread) start copying its 16-byte vectors of tile `tile` (plain layout, as rows_body
+// reads them: offset (c * 2^TB + tid) << LOGV) into the staging buffer with cp.async
+template <typename T, int LOGV, int TB, int CB>
+__device__ __forceinline__ void stage_tile(const T* x, T* stage, long long tile, long long total) {
+  constexpr int LT = LOGV + TB + CB;
+  const long long b = tile << LT;
+  const int lim = tile_limit<LT>(total, b);
+#pragma unroll
+  for (int c = 0; c < (1 << CB); ++c) {
+    const int o = (c * (1 << TB) + (int)threadIdx.x) << LOGV;
+    if (o < lim) cp_async16(stage + o, x + b + o);
+  }
+}
+
 // CSB = log2(cluster size): with CSB > 0 a row of 2^(LT+CSB) elements spans the 2^CSB CTAs
 // of a cluster (CTA rank = index bits [LT, LT+CSB)); after the in-CTA stages the last
 // butterflies read the other CTAs' shared memory (DSMEM) and combine with H_{2^CSB}.
@@ -380,14 +394,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   auto prefetch_next = [&]() {
     if constexpr (PIPE != 0) {
       __syncthreads();
-      if (next < ntiles) {
-        const long long nb = next << LT;
-        const int nlim = tile_limit<LT>(total, nb);
-        const T* xn = x + nb;
-#pragma unroll
-        for (int c = 0; c < C; ++c)
-          if (vofs(c) < nlim) cp_async16(stage + vofs(c), xn + vofs(c));
-      }
+      if (next < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, next, total);
       cp_async_commit();
     }
   };
@@ -646,13 +653,7 @@ fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int 
   T* stage = reinterpret_cast<T*>(smem_raw);
   const long long ntiles = (total + (1LL << LT) - 1) >> LT;
   long long t = blockIdx.x;
-  if (t < ntiles) {  // prologue: stage the first tile (same vectors per thread as rows_body)
-#pragma unroll
-    for (int c = 0; c < (1 << CB); ++c) {
-      const int o = (c * (1 << TB) + (int)threadIdx.x) << LOGV;
-      if ((t << LT) + o < total) cp_async16(stage + o, x + (t << LT) + o);
-    }
-  }
+  if (t < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, t, total);  // prologue: the first tile
   cp_async_commit();
   for (; t < ntiles; t += gridDim.x)
     rows_body<T, A, LOGV, TB, CB, MMA, 0, false, XS, PIPE, LC>(x, y, total, L, scale, t, t + gridDim.x, ntiles);
