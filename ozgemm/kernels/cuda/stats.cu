@@ -209,6 +209,17 @@ __device__ __forceinline__ void warp_atomic_add(u64* p, i64 v) {
     if ((threadIdx.x & 31) == 0 && v != 0) atomicAdd((unsigned long long*)p, (unsigned long long)v);
 }
 
+// this thread's RS_PER values of a row chunk (columns l0 + p * RS_THREADS), exactly widened;
+// 0 past column k
+template <typename T>
+__device__ __forceinline__ void load_row_chunk(const T* row, int l0, int k, double (&v)[RS_PER]) {
+#pragma unroll
+    for (int p = 0; p < RS_PER; ++p) {
+        const int l = l0 + p * RS_THREADS;
+        v[p] = l < k ? load_f64(row + l) : 0.0;
+    }
+}
+
 template <typename T>
 __device__ __forceinline__ void row_extent_impl(const T* __restrict__ x, i64 ldx, int r, int k,
                                                 u64* __restrict__ acc) {
@@ -216,11 +227,7 @@ __device__ __forceinline__ void row_extent_impl(const T* __restrict__ x, i64 ldx
     const T* row = x + (i64)i * ldx;
     const int l0 = blockIdx.y * RS_CHUNK + threadIdx.x;
     double v[RS_PER];
-#pragma unroll
-    for (int p = 0; p < RS_PER; ++p) {
-        const int l = l0 + p * RS_THREADS;
-        v[p] = l < k ? load_f64(row + l) : 0.0;
-    }
+    load_row_chunk(row, l0, k, v);
     int tmax = -100000, lmin = 100000;
 #pragma unroll
     for (int p = 0; p < RS_PER; ++p) extent(v[p], tmax, lmin);
@@ -239,11 +246,7 @@ __device__ __forceinline__ void row_sums_impl(const T* __restrict__ x, i64 ldx, 
     const int E = tenc == 0 ? 0 : (int)(tenc - 2048);
     const Pow2 f30(NORM_BITS - E), f15(NORM_BITS / 2 - E), f7(LB_BITS - E);
     double v[RS_PER];
-#pragma unroll
-    for (int p = 0; p < RS_PER; ++p) {
-        const int l = l0 + p * RS_THREADS;
-        v[p] = l < k ? load_f64(row + l) : 0.0;
-    }
+    load_row_chunk(row, l0, k, v);
     i64 s1 = 0, s2 = 0, sq = 0;
 #pragma unroll
     for (int p = 0; p < RS_PER; ++p) {
