@@ -29,16 +29,11 @@ import ozgemm  # noqa: E402
 from ozgemm._xp import as_float64  # noqa: E402
 from ozgemm.kernels import cuda as kc  # noqa: E402
 from ozgemm.kernels import get_engine  # noqa: E402
-from ozgemm.kernels.cuda_bench import _inputs  # noqa: E402
+from ozgemm.kernels.cuda_bench import _event_seconds, _inputs  # noqa: E402
 
 
 def event_ms(fn):
-    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-    e0.record()
-    fn()
-    e1.record()
-    e1.synchronize()
-    return cp.cuda.get_elapsed_time(e0, e1)
+    return 1e3 * _event_seconds(fn)
 
 
 def interleaved(variants: dict, reps: int) -> dict:

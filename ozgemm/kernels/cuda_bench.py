@@ -70,20 +70,24 @@ def _inputs(n, phi, seed, dtype):
     return a.astype(dtype), b.astype(dtype)
 
 
+def _event_seconds(fn) -> float:
+    """Seconds of one call of ``fn`` between two CUDA events on the current stream."""
+    import cupy as cp
+
+    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    e0.record()
+    fn()
+    e1.record()
+    e1.synchronize()
+    return cp.cuda.get_elapsed_time(e0, e1) / 1e3
+
+
 def _time(fn, reps):
     import cupy as cp
 
     fn()
     cp.cuda.Device().synchronize()
-    ts = []
-    for _ in range(reps):
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        e0.record()
-        fn()
-        e1.record()
-        e1.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(e0, e1) / 1e3)
-    return statistics.median(ts)
+    return statistics.median([_event_seconds(fn) for _ in range(reps)])
 
 
 def _int8_gemm_times(eng, plan, a, b, reps) -> dict:
