@@ -398,6 +398,15 @@ RESUME_KW = [dict(slack_best=False, p_short=0.0, restart=False, recal=False, hin
              dict(slack_best=True, p_short=0.3, restart=True, recal=True, reheat=1.0, hinge=0.5)]
 
 
+def _same_state(a, b):
+    """Two AnnealStates hold the same drawings, counts, counters and schedule (also used by
+    test_lcn_gpu.py)."""
+    for f in ("x", "y", "bx", "by", "counts"):
+        assert getattr(a, f).tolist() == getattr(b, f).tolist(), f
+    for f in ("it", "beff", "T0", "base", "best", "accepted", "evals", "initial"):
+        assert getattr(a, f) == getattr(b, f), f
+
+
 @pytest.mark.parametrize("kw", RESUME_KW)
 @pytest.mark.parametrize("split", [200, 250])
 def test_anneal_cpu_resume_equals_uninterrupted(kw, split, tmp_path):
@@ -413,11 +422,8 @@ def test_anneal_cpu_resume_equals_uninterrupted(kw, split, tmp_path):
     part.state.save(tmp_path / "s.npz")
     st = AnnealState.load(tmp_path / "s.npz")
     res = lcn.anneal(d, iterations=400, seed=7, device="cpu", params=p, resume=st)
-    a, b = res.state, full.state
-    for f in ("x", "y", "bx", "by", "counts"):
-        assert getattr(a, f).tolist() == getattr(b, f).tolist(), f
-    for f in ("it", "beff", "T0", "base", "best", "accepted", "evals", "initial"):
-        assert getattr(a, f) == getattr(b, f), f
+    a = res.state
+    _same_state(a, full.state)
     assert res.drawing.x.tolist() == full.drawing.x.tolist() and res.drawing.y.tolist() == full.drawing.y.tolist()
     assert (res.iterations, res.accepted, res.evaluations) == (full.iterations, full.accepted, full.evaluations)
     # the current drawing's stored counts are the exact counts (plain-Python recount)

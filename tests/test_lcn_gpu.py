@@ -155,13 +155,6 @@ def test_gpu_anneal_same_trajectory_as_cpu_new_moves(use_graph, kw):
     assert g.state.counts.tolist() == c.state.counts.tolist()
 
 
-def _same_state(a, b):
-    for f in ("x", "y", "bx", "by", "counts"):
-        assert getattr(a, f).tolist() == getattr(b, f).tolist(), f
-    for f in ("it", "beff", "T0", "base", "best", "accepted", "evals", "initial"):
-        assert getattr(a, f) == getattr(b, f), f
-
-
 @have_data
 def test_gpu_resume_equals_uninterrupted_and_cpu(tmp_path):
     """GPU: 480 iterations, state saved/loaded, resumed to 960 == 960 in one run == the CPU run
@@ -173,9 +166,9 @@ def test_gpu_resume_equals_uninterrupted_and_cpu(tmp_path):
     part = lcn.anneal(d, iterations=480, seed=4, device="gpu", params=p)
     part.state.save(tmp_path / "g.npz")
     res = lcn.anneal(d, iterations=960, seed=4, device="gpu", params=p, resume=AnnealState.load(tmp_path / "g.npz"))
-    _same_state(res.state, full.state)
+    _ref()._same_state(res.state, full.state)
     cpu = lcn.anneal(d, iterations=960, seed=4, device="cpu", params=p)
-    _same_state(res.state, cpu.state)
+    _ref()._same_state(res.state, cpu.state)
     assert lcn.validate(res.drawing) == []
 
 
@@ -197,7 +190,7 @@ def test_anneal_many_gpu_equals_single_runs_and_resumes(tmp_path):
     for d, seed, (a, _), (b, _) in zip(ds, [3, 4], many, resumed):
         single = lcn.anneal(d, iterations=640, seed=seed, device="gpu", params=p)
         assert a.iterations == b.iterations == 640
-        _same_state(a.state, single.state)
-        _same_state(b.state, single.state)
+        _ref()._same_state(a.state, single.state)
+        _ref()._same_state(b.state, single.state)
         assert lcn.validate(b.drawing) == []
         assert b.crossings.objective == a.crossings.objective
