@@ -4,10 +4,7 @@
 # and the full benchmark (fwt_device.py), then the PIPE GPU tests.
 # Usage (device): bash benchmarks/fwt_pipe_run.sh [pytest -k expression]
 set -uo pipefail
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  && export PYTHONPATH=/tmp/site:.
-export PYTHONUNBUFFERED=1
+source benchmarks/device_env.sh
 python3 -c "import cupy, numpy, sys; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'numpy', numpy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion())"
 timeout ${SWEEP_S:-400} python3 benchmarks/fwt_device.py --tune-L ${TUNE_L:-12-15} ${SWEEP_FLAG:---tune-pipe} --no-tests ${EXTRA_FLAGS:-} > "$OUT/fwt_device_log.txt" 2>&1
 echo "fwt_device rc=$?"

@@ -3,10 +3,7 @@
 # phi = 2, a kernel timeline, and the interleaved whole-call A/B. Logs under $OUT (7 files).
 # Usage (device, repo root, carry .whl): bash benchmarks/gpu_v4_run.sh
 set -uo pipefail
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  && export PYTHONPATH=/tmp/site:.
-export PYTHONUNBUFFERED=1
+source benchmarks/device_env.sh
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
   python3 -c "import cupy, numpy, sys; from cupy_backends.cuda.libs import cublas; h = cupy.cuda.device.get_cublas_handle(); print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'numpy', numpy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'cublas', cublas.getVersion(h))"
   git_rev=$(cat .git_rev 2>/dev/null || echo unknown); echo "code $git_rev"

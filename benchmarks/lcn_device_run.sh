@@ -7,10 +7,7 @@
 #                                              # nine (concurrently), states saved to .lcn_state/
 #   bash benchmarks/lcn_device_run.sh phase2   # resume .lcn_state/ (carried back in) until 600 s
 set -uo pipefail
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  && export PYTHONPATH=/tmp/site:. || exit 1
-export PYTHONUNBUFFERED=1
+source benchmarks/device_env.sh || exit 1
 B=benchmarks/lcn_bench.py
 ST=.lcn_state
 if [ "$1" = phase1 ]; then

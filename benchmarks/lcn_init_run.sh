@@ -3,11 +3,8 @@
 # the one GPU: the current defaults and the previous GPU algorithm. T = total seconds per run
 # (layout included). Usage: bash benchmarks/lcn_init_run.sh T
 set -uo pipefail
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 T=${1:-270}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  && export PYTHONPATH=/tmp/site:.
-export PYTHONUNBUFFERED=1
+source benchmarks/device_env.sh
 python3 -c "import networkx, scipy; print('networkx', networkx.__version__, 'scipy', scipy.__version__)"
 OLD='{"slack_best": false, "p_short": 0.0, "restart": false, "recal": false, "hinge": 0.0, "reheat": 0.5, "cycle": 100000}'
 python3 benchmarks/lcn_bench.py solve --instance 9 --init kamada-kawai --time $T --device gpu --seed 1 \

@@ -5,10 +5,7 @@
 set -uo pipefail
 SIZES=${1:-"4096 8192 16384"}
 REPS=${2:-2}
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  && export PYTHONPATH=/tmp/site:.
-export PYTHONUNBUFFERED=1
+source benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$OUT/gpu_wide.txt"
 python3 -m pytest -q -p no:cacheprovider tests/test_wide.py tests/test_gpu.py tests/test_ozaki_gpu.py 2>&1 \
   | tee "$OUT/wide_tests.txt" | tail -8
