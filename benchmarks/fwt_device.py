@@ -3,7 +3,8 @@ checked exactly, the fastest adopted), (2) GPU + CPU tests with the adopted conf
 (3) the benchmark (table printed last).
 
     cd <repo>; PYTHONPATH=. PYTHONUNBUFFERED=1 python3 benchmarks/fwt_device.py [--no-tune] [--no-tests]
-        [--tune-L 12-15] [--tune-dtypes float16 float32 float64] [--tune-pipe | --tune-mma-only] [--no-full-bench]
+        [--tune-L 12-15] [--tune-dtypes float16 float32 float64] [--tune-pipe | --tune-split | --tune-mma-only]
+        [--no-full-bench]
 
 ``--tune-L A-B`` (or a comma list) restricts the sweep to these row lengths (log2): the
 committed ``ROW_TUNED`` is kept for the other lengths; for a swept (dtype, L) the sweep's
@@ -11,7 +12,8 @@ fastest configuration is adopted only where it measured faster than the committe
 configuration in the same sweep. With a restricted sweep the benchmark of the swept lengths
 is also run once with the committed table first ("before", same run). ``--tune-pipe``: time
 only the pipelined-kernel candidates (PIPE > 0; float16: mma variant only) and the committed
-entry's configuration (the comparison it is adopted against).
+entry's configuration (the comparison it is adopted against). ``--tune-split``: the same with
+only the split kernel's candidates (CSB = 1 with PIPE > 0, both float16 variants).
 
 Writes $OUT/fwt_tuned.json, $OUT/fwt_junit.xml, $OUT/fwt_bench.json (and
 $OUT/fwt_bench_before.json) when $OUT is set.
@@ -67,7 +69,13 @@ if "--no-tune" not in sys.argv:
     if "--tune-mma-only" in sys.argv:  # float16: only the tensor-core variant (faster in every sweep)
         def select(name, L, cfg, mma):
             return mma or name != "float16"
-    if "--tune-pipe" in sys.argv:
+    if "--tune-split" in sys.argv:  # session 7: only the split kernel's candidates (CSB = 1, PIPE > 0)
+        def select(name, L, cfg, mma):
+            old = committed.get((name, L))
+            if old is not None and _cuda._cfg7(cfg) == _cuda.tuned_cfg(old) and mma == bool(old[3]):
+                return True
+            return bool(cfg[6]) and bool(cfg[2])
+    elif "--tune-pipe" in sys.argv:
         def select(name, L, cfg, mma):
             old = committed.get((name, L))
             if old is not None and _cuda._cfg7(cfg) == _cuda.tuned_cfg(old) and mma == bool(old[3]):

@@ -101,8 +101,12 @@ def test_gpu_random_within_bound(dt, L, norm):
     ref = fwht(xd, norm=norm)  # CPU float64 (numpy butterflies), error ~1e-16 relative
     y = cp.asnumpy(fwht(cp.asarray(x), norm=norm)).astype(np.float64)
     c = 1.0 if norm == "backward" else n**-0.5
-    l1 = np.abs(xd).sum(axis=1, keepdims=True) * c
-    npass = len(_cuda.plan(L, dt))
+    _assert_within_bound(y, ref, np.abs(xd).sum(axis=1, keepdims=True) * c, dt, L, len(_cuda.plan(L, dt)))
+
+
+def _assert_within_bound(y, ref, l1, dt, L, npass):
+    """|y - ref| <= the a-priori bound (L + 2) u ||x||_1 (scaled l1 = c ||x||_1 per row), plus
+    one float16 rounding per pass for float16; ref: a float64 CPU reference."""
     if dt == np.float64:
         bound = (L + 2) * 2.0**-53 * l1 * 1.01
     elif dt == np.float32:
@@ -179,14 +183,14 @@ _XS_DTYPES = {np.float16: ("float16", ("plain", "mma")), np.float32: ("float32",
               np.float64: ("float64", ("plain",)), np.int64: ("float64", ("plain",))}
 
 
-def _candidate_cases(lmin, keep, tag):
+def _candidate_cases(lmin, keep, tag, above=0):
     """pytest params (dtype, L, cfg, variant) of every sweep candidate with ``keep(cfg)``, for
-    rows of 2**lmin .. 2**LMAX1 of each dtype; ``tag(cfg)``: extra text of the test id."""
+    rows of 2**lmin .. 2**(LMAX1 + above) of each dtype; ``tag(cfg)``: extra text of the test id."""
     cases = []
     for dt, (cand_dt, variants) in _XS_DTYPES.items():
         _, _, sc, logv, lmax1 = _cuda._TYPES[np.dtype(cand_dt)]
         acc = np.dtype(sc).itemsize
-        for L in range(lmin, lmax1 + 1):
+        for L in range(lmin, lmax1 + 1 + above):
             for cfg in _cuda.row_candidates(L, logv, acc):
                 if keep(cfg):
                     for v in variants:
@@ -286,8 +290,8 @@ def test_gpu_xs_table_entries_exact():
 # butterflies and their order are those of the same (TB, CB, MINB, XS) with PIPE = 0, so float
 # results must be bit-identical to it, and integer-valued inputs exact. The grid is capped
 # (PIPE_MAX_GRID) so that every CTA transforms several tiles, the last one partial.
-def _pipe_cases():
-    return _candidate_cases(12, lambda cfg: cfg[6], lambda cfg: f"-pipe{cfg[6]}")
+def _pipe_cases():  # the split candidates (CSB = 1) are in test_gpu_split_*
+    return _candidate_cases(12, lambda cfg: cfg[6] and not cfg[2], lambda cfg: f"-pipe{cfg[6]}")
 
 
 _PIPE_CASES = _pipe_cases()
@@ -345,7 +349,9 @@ def test_gpu_pipe_full_grid_exact():
     # float16 2**15 PIPE=1), through transform_contiguous
     for dt, L, cfg, v in ((np.float32, 15, (9, 4, 0, False, 0, True, 2), "plain"),
                           (np.float16, 15, (10, 2, 0, False, 0, False, 1), "mma"),
-                          (np.float64, 14, (9, 4, 0, False, 0, True, 2), "plain")):
+                          (np.float64, 14, (9, 4, 0, False, 0, True, 2), "plain"),
+                          (np.float64, 15, (9, 4, 1, False, 0, True, 2), "plain"),   # split
+                          (np.float16, 15, (9, 2, 1, False, 0, 5, 1), "mma")):       # split
         rows = 400  # > the resident CTAs (132 here): every CTA loops over 3-4 tiles
         k = np.random.default_rng(L).integers(-7, 8, size=(rows, 1 << L), dtype=np.int8)
         y = _cuda.transform_contiguous(cp, cp.asarray(k.astype(dt)), L, 1.0, variant=v, cfg=cfg)
@@ -364,3 +370,73 @@ def test_gpu_pipe_table_entries_exact(monkeypatch):
         k = np.random.default_rng(L).integers(-16, 17, size=(rows, n))
         y = fwht(cp.asarray(k.astype(name)))
         np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k).astype(name))
+
+
+# ---- split kernel (PIPE with CSB = 1): a row of 2**(LT+1) over the 2 CTAs of a cluster ---------
+# fwht_rows_pipe_split: each CTA stages its own half-row, reads the partner's half from the
+# partner's shared memory (DSMEM) and starts with the top index bit; the butterfly order differs
+# from every other kernel's, so random data are checked against the a-priori bound, and
+# integer-valued data exactly. The grid is capped at 5 CTAs, rounded down to 2 clusters: every
+# CTA loops over several tiles.
+def _split_cases():
+    return _candidate_cases(_cuda.SPLIT_MIN_L, lambda cfg: cfg[6] and cfg[2], lambda cfg: f"-split{cfg[6]}", above=1)
+
+
+_SPLIT_CASES = _split_cases()
+
+
+@pytest.fixture(scope="module")
+def _split_compiled(request):
+    return _compile_selected(request, "test_gpu_split_exact_in_place_and_within_bound", lambda cfg: cfg)
+
+
+def test_split_cases_cover_the_target_sizes():
+    got = {(np.dtype(p.values[0]).name, p.values[1], p.values[2], p.values[3]) for p in _SPLIT_CASES}
+    assert ("float64", 15, (9, 4, 1, False, 0, True, 2), "plain") in got
+    assert ("int64", 15, (9, 4, 1, False, 0, True, 2), "plain") in got
+    assert ("float32", 15, (8, 4, 1, False, 0, True, 2), "plain") in got
+    assert ("float16", 15, (9, 2, 1, False, 0, 5, 1), "mma") in got
+    assert ("float16", 15, (9, 2, 1, False, 0, 5, 1), "plain") in got
+
+
+@pytest.mark.parametrize("dt, L, cfg, variant", _SPLIT_CASES)
+def test_gpu_split_exact_in_place_and_within_bound(_split_compiled, monkeypatch, dt, L, cfg, variant):
+    n = 1 << L
+    rows = 5  # 10 tiles over 4 CTAs: 3, 3, 2 and 2 tiles each
+    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", 5)
+    rng = np.random.default_rng(3000 + L)
+    k = rng.integers(-16, 17, size=(rows, n))
+    want = _ref_int(k)
+    x = cp.asarray(k.astype(dt))
+    x0 = x.copy()
+    y = _cuda.transform_contiguous(cp, x, L, 1.0, variant=variant, cfg=cfg)
+    assert cp.array_equal(x, x0)  # input untouched
+    if np.dtype(dt).kind == "i":
+        np.testing.assert_array_equal(cp.asnumpy(y), want)
+    else:
+        np.testing.assert_array_equal(cp.asnumpy(y), want.astype(dt))  # float16: one rounding
+    # in place: each half-row is read from global memory only by the CTA that writes it
+    xi = x.copy()
+    _cuda.transform_contiguous(cp, xi, L, 1.0, out=xi, variant=variant, cfg=cfg)
+    assert cp.array_equal(xi, y)
+    if np.dtype(dt).kind == "i":
+        return
+    xr = (rng.random((rows, n)) - 0.5).astype(dt)
+    xd = xr.astype(np.float64)
+    s = n**-0.5
+    yr = cp.asnumpy(_cuda.transform_contiguous(cp, cp.asarray(xr), L, s, variant=variant, cfg=cfg))
+    _assert_within_bound(yr.astype(np.float64), fwht(xd, norm="ortho"),
+                         np.abs(xd).sum(axis=1, keepdims=True) * s, dt, L, 1)
+
+
+def test_gpu_split_grid_from_driver():
+    # the split kernel's persistent grid comes from cuOccupancyMaxActiveClusters (ctypes)
+    dt = np.dtype(np.float64)
+    cfg = (9, 4, 1, False, 0, True, 2)
+    name = _cuda._row_name(dt, 15, cfg=cfg)
+    smem = _cuda.pipe_smem(15, 1, 8, 9, 4, True, 2)
+    k = _cuda._kernel(dt.str, cp.cuda.Device().id, name, smem, 15)
+    clusters = _cuda._active_clusters(k, 1 << 9, smem)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    assert clusters is not None and 1 <= clusters <= sms // 2
+    assert _cuda._pipe_grid(dt.str, cp.cuda.Device().id, name, smem, 15, 9) == 2 * clusters

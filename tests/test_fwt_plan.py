@@ -162,7 +162,7 @@ def test_xl_ok():
 
 
 def test_row_candidates_xs_examples():
-    c = lambda n, L: {x[:6] for x in _cuda.row_candidates(L, *_DT[n]) if x[5] is True}  # noqa: E731
+    c = lambda n, L: {x[:6] for x in _cuda.row_candidates(L, *_DT[n]) if x[5] is True and not x[6]}  # noqa: E731
     assert (8, 4, 0, False, 0, True) in c("float32", 14)
     assert (9, 4, 0, False, 0, True) in c("float32", 15)
     assert (9, 4, 0, False, 0, True) in c("float64", 14)
@@ -277,7 +277,14 @@ def test_pipe_smem_and_ok():
     assert not _cuda.pipe_ok(15, *f16, 10, 2, pipe=2)       # PIPE = 2 needs XS = 1
     assert _cuda.pipe_ok(14, *f64, 9, 4, xs=True, pipe=2)
     assert not _cuda.pipe_ok(14, *f64, 9, 4, xs=True, pipe=1)
-    assert not _cuda.pipe_ok(14, *f32, 8, 3, csb=1, pipe=1)  # no cluster
+    # CSB = 1: the split kernel, rows of exactly 2**(LT+1), LT >= LC_MIN, shared memory of 2**LT
+    assert _cuda.pipe_ok(15, *f64, 9, 4, csb=1, xs=True, pipe=2)
+    assert _cuda.pipe_smem(15, *f64, 9, 4, True, 2) == 192 * 1024
+    assert _cuda.pipe_smem(15, *f32, 9, 3, False, 1) == 128 * 1024
+    assert not _cuda.pipe_ok(15, *f32, 9, 4, csb=1, xs=True, pipe=2)  # tile = row: no split
+    assert not _cuda.pipe_ok(16, *f32, 8, 3, csb=1, pipe=1)           # 2**16 = 4 tiles
+    assert not _cuda.pipe_ok(12, *f32, 7, 2, csb=1, pipe=1)           # LT = 11 < LC_MIN
+    assert not _cuda.pipe_ok(16, *f32, 9, 3, csb=2, pipe=1)           # no 4-CTA split
     assert not _cuda.pipe_ok(12, *f32, 7, 3, wm=True, pipe=1)
     assert not _cuda.pipe_ok(14, *f32, 8, 4, xs=True, pipe=3)
 
@@ -293,11 +300,20 @@ def test_row_candidates_pipe_valid(name):
                 assert not pipes
             for tb, cb, csb, wm, minb, xs, pipe in pipes:
                 assert _cuda.pipe_ok(L, logv, acc, tb, cb, csb, wm, xs, pipe)
+                if csb:  # split: a one-row PIPE candidate of the half-row
+                    assert csb == 1 and L >= _cuda.SPLIT_MIN_L and logv + tb + cb == L - 1
+                    assert (tb, cb, 0, wm, minb, xs, pipe) in _cuda.row_candidates(L - 1, logv, acc)
+                    continue
                 assert L <= logv + tb + cb <= L + 1
                 assert (tb, cb, csb, wm, minb, xs, 0) in cands  # every PIPE has its PIPE = 0 twin
+            splits = {c for c in pipes if c[2]}
+            half = {c[:2] + (1,) + c[3:] for c in _cuda.row_candidates(L - 1, logv, acc, clusters)
+                    if c[6] and not c[2] and logv + c[0] + c[1] == L - 1} if L >= 1 else set()
+            assert splits == (half if L >= _cuda.SPLIT_MIN_L else set())
     c = lambda n, L: set(_cuda.row_candidates(L, *_DT[n]))  # noqa: E731
     assert (9, 4, 0, False, 0, True, 2) in c("float32", 15)
     assert (9, 4, 0, False, 0, True, 2) in c("float64", 14)
+    assert (9, 4, 1, False, 0, True, 2) in c("float64", 15)  # split: two 2**14 halves
     assert (10, 2, 0, False, 0, False, 1) in c("float16", 15)
     assert (7, 2, 0, False, 0, 3, 1) in c("float16", 12)
 
@@ -380,5 +396,11 @@ def test_pipe_row_names():
         "fwht_rows_pipe<unsigned short, float, 3, 10, 2, true, 0, 0, 1, 15>"
     with pytest.raises(ValueError):
         _cuda._row_name(f32, 15, cfg=(9, 4, 0, False, 0, True, 1))  # 256 KiB of shared memory
+    assert _cuda._row_name(f32, 15, cfg=(9, 3, 1, False, 0, False, 1)) == \
+        "fwht_rows_pipe_split<float, float, 2, 9, 3, false, 0, 0, 1, 14>"  # half-rows of 2**14
+    assert _cuda._row_name(np.dtype(np.float64), 15, cfg=(9, 4, 1, False, 0, True, 2)) == \
+        "fwht_rows_pipe_split<double, double, 1, 9, 4, false, 0, 1, 2, 14>"
     with pytest.raises(ValueError):
-        _cuda._row_name(f32, 15, cfg=(9, 3, 1, False, 0, False, 1))  # cluster
+        _cuda._row_name(f32, 15, cfg=(9, 4, 1, False, 0, True, 2))  # tile = row: no split
+    with pytest.raises(ValueError):
+        _cuda._row_name(f32, 12, cfg=(8, 1, 1, False, 0, False, 1))  # LT = 11 < LC_MIN

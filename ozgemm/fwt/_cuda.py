@@ -175,28 +175,38 @@ def phase_b_smem(L: int, logv: int, acc_size: int, tb: int, cb: int, csb: int = 
 def pipe_smem(L: int, logv: int, acc_size: int, tb: int, cb: int, xs=False, pipe: int = 1) -> int:
     """Dynamic shared memory of the pipelined kernel: the staging buffer (one tile of 16-byte
     vectors of storage values, 2**(LT+4-LOGV) bytes) and the exchange buffer (half of it with
-    PIPE = 2)."""
+    PIPE = 2). The split kernel (rows of 2**(LT+1)) needs what rows of 2**LT need."""
     lt = logv + tb + cb
-    ex = phase_b_smem(L, logv, acc_size, tb, cb, xs=xs)
+    ex = phase_b_smem(min(L, lt), logv, acc_size, tb, cb, xs=xs)
     return (16 << (lt - logv)) + (ex >> 1 if pipe == 2 else ex)
 
 
 def pipe_ok(L: int, logv: int, acc_size: int, tb: int, cb: int, csb: int = 0, wm: bool = False,
             xs=False, pipe: int = 1) -> bool:
     """Whether the pipelined kernel (PIPE = 1, or 2: half exchange buffer, XS = 1 only) applies:
-    plain layout, no cluster, and staging plus exchange buffer fit in 227 KiB."""
-    if pipe not in (1, 2) or wm or csb:
+    plain layout, and staging plus exchange buffer fit in 227 KiB; CSB = 0 (no cluster), or
+    CSB = 1: the split kernel ``fwht_rows_pipe_split``, rows of exactly 2**(LT+1) (two tiles,
+    one per CTA of a 2-CTA cluster) with LT >= LC_MIN (it is compiled for its length)."""
+    if pipe not in (1, 2) or wm or csb not in (0, 1):
+        return False
+    if csb and (logv + tb + cb + 1 != L or L - 1 < LC_MIN):
         return False
     if pipe == 2 and not (xs is True or xs == 1):
         return False
     return pipe_smem(L, logv, acc_size, tb, cb, xs, pipe) <= _SMEM_OPTIN
 
 
+# Shortest row (log2) offered to the split kernel (fwht_rows_pipe_split): shorter rows fit one
+# CTA's tile and reach >= 85 % of copy there (benchmarks/results_fwt.md).
+SPLIT_MIN_L = 15
+
+
 def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> list:
     """All valid (TB, CB, CSB, WM, MINB, XS, PIPE) for a row of 2**L: 2**TB threads (128..1024),
     2**(LOGV+CB) = 8..32 values per thread (8 only for L <= 11), CTA tile 2**LT
     (LT = LOGV+TB+CB, at most 4 rows beyond 2**11) with shared memory <= 227 KiB;
-    CSB = 0: tile >= row; CSB = 1, 2: the row spans a cluster of 2**CSB CTAs (LT + CSB = L).
+    CSB = 0: tile >= row; CSB = 1, 2: the row spans a cluster of 2**CSB CTAs (LT + CSB = L);
+    with PIPE > 0, CSB = 1 is the split kernel (rows of 2**SPLIT_MIN_L and longer).
     WM = True (warp-major layout) only where it makes the row warp-local (no shared-memory
     phase; 2**7-2**8 threads, rows >= 2**9), then also with 64 values per thread; MINB = 2
     for rows >= 2**12 where ``_minb2_ok``. XS = True (exchange-store phase B) where
@@ -204,7 +214,8 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
     floats, 32 doubles), also with MINB = 2 where ``_minb2_ok``. PIPE = 0 for all of these;
     for rows of 2**12 and longer every plain single-CTA candidate whose tile holds one or two
     rows is also offered as the pipelined kernel (PIPE = 1, and PIPE = 2 for XS = 1) where
-    ``pipe_ok``."""
+    ``pipe_ok``. For rows of 2**SPLIT_MIN_L and longer, every such PIPE candidate of rows of
+    2**(L-1) whose tile is one row is also offered as the split kernel (CSB = 1)."""
     out = []
     for loge in (3, 4, 5, 6):
         if loge < logv or (loge == 3 and L > 11):
@@ -256,6 +267,10 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
                     continue  # two CTAs cannot be resident: MINB = 2 would only cap registers
                 if pipe_ok(L, logv, acc_size, tb, cb, csb, wm, xs, pipe):
                     out.append((tb, cb, csb, wm, minb, xs, pipe))
+    if L >= SPLIT_MIN_L and clusters:  # the split kernel: the pipelined one-row tiles of 2**(L-1)
+        for tb, cb, csb, wm, minb, xs, pipe in row_candidates(L - 1, logv, acc_size, clusters):
+            if pipe and not csb and logv + tb + cb == L - 1:
+                out.append((tb, cb, 1, wm, minb, xs, pipe))
     return out
 
 
@@ -376,6 +391,8 @@ def _row_name(dtype, L, mma=False, cfg=None) -> str:
         if not pipe_ok(L, logv, np.dtype(sc).itemsize, tb, cb, csb, wm, xs, pipe):
             raise ValueError(f"PIPE={pipe} (pipelined kernel) does not apply to TB={tb}, CB={cb}, CSB={csb}, "
                              f"WM={wm}, XS={int(xs)} for rows of 2**{L}")
+        split = bool(csb)
+        L, csb = L - csb, 0  # the split kernel's CTAs transform half-rows of 2**(L-1)
     if csb:  # cluster kernels have no XS parameter (plain phase B)
         if xs:
             raise ValueError("XS (exchange-store) is not available for cluster configurations")
@@ -389,7 +406,8 @@ def _row_name(dtype, L, mma=False, cfg=None) -> str:
         raise ValueError(f"XS must be >= 0, got {xs}")
     lc = L if L >= LC_MIN else 0  # compile-time row length (fwht.cu: rows_body, LC)
     if pipe:
-        return f"fwht_rows_pipe<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {int(minb)}, {xs}, {int(pipe)}, {lc}>"
+        kern = "fwht_rows_pipe_split" if split else "fwht_rows_pipe"
+        return f"{kern}<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {int(minb)}, {xs}, {int(pipe)}, {lc}>"
     return f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}, {xs}, {lc}>"
 
 
@@ -514,9 +532,41 @@ def _resident_ctas(regs: int, nthreads: int, smem: int) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _pipe_grid(dtype_str: str, device_id: int, name: str, smem: int, L: int, tb: int) -> int:
-    """CTAs of the pipelined kernel ``name`` resident on the whole device at once."""
+    """CTAs of the pipelined kernel ``name`` resident on the whole device at once (the split
+    kernel: 2 x the 2-CTA clusters resident at once, from the driver's
+    cuOccupancyMaxActiveClusters; a cluster's CTAs share a GPC, so that can be fewer than the
+    SMs: a grid larger than what is resident would run its last clusters' whole tile loops
+    after the others)."""
     k = _kernel(dtype_str, device_id, name, smem, L)
-    return _sm_count(device_id) * _resident_ctas(k.attributes["num_regs"], 1 << tb, smem)
+    per_sm = _resident_ctas(k.attributes["num_regs"], 1 << tb, smem)
+    if name.startswith("fwht_rows_pipe_split"):
+        clusters = _active_clusters(k, 1 << tb, smem)
+        if clusters is None:  # no driver answer: the SMs' count, rounded down to whole clusters
+            return max(2, (_sm_count(device_id) * per_sm) & ~1)
+        return max(2, 2 * clusters)
+    return _sm_count(device_id) * per_sm
+
+
+def _active_clusters(kernel, nthreads: int, smem: int):
+    """The driver's cuOccupancyMaxActiveClusters for a compile-time 2-CTA-cluster kernel
+    (CUDA 12+ driver API, through ctypes: CuPy does not wrap it), or None where it fails."""
+    import ctypes
+
+    class LaunchConfig(ctypes.Structure):  # CUlaunchConfig
+        _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                    ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                    ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                    ("attrs", ctypes.c_void_p), ("numAttrs", ctypes.c_uint)]
+
+    try:
+        fn = getattr(kernel, "kernel", kernel)  # RawKernel -> its cupy.cuda.Function (CUfunction)
+        lib = ctypes.CDLL("libcuda.so.1")
+        cfg = LaunchConfig(2, 1, 1, nthreads, 1, 1, smem, None, None, 0)
+        n = ctypes.c_int(0)
+        rc = lib.cuOccupancyMaxActiveClusters(ctypes.byref(n), ctypes.c_void_p(fn.ptr), ctypes.byref(cfg))
+        return int(n.value) if rc == 0 and n.value > 0 else None
+    except Exception:
+        return None
 
 
 def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
@@ -538,6 +588,8 @@ def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
         grid = min(ntiles, _pipe_grid(dtype.str, src.device.id, name, smem, L, tb))
         if PIPE_MAX_GRID is not None:
             grid = min(grid, PIPE_MAX_GRID)
+        if csb:  # split kernel: whole 2-CTA clusters (ntiles is even: whole rows of 2 tiles)
+            grid = max(2, grid & ~1)
     k((grid,), (1 << tb,), (src, dst, np.int64(total), np.int32(L), sc(scale)), shared_mem=smem)
 
 

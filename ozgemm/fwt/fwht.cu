@@ -345,7 +345,11 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   constexpr int NTH = 1 << TB;
   constexpr int LT = LOGV + TB + CB;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  static_assert(PIPE == 0 || (CSB == 0 && !WM), "the pipelined kernel uses the plain layout, no cluster");
+  // SPLIT (PIPE with CSB = 1): a row of 2^(LT+1) spans the 2 CTAs of a cluster, its top index
+  // bit first (see fwht_rows_pipe_split)
+  constexpr bool SPLIT = PIPE != 0 && CSB == 1;
+  static_assert(PIPE == 0 || ((CSB == 0 || CSB == 1) && !WM),
+                "the pipelined kernel uses the plain layout, no cluster or the 2-CTA split");
   static_assert(PIPE != 2 || (XS == 1 && LOGV >= 1), "PIPE = 2 (half exchange buffer) needs XS = 1");
   T* stage = reinterpret_cast<T*>(smem_raw);  // PIPE only
   A* sm = reinterpret_cast<A*>(smem_raw + (PIPE ? (sizeof(T) << LT) : 0));
@@ -376,11 +380,11 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   constexpr int WB0 = WM ? LOGV + 5 + CB : LOGV + 5;  // index bit of warp bit 0
   // XS: the warp-major offset of the plain tile, [v | lane | c | wid]; its chunk bits
   // 0..TB-6 are the plain layout's warp bits [LOGV+5, LOGV+TB) (needs TB-5 <= CB).
-  static_assert(XS != 1 || (!WM && CSB == 0 && TB > 5 && TB - 5 <= CB),
+  static_assert(XS != 1 || (!WM && (CSB == 0 || SPLIT) && TB > 5 && TB - 5 <= CB),
                 "XS needs the plain layout, no cluster and all warp bits in the chunk bits");
   constexpr int XK = XS >= 2 ? XS : 0;  // lane exchange: thread bits done after the exchange
   constexpr int XP = XK ? LOGE - XK : 0;  // its low register bits (elements per store piece)
-  static_assert(XS >= 0 && (XK == 0 || (!WM && CSB == 0 && XK >= TB - 5 && XK <= TB - (MMA ? 2 : 0)
+  static_assert(XS >= 0 && (XK == 0 || (!WM && (CSB == 0 || SPLIT) && XK >= TB - 5 && XK <= TB - (MMA ? 2 : 0)
                                         && XP >= 0 && XP <= 2 && XP <= LOGV)),
                 "lane exchange: plain layout, no cluster, TB-5 <= K <= TB (TB-2 with mma), "
                 "0 <= LOGV+CB-K <= min(2, LOGV)");
@@ -389,10 +393,26 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // staging buffer after this thread's copies have landed
   // PIPE: the tile comes from the staging buffer once this thread's copies have landed
   if (PIPE) cp_async_wait_all();
+  // SPLIT: the partner CTA's staging buffer (its half of the row, same offsets) through
+  // distributed shared memory, once both CTAs' copies have landed; rank 0 keeps own + partner
+  // (x0 + x1), rank 1 partner - own (x0 - x1)
+  const T* pstage = stage;
+  A ssg = A(1);
+  if constexpr (SPLIT) {
+    cluster_sync();
+    const unsigned rank = cluster_rank();
+    pstage = map_rank(stage, rank ^ 1u);
+    ssg = (rank & 1u) ? A(-1) : A(1);
+  }
   // PIPE: once every thread holds its vectors (the barrier also ends the previous tile's
-  // exchange-buffer reads), start copying tile `next` into the staging buffer
+  // exchange-buffer reads; SPLIT: a cluster barrier, which also ends the partner's reads of
+  // this CTA's staging buffer), start copying tile `next` into the staging buffer
   auto prefetch_next = [&]() {
-    if constexpr (PIPE != 0) {
+    if constexpr (SPLIT) {
+      cluster_sync();
+      if (next < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, next, total);
+      cp_async_commit();
+    } else if constexpr (PIPE != 0) {
       __syncthreads();
       if (next < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, next, total);
       cp_async_commit();
@@ -418,14 +438,24 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
       }
     } else {
       uint4 u[C];
+      uint4 w[SPLIT ? C : 1];  // SPLIT: the partner's vectors
 #pragma unroll
       for (int c = 0; c < C; ++c) {
         u[c] = make_uint4(0u, 0u, 0u, 0u);
         if (vofs(c) < lim) u[c] = *reinterpret_cast<const uint4*>(stage + vofs(c));
+        if constexpr (SPLIT) w[c] = *reinterpret_cast<const uint4*>(pstage + vofs(c));  // whole rows
       }
       prefetch_next();
 #pragma unroll
-      for (int c = 0; c < C; ++c) mma_h16(u[c], b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
+      for (int c = 0; c < C; ++c) {
+        mma_h16(u[c], b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
+        if constexpr (SPLIT) {  // H is linear: H(x0 +- x1) = H x0 +- H x1 on these 4 bits
+          float t[V];
+          mma_h16(w[c], b00, b01, b10, b11, t);
+#pragma unroll
+          for (int v = 0; v < V; ++v) r[c * V + v] = bfly(ssg, r[c * V + v], t[v]);
+        }
+      }
     }
     if (1 < L) reg_stage<A, E>(r, 2);  // index bit 1 = register bit 1 (see mma_h16)
   } else {
@@ -435,6 +465,12 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
       if (off < lim) {
         if constexpr (PIPE == 0) gload(xt + off, r + c * V);
         else gload<true>(stage + vofs(c), r + c * V);
+        if constexpr (SPLIT) {  // top index bit first: one butterfly with the partner's half
+          A t[V];
+          gload<true>(pstage + vofs(c), t);
+#pragma unroll
+          for (int v = 0; v < V; ++v) r[c * V + v] = bfly(ssg, r[c * V + v], t[v]);
+        }
       } else {
 #pragma unroll
         for (int v = 0; v < V; ++v) r[c * V + v] = A(0);
@@ -594,7 +630,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   }
 
   // ---- cluster stage: index bits [LT, LT+CSB) across the CTAs of the cluster
-  if (CSB > 0) {
+  if (CSB > 0 && !SPLIT) {
     constexpr int CS = 1 << CSB;
 #pragma unroll
     for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
@@ -645,9 +681,10 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
 // loads of the next tile overlap the butterflies and stores of this one even with one CTA per
 // SM. Dynamic shared memory: 2^LT * sizeof(T) (staging) + 2^LT * sizeof(A) (exchange; half
 // with PIPE = 2; none when the rows need no shared-memory phase).
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int MINB, int XS, int PIPE, int LC>
-__global__ void __launch_bounds__(1 << TB, MINB)
-fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
+// (the loop of both pipelined kernels; CSB = 1: the split kernel below)
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, int XS, int PIPE, int LC>
+__device__ __forceinline__ void pipe_loop(const T* __restrict__ x, T* __restrict__ y, long long total, int L,
+                                          A scale) {
   constexpr int LT = LOGV + TB + CB;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* stage = reinterpret_cast<T*>(smem_raw);
@@ -656,9 +693,29 @@ fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int 
   if (t < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, t, total);  // prologue: the first tile
   cp_async_commit();
   for (; t < ntiles; t += gridDim.x)
-    rows_body<T, A, LOGV, TB, CB, MMA, 0, false, XS, PIPE, LC>(x, y, total, L, scale, t, t + gridDim.x, ntiles);
+    rows_body<T, A, LOGV, TB, CB, MMA, CSB, false, XS, PIPE, LC>(x, y, total, L, scale, t, t + gridDim.x, ntiles);
+}
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int MINB, int XS, int PIPE, int LC>
+__global__ void __launch_bounds__(1 << TB, MINB)
+fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
+  pipe_loop<T, A, LOGV, TB, CB, MMA, 0, XS, PIPE, LC>(x, y, total, L, scale);
 }
 #if OZ_FWT_CLUSTERS
+// Pipelined split kernel (PIPE = 1 or 2 with a cluster of 2 CTAs): a row of 2^(LT+1) elements
+// is two tiles, its halves x0 and x1, handled by the two CTAs of a cluster in the same loop
+// iteration (gridDim.x even, so tile t and its partner t ^ 1 have the parity of the CTA's rank).
+// Each CTA stages only its own half (one read of every element from global memory), then reads
+// the partner's half from the partner's staging buffer (DSMEM) and starts with the butterfly
+// on the top index bit: rank 0 transforms x0 + x1, rank 1 x0 - x1 (H_2n = [[H_n, H_n],
+// [H_n, -H_n]]), each a row of 2^LT (LC = LT) written to its own half. Same shared memory as
+// fwht_rows_pipe for rows of 2^LT. The outputs never overwrite an input another CTA still
+// reads (each half is read from global memory only by its own CTA): in place is safe.
+template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int MINB, int XS, int PIPE, int LC>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB, MINB)
+fwht_rows_pipe_split(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
+  static_assert(LC == LOGV + TB + CB, "the split kernel transforms half-rows of 2^LT");
+  pipe_loop<T, A, LOGV, TB, CB, MMA, 1, XS, PIPE, LC>(x, y, total, L, scale);  // ntiles even
+}
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB, MINB)
 fwht_rows_cluster2(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
