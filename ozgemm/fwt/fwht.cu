@@ -453,7 +453,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
           float t[V];
           mma_h16(w[c], b00, b01, b10, b11, t);
 #pragma unroll
-          for (int v = 0; v < V; ++v) r[c * V + v] = bfly(ssg, r[c * V + v], t[v]);
+          for (int v = 0; v < V; ++v) r[c * V + v] = bfly(ssg, r[c * V + v], A(t[v]));  // A = float
         }
       }
     }
