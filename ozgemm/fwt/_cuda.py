@@ -6,9 +6,13 @@ Plan for a row of n = 2**L elements, dtype with 16-byte vectors of V = 16/itemsi
   one read and one write of every element (or, where measured faster, one launch of the
   pipelined persistent ``fwht_rows_pipe``: the same transform, the next tile staged in shared
   memory by cp.async while the current one is transformed).
-* L > LMAX1: ``fwht_rows`` on the low L1 bits (out-of-place), then ``fwht_cols`` passes
-  of MB ∈ {3, 6, 9} bits each (in place) until all L bits are done; q = ceil((L-LMAX1)/9)
-  strided passes, so 2 passes up to L = LMAX1 + 9 (2**24 float32, 2**23 float64), 3 beyond.
+* L = LMAX1 + 1 where ``ROW_TUNED`` has a split entry on an sm_90 GPU (float32 2**16,
+  float64 2**15): one launch of ``fwht_rows_pipe_split``, the row's two halves on the two CTAs
+  of a cluster (one read and one write of every element; the halves meet in shared memory).
+* Longer rows: ``fwht_rows`` on the low L1 bits (out-of-place), then ``fwht_cols`` passes
+  of MB ∈ {3, 6, 9} bits each (in place) until all L bits are done; q = ceil((L-lmax)/9)
+  strided passes (lmax: the longest one-pass row, ``lmax_single``), so 2 passes up to
+  L = lmax + 9 (2**25 float32, 2**24 float64 with the H200 table), 3 beyond.
 
 The kernels compute in float32 for float16 (rounded once per pass), in the dtype itself for
 float32/float64, and exactly in int64 for integers. The final ``scale`` is applied in the
@@ -46,7 +50,9 @@ ROW_TUNED: dict = {
     # (dtype, log2 n): (TB, CB, CSB, mma, GB/s in the sweep, WM, MINB[, XS[, PIPE]]), H200 run 4
     # (2026-11-30) for rows up to 2**11; 2**12-2**15 from the restricted sweeps of session 6
     # (device calls 1, 4, 6: `benchmarks/fwt_pipe_run.sh`), adopted where the same run's
-    # benchmark confirmed the sweep (benchmarks/results_fwt.md, "Session 6")
+    # benchmark confirmed the sweep (benchmarks/results_fwt.md, "Session 6"); float32 2**16 and
+    # float64 2**15: the split kernel (CSB = 1 with PIPE), one pass where the plan had two,
+    # from session 7's sweep (device call 2, faster than the 2-pass plan in the same sweep)
     ("float16", 8): (7, 1, 0, True, 4025, False, 0),
     ("float16", 9): (7, 1, 0, True, 4028, True, 0),
     ("float16", 10): (8, 2, 0, True, 3975, True, 0),
@@ -63,6 +69,7 @@ ROW_TUNED: dict = {
     ("float32", 13): (9, 2, 0, False, 3927, False, 2),  # session 6 (calls 4, 6)
     ("float32", 14): (9, 3, 0, False, 3868, False, 2),  # session 6 (call 4)
     ("float32", 15): (9, 4, 0, False, 3524, False, 0, True, 2),  # PIPE=2, session 6 (calls 1, 4, 6)
+    ("float32", 16): (9, 4, 1, False, 2438, False, 0, True, 2),  # split kernel, session 7 (call 2)
     ("float64", 8): (7, 3, 0, False, 3899, False, 0),
     ("float64", 9): (7, 4, 0, False, 3911, False, 0),
     ("float64", 10): (7, 4, 0, False, 3929, False, 0),
@@ -70,6 +77,7 @@ ROW_TUNED: dict = {
     ("float64", 12): (7, 4, 0, False, 3915, False, 0, True),  # session 6 (call 6)
     ("float64", 13): (8, 4, 0, False, 3895, False, 2, True),  # session 6 (call 6)
     ("float64", 14): (9, 4, 0, False, 3581, False, 0, True, 2),  # PIPE=2, session 6 (calls 1, 4, 6)
+    ("float64", 15): (9, 4, 1, False, 2406, False, 0, True, 2),  # split kernel, session 7 (call 2)
 }
 
 
@@ -175,9 +183,12 @@ def phase_b_smem(L: int, logv: int, acc_size: int, tb: int, cb: int, csb: int = 
 def pipe_smem(L: int, logv: int, acc_size: int, tb: int, cb: int, xs=False, pipe: int = 1) -> int:
     """Dynamic shared memory of the pipelined kernel: the staging buffer (one tile of 16-byte
     vectors of storage values, 2**(LT+4-LOGV) bytes) and the exchange buffer (half of it with
-    PIPE = 2). The split kernel (rows of 2**(LT+1)) needs what rows of 2**LT need."""
+    PIPE = 2). The split kernel (rows of 2**(LT+1)) needs what rows of 2**LT need; PIPE = 3
+    (split without staging) only the exchange buffer."""
     lt = logv + tb + cb
     ex = phase_b_smem(min(L, lt), logv, acc_size, tb, cb, xs=xs)
+    if pipe == 3:
+        return ex
     return (16 << (lt - logv)) + (ex >> 1 if pipe == 2 else ex)
 
 
@@ -186,8 +197,9 @@ def pipe_ok(L: int, logv: int, acc_size: int, tb: int, cb: int, csb: int = 0, wm
     """Whether the pipelined kernel (PIPE = 1, or 2: half exchange buffer, XS = 1 only) applies:
     plain layout, and staging plus exchange buffer fit in 227 KiB; CSB = 0 (no cluster), or
     CSB = 1: the split kernel ``fwht_rows_pipe_split``, rows of exactly 2**(LT+1) (two tiles,
-    one per CTA of a 2-CTA cluster) with LT >= LC_MIN (it is compiled for its length)."""
-    if pipe not in (1, 2) or wm or csb not in (0, 1):
+    one per CTA of a 2-CTA cluster) with LT >= LC_MIN (it is compiled for its length).
+    PIPE = 3 (CSB = 1 only): ``fwht_rows_dup2``, the same split without staging."""
+    if pipe not in (1, 2, 3) or wm or csb not in (0, 1) or (pipe == 3 and csb != 1):
         return False
     if csb and (logv + tb + cb + 1 != L or L - 1 < LC_MIN):
         return False
@@ -269,8 +281,8 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
                     out.append((tb, cb, csb, wm, minb, xs, pipe))
     if L >= SPLIT_MIN_L and clusters:  # the split kernel: the pipelined one-row tiles of 2**(L-1)
         for tb, cb, csb, wm, minb, xs, pipe in row_candidates(L - 1, logv, acc_size, clusters):
-            if pipe and not csb and logv + tb + cb == L - 1:
-                out.append((tb, cb, 1, wm, minb, xs, pipe))
+            if not csb and not wm and logv + tb + cb == L - 1:
+                out.append((tb, cb, 1, wm, minb, xs, pipe or 3))  # PIPE 0 -> 3: without staging
     return out
 
 
@@ -406,6 +418,8 @@ def _row_name(dtype, L, mma=False, cfg=None) -> str:
         raise ValueError(f"XS must be >= 0, got {xs}")
     lc = L if L >= LC_MIN else 0  # compile-time row length (fwht.cu: rows_body, LC)
     if pipe:
+        if pipe == 3:
+            return f"fwht_rows_dup2<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {int(minb)}, {xs}, {lc}>"
         kern = "fwht_rows_pipe_split" if split else "fwht_rows_pipe"
         return f"{kern}<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {int(minb)}, {xs}, {int(pipe)}, {lc}>"
     return f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}, {xs}, {lc}>"
@@ -584,7 +598,7 @@ def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
     k = _kernel(dtype.str, src.device.id, name, smem, L)
     ntiles = (total + (1 << lt) - 1) >> lt
     grid = ntiles
-    if pipe:  # persistent: the CTAs that are resident at once loop over the tiles
+    if pipe in (1, 2):  # persistent: the CTAs that are resident at once loop over the tiles
         grid = min(ntiles, _pipe_grid(dtype.str, src.device.id, name, smem, L, tb))
         if PIPE_MAX_GRID is not None:
             grid = min(grid, PIPE_MAX_GRID)
