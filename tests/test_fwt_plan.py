@@ -298,20 +298,18 @@ def test_row_candidates_pipe_valid(name):
             pipes = [c for c in cands if c[6]]
             if L < 12 or not clusters:
                 assert not pipes
-            assert all(c[2] == 1 for c in pipes if c[6] == 3)  # PIPE = 3: the split only
             for tb, cb, csb, wm, minb, xs, pipe in pipes:
                 assert _cuda.pipe_ok(L, logv, acc, tb, cb, csb, wm, xs, pipe)
-                if csb:  # split: a one-row candidate of the half-row (PIPE = 3: its PIPE = 0 one)
+                if csb:  # split: a one-row PIPE candidate of the half-row
                     assert csb == 1 and L >= _cuda.SPLIT_MIN_L and logv + tb + cb == L - 1
-                    twin = (tb, cb, 0, wm, minb, xs, 0 if pipe == 3 else pipe)
-                    assert twin in _cuda.row_candidates(L - 1, logv, acc)
+                    assert (tb, cb, 0, wm, minb, xs, pipe) in _cuda.row_candidates(L - 1, logv, acc)
                     continue
                 assert L <= logv + tb + cb <= L + 1
                 assert (tb, cb, csb, wm, minb, xs, 0) in cands  # every PIPE has its PIPE = 0 twin
             splits = {c for c in pipes if c[2]}
-            half = {c[:2] + (1,) + c[3:6] + (c[6] or 3,) for c in _cuda.row_candidates(L - 1, logv, acc, clusters)
-                    if not c[2] and not c[3] and logv + c[0] + c[1] == L - 1} if L >= 1 else set()
-            assert splits == (half if L >= _cuda.SPLIT_MIN_L and clusters else set())
+            half = {c[:2] + (1,) + c[3:] for c in _cuda.row_candidates(L - 1, logv, acc, clusters)
+                    if c[6] and not c[2] and logv + c[0] + c[1] == L - 1} if L >= 1 else set()
+            assert splits == (half if L >= _cuda.SPLIT_MIN_L else set())
     c = lambda n, L: set(_cuda.row_candidates(L, *_DT[n]))  # noqa: E731
     assert (9, 4, 0, False, 0, True, 2) in c("float32", 15)
     assert (9, 4, 0, False, 0, True, 2) in c("float64", 14)

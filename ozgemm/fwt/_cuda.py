@@ -183,12 +183,9 @@ def phase_b_smem(L: int, logv: int, acc_size: int, tb: int, cb: int, csb: int = 
 def pipe_smem(L: int, logv: int, acc_size: int, tb: int, cb: int, xs=False, pipe: int = 1) -> int:
     """Dynamic shared memory of the pipelined kernel: the staging buffer (one tile of 16-byte
     vectors of storage values, 2**(LT+4-LOGV) bytes) and the exchange buffer (half of it with
-    PIPE = 2). The split kernel (rows of 2**(LT+1)) needs what rows of 2**LT need; PIPE = 3
-    (split without staging) only the exchange buffer."""
+    PIPE = 2). The split kernel (rows of 2**(LT+1)) needs what rows of 2**LT need."""
     lt = logv + tb + cb
     ex = phase_b_smem(min(L, lt), logv, acc_size, tb, cb, xs=xs)
-    if pipe == 3:
-        return ex
     return (16 << (lt - logv)) + (ex >> 1 if pipe == 2 else ex)
 
 
@@ -197,9 +194,8 @@ def pipe_ok(L: int, logv: int, acc_size: int, tb: int, cb: int, csb: int = 0, wm
     """Whether the pipelined kernel (PIPE = 1, or 2: half exchange buffer, XS = 1 only) applies:
     plain layout, and staging plus exchange buffer fit in 227 KiB; CSB = 0 (no cluster), or
     CSB = 1: the split kernel ``fwht_rows_pipe_split``, rows of exactly 2**(LT+1) (two tiles,
-    one per CTA of a 2-CTA cluster) with LT >= LC_MIN (it is compiled for its length).
-    PIPE = 3 (CSB = 1 only): ``fwht_rows_dup2``, the same split without staging."""
-    if pipe not in (1, 2, 3) or wm or csb not in (0, 1) or (pipe == 3 and csb != 1):
+    one per CTA of a 2-CTA cluster) with LT >= LC_MIN (it is compiled for its length)."""
+    if pipe not in (1, 2) or wm or csb not in (0, 1):
         return False
     if csb and (logv + tb + cb + 1 != L or L - 1 < LC_MIN):
         return False
@@ -281,8 +277,8 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
                     out.append((tb, cb, csb, wm, minb, xs, pipe))
     if L >= SPLIT_MIN_L and clusters:  # the split kernel: the pipelined one-row tiles of 2**(L-1)
         for tb, cb, csb, wm, minb, xs, pipe in row_candidates(L - 1, logv, acc_size, clusters):
-            if not csb and not wm and logv + tb + cb == L - 1:
-                out.append((tb, cb, 1, wm, minb, xs, pipe or 3))  # PIPE 0 -> 3: without staging
+            if pipe and not csb and logv + tb + cb == L - 1:
+                out.append((tb, cb, 1, wm, minb, xs, pipe))
     return out
 
 
@@ -418,8 +414,6 @@ def _row_name(dtype, L, mma=False, cfg=None) -> str:
         raise ValueError(f"XS must be >= 0, got {xs}")
     lc = L if L >= LC_MIN else 0  # compile-time row length (fwht.cu: rows_body, LC)
     if pipe:
-        if pipe == 3:
-            return f"fwht_rows_dup2<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {int(minb)}, {xs}, {lc}>"
         kern = "fwht_rows_pipe_split" if split else "fwht_rows_pipe"
         return f"{kern}<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {int(minb)}, {xs}, {int(pipe)}, {lc}>"
     return f"fwht_rows<{T}, {A}, {logv}, {tb}, {cb}, {b(mma)}, {b(wm)}, {int(minb)}, {xs}, {lc}>"
@@ -598,7 +592,7 @@ def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
     k = _kernel(dtype.str, src.device.id, name, smem, L)
     ntiles = (total + (1 << lt) - 1) >> lt
     grid = ntiles
-    if pipe in (1, 2):  # persistent: the CTAs that are resident at once loop over the tiles
+    if pipe:  # persistent: the CTAs that are resident at once loop over the tiles
         grid = min(ntiles, _pipe_grid(dtype.str, src.device.id, name, smem, L, tb))
         if PIPE_MAX_GRID is not None:
             grid = min(grid, PIPE_MAX_GRID)

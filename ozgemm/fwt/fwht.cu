@@ -285,21 +285,6 @@ __device__ __forceinline__ void cluster_sync() {
   __trap();
 #endif
 }
-// the two halves of cluster_sync, for a barrier with work in between
-__device__ __forceinline__ void cluster_arrive() {
-#if OZ_FWT_CLUSTERS
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-#else
-  __trap();
-#endif
-}
-__device__ __forceinline__ void cluster_wait() {
-#if OZ_FWT_CLUSTERS
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-#else
-  __trap();
-#endif
-}
 template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank) {
 #if OZ_FWT_CLUSTERS
   unsigned long long q;
@@ -362,18 +347,12 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // SPLIT (PIPE with CSB = 1): a row of 2^(LT+1) spans the 2 CTAs of a cluster, its top index
   // bit first (see fwht_rows_pipe_split)
-  // PIPE = 3 (DUP, CSB = 1, fwht_rows_dup2): the same split, not pipelined: each CTA reads
-  // both halves of its row from global memory (the partner's half a second time, normally from
-  // L2), no staging buffer
-  constexpr bool DUP = PIPE == 3;
-  constexpr bool STAGED = PIPE == 1 || PIPE == 2;
-  constexpr bool SPLIT = STAGED && CSB == 1;
+  constexpr bool SPLIT = PIPE != 0 && CSB == 1;
   static_assert(PIPE == 0 || ((CSB == 0 || CSB == 1) && !WM),
                 "the pipelined kernel uses the plain layout, no cluster or the 2-CTA split");
-  static_assert(!DUP || CSB == 1, "PIPE = 3 is the 2-CTA split without staging");
   static_assert(PIPE != 2 || (XS == 1 && LOGV >= 1), "PIPE = 2 (half exchange buffer) needs XS = 1");
   T* stage = reinterpret_cast<T*>(smem_raw);  // PIPE only
-  A* sm = reinterpret_cast<A*>(smem_raw + (STAGED ? (sizeof(T) << LT) : 0));
+  A* sm = reinterpret_cast<A*>(smem_raw + (PIPE ? (sizeof(T) << LT) : 0));
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -401,11 +380,11 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   constexpr int WB0 = WM ? LOGV + 5 + CB : LOGV + 5;  // index bit of warp bit 0
   // XS: the warp-major offset of the plain tile, [v | lane | c | wid]; its chunk bits
   // 0..TB-6 are the plain layout's warp bits [LOGV+5, LOGV+TB) (needs TB-5 <= CB).
-  static_assert(XS != 1 || (!WM && (CSB == 0 || SPLIT || DUP) && TB > 5 && TB - 5 <= CB),
+  static_assert(XS != 1 || (!WM && (CSB == 0 || SPLIT) && TB > 5 && TB - 5 <= CB),
                 "XS needs the plain layout, no cluster and all warp bits in the chunk bits");
   constexpr int XK = XS >= 2 ? XS : 0;  // lane exchange: thread bits done after the exchange
   constexpr int XP = XK ? LOGE - XK : 0;  // its low register bits (elements per store piece)
-  static_assert(XS >= 0 && (XK == 0 || (!WM && (CSB == 0 || SPLIT || DUP) && XK >= TB - 5 && XK <= TB - (MMA ? 2 : 0)
+  static_assert(XS >= 0 && (XK == 0 || (!WM && (CSB == 0 || SPLIT) && XK >= TB - 5 && XK <= TB - (MMA ? 2 : 0)
                                         && XP >= 0 && XP <= 2 && XP <= LOGV)),
                 "lane exchange: plain layout, no cluster, TB-5 <= K <= TB (TB-2 with mma), "
                 "0 <= LOGV+CB-K <= min(2, LOGV)");
@@ -413,15 +392,12 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // the 16 raw bytes of chunk c (zeros past the end): from global memory, or (PIPE) from the
   // staging buffer after this thread's copies have landed
   // PIPE: the tile comes from the staging buffer once this thread's copies have landed
-  if (STAGED) cp_async_wait_all();
+  if (PIPE) cp_async_wait_all();
   // SPLIT: the partner CTA's staging buffer (its half of the row, same offsets) through
   // distributed shared memory, once both CTAs' copies have landed; rank 0 keeps own + partner
   // (x0 + x1), rank 1 partner - own (x0 - x1)
   const T* pstage = stage;
   A ssg = A(1);
-  // DUP: the partner tile in global memory, and the sign of this CTA's half
-  const T* __restrict__ xpt = x + ((tile ^ 1) << LT);
-  if constexpr (DUP) ssg = (tile & 1) ? A(-1) : A(1);
   if constexpr (SPLIT) {
     cluster_sync();
     const unsigned rank = cluster_rank();
@@ -436,7 +412,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
       cluster_sync();
       if (next < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, next, total);
       cp_async_commit();
-    } else if constexpr (STAGED) {
+    } else if constexpr (PIPE != 0) {
       __syncthreads();
       if (next < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, next, total);
       cp_async_commit();
@@ -452,19 +428,13 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     const unsigned b01 = h16_pm1(2 * tq + 8, gq) | (h16_pm1(2 * tq + 9, gq) << 16);
     const unsigned b10 = h16_pm1(2 * tq, gq + 8) | (h16_pm1(2 * tq + 1, gq + 8) << 16);
     const unsigned b11 = h16_pm1(2 * tq + 8, gq + 8) | (h16_pm1(2 * tq + 9, gq + 8) << 16);
-    if constexpr (!STAGED) {
+    if constexpr (PIPE == 0) {
 #pragma unroll
       for (int c = 0; c < C; ++c) {
         const int off = vofs(c);
         uint4 u = make_uint4(0u, 0u, 0u, 0u);
         if (off < lim) u = __ldcs(reinterpret_cast<const uint4*>(xt + off));
         mma_h16(u, b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
-        if constexpr (DUP) {  // whole rows: no bounds test
-          float t[V];
-          mma_h16(__ldcs(reinterpret_cast<const uint4*>(xpt + off)), b00, b01, b10, b11, t);
-#pragma unroll
-          for (int v = 0; v < V; ++v) r[c * V + v] = bfly(ssg, r[c * V + v], A(t[v]));
-        }
       }
     } else {
       uint4 u[C];
@@ -493,12 +463,11 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     for (int c = 0; c < C; ++c) {
       const int off = vofs(c);
       if (off < lim) {
-        if constexpr (!STAGED) gload(xt + off, r + c * V);
+        if constexpr (PIPE == 0) gload(xt + off, r + c * V);
         else gload<true>(stage + vofs(c), r + c * V);
-        if constexpr (SPLIT || DUP) {  // top index bit first: one butterfly with the partner's half
+        if constexpr (SPLIT) {  // top index bit first: one butterfly with the partner's half
           A t[V];
-          if constexpr (DUP) gload(xpt + off, t);
-          else gload<true>(pstage + vofs(c), t);
+          gload<true>(pstage + vofs(c), t);
 #pragma unroll
           for (int v = 0; v < V; ++v) r[c * V + v] = bfly(ssg, r[c * V + v], t[v]);
         }
@@ -513,9 +482,6 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     for (int b = 0; b < LOGV; ++b)
       if (b < L) reg_stage<A, E>(r, 1 << b);
   }
-  // DUP: this CTA has read both halves (the values are in registers); the partner waits for
-  // that before it stores over them (in place), and this CTA for the partner before its stores
-  if constexpr (DUP) cluster_arrive();
   // chunk bits: index bits [CH0, CH0+CB) = register bits [LOGV, LOGE)
 #pragma unroll
   for (int j = 0; j < CB; ++j)
@@ -564,7 +530,6 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
 #pragma unroll
       for (int i = 0; i < XK; ++i)
         if (YB0 + i < L) reg_stage<A, E>(r, PW << i);
-      if constexpr (DUP) cluster_wait();
 #pragma unroll
       for (int g = 0; g < (E >> XP); ++g) {
         const int off = ybase | (g << YB0);
@@ -665,7 +630,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   }
 
   // ---- cluster stage: index bits [LT, LT+CSB) across the CTAs of the cluster
-  if (CSB > 0 && !SPLIT && !DUP) {
+  if (CSB > 0 && !SPLIT) {
     constexpr int CS = 1 << CSB;
 #pragma unroll
     for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
@@ -692,7 +657,6 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   }
 
   // ---- store (XS after phase B: from the warp-major layout, still 16-byte coalesced)
-  if constexpr (DUP) cluster_wait();
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     const int off = XS == 1 && xs_layout ? vofs_wm(c) : vofs(c);
@@ -751,15 +715,6 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB, MINB)
 fwht_rows_pipe_split(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
   static_assert(LC == LOGV + TB + CB, "the split kernel transforms half-rows of 2^LT");
   pipe_loop<T, A, LOGV, TB, CB, MMA, 1, XS, PIPE, LC>(x, y, total, L, scale);  // ntiles even
-}
-// Split kernel without staging (PIPE = 3, see rows_body): one CTA per half-row tile (grid =
-// tiles), a cluster per row; each CTA loads both halves from global memory. The cluster
-// barrier between the loads and the stores makes in place safe.
-template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int MINB, int XS, int LC>
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB, MINB)
-fwht_rows_dup2(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  static_assert(LC == LOGV + TB + CB, "the split kernel transforms half-rows of 2^LT");
-  rows_body<T, A, LOGV, TB, CB, MMA, 1, false, XS, 3, LC>(x, y, total, L, scale, blockIdx.x);
 }
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, bool WM, int MINB>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1 << TB, MINB)
