@@ -103,10 +103,21 @@ __device__ __forceinline__ void gstore(long long* p, const long long* a, long lo
 // The pipelined row kernel stages the next tile with these while it transforms the current
 // one. Each thread copies exactly the 16-byte vectors it will read itself, so waiting for its
 // own copies (cp.async.wait_all) is enough before it reads them.
+// OZ_FWT_CP_L2 (a build option, benchmarks/fwt_ab_build.py; 0 by default): the L2 prefetch size
+// qualifier of these copies, 128 or 256 bytes
+#ifndef OZ_FWT_CP_L2
+#define OZ_FWT_CP_L2 0
+#endif
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+#if OZ_FWT_CP_L2 == 256
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+#elif OZ_FWT_CP_L2 == 128
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+#else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+#endif
 #else
   __trap();  // the host code never selects the pipelined kernel below sm_80
 #endif
