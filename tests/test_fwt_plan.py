@@ -252,7 +252,13 @@ def test_xs_kernels_compile_with_nvcc(tmp_path):
              "fwht_rows_pipe<double, double, 1, 9, 4, false, 0, 1, 2, 14>",
              "fwht_rows_pipe<unsigned short, float, 3, 10, 2, true, 0, 0, 1, 15>",
              "fwht_rows_pipe<unsigned short, float, 3, 7, 2, true, 0, 3, 1, 12>",
-             "fwht_rows_pipe<long long, long long, 1, 8, 4, false, 2, 1, 1, 13>"]
+             "fwht_rows_pipe<long long, long long, 1, 8, 4, false, 2, 1, 1, 13>",
+             # the split kernel (session 7): the table's entries, int64 and the float16 mma
+             # combine (its double/long long instantiations once failed under NVRTC)
+             "fwht_rows_pipe_split<double, double, 1, 9, 4, false, 0, 1, 2, 14>",
+             "fwht_rows_pipe_split<float, float, 2, 9, 4, false, 0, 1, 2, 15>",
+             "fwht_rows_pipe_split<long long, long long, 1, 9, 4, false, 0, 1, 2, 14>",
+             "fwht_rows_pipe_split<unsigned short, float, 3, 9, 2, true, 0, 5, 1, 14>"]
     src = _cuda._SRC.read_text() + "\n"
     for n in names:
         T, A = [a.strip() for a in n.split("<", 1)[1].split(",")[:2]]
@@ -404,3 +410,41 @@ def test_pipe_row_names():
         _cuda._row_name(f32, 15, cfg=(9, 4, 1, False, 0, True, 2))  # tile = row: no split
     with pytest.raises(ValueError):
         _cuda._row_name(f32, 12, cfg=(8, 1, 1, False, 0, False, 1))  # LT = 11 < LC_MIN
+
+
+def test_plan_with_the_split_entries():
+    # the H200 table (sm_90 defaults without a GPU): float32 2**16 and float64 2**15 are one
+    # split pass, so the longest 2-pass rows are 2**25 and 2**24; passes cover exactly L bits
+    assert _cuda.lmax_single(np.float32) == 16 and _cuda.lmax_single(np.float64) == 15
+    assert _cuda.lmax_single(np.float16) == 15 and _cuda.lmax_single(np.int64) == 14
+    assert _cuda.plan(16, np.float32) == [("rows", 16)]
+    assert _cuda.plan(15, np.float64) == [("rows", 15)]
+    assert _cuda.plan(25, np.float32) == [("rows", 16), ("cols", 16, 9)]
+    assert _cuda.plan(24, np.float64) == [("rows", 15), ("cols", 15, 9)]
+    assert len(_cuda.plan(26, np.float32)) == 3 and len(_cuda.plan(25, np.float64)) == 3
+    for dt in (np.float16, np.float32, np.float64, np.int64):
+        logv = _cuda._TYPES[np.dtype(dt)][3]
+        for L in range(0, 41):
+            p = _cuda.plan(L, dt)
+            assert p[0][0] == "rows" and p[0][1] + sum(q[2] for q in p[1:]) == L
+            s = p[0][1]
+            for kind, s_, mb in p[1:]:
+                assert kind == "cols" and s_ == s and s_ >= 7 + logv and mb in (3, 6, 9)
+                s += mb
+
+
+def test_split_launch_needs_whole_rows(monkeypatch):
+    # the split kernel pairs tiles 2r, 2r+1 of one row: a size that is not whole rows is refused
+    # before any launch (the public API always passes whole rows)
+    class Fake:
+        size = 3 << 14
+        dtype = np.dtype(np.float64)
+
+    with pytest.raises(ValueError, match="whole rows"):
+        _cuda._launch_rows(None, Fake(), Fake(), 15, 1.0, np.dtype(np.float64), cfg=(9, 4, 1, False, 0, True, 2))
+
+
+def test_split_cfg_rejected_below_sm90(monkeypatch):
+    monkeypatch.setattr(_cuda, "_cc", lambda: 86)
+    with pytest.raises(TypeError, match="sm_90"):
+        _cuda.transform_contiguous(np, np.zeros((2, 1 << 15)), 15, 1.0, cfg=(9, 4, 1, False, 0, True, 2))

@@ -6,13 +6,15 @@ Plan for a row of n = 2**L elements, dtype with 16-byte vectors of V = 16/itemsi
   one read and one write of every element (or, where measured faster, one launch of the
   pipelined persistent ``fwht_rows_pipe``: the same transform, the next tile staged in shared
   memory by cp.async while the current one is transformed).
-* L = LMAX1 + 1 where ``ROW_TUNED`` has a split entry on an sm_90 GPU (float32 2**16,
-  float64 2**15): one launch of ``fwht_rows_pipe_split``, the row's two halves on the two CTAs
-  of a cluster (one read and one write of every element; the halves meet in shared memory).
-* Longer rows: ``fwht_rows`` on the low L1 bits (out-of-place), then ``fwht_cols`` passes
-  of MB ∈ {3, 6, 9} bits each (in place) until all L bits are done; q = ceil((L-lmax)/9)
-  strided passes (lmax: the longest one-pass row, ``lmax_single``), so 2 passes up to
-  L = lmax + 9 (2**25 float32, 2**24 float64 with the H200 table), 3 beyond.
+* L = LMAX1 + 1 where ``ROW_TUNED`` has a split entry (it is used on sm_90+ GPUs with 227 KiB
+  of opt-in shared memory per block; float32 2**16, float64 2**15): one launch of
+  ``fwht_rows_pipe_split``, the row's two halves on the two CTAs of a cluster (one read and
+  one write of every element; the halves meet in shared memory).
+* Longer rows: a row pass on the low L1 bits (out-of-place; whichever of the kernels above
+  the table gives 2**L1), then ``fwht_cols`` passes of MB ∈ {3, 6, 9} bits each (in place)
+  until all L bits are done; q = ceil((L-lmax)/9) strided passes (lmax: the longest one-pass
+  row, ``lmax_single``), so 2 passes in all up to L = lmax + 9 (2**25 float32, 2**24 float64
+  with the H200 table), 3 up to lmax + 18, and so on.
 
 The kernels compute in float32 for float16 (rounded once per pass), in the dtype itself for
 float32/float64, and exactly in int64 for integers. The final ``scale`` is applied in the
@@ -588,6 +590,8 @@ def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
         smem = pipe_smem(L, logv, acc, tb, cb, xs, pipe)
     else:
         smem = phase_b_smem(L, logv, acc, tb, cb, csb, wm, xs)
+    if csb and pipe and total % (2 << lt):  # the split kernel pairs the two tiles of each row
+        raise ValueError(f"the split kernel needs whole rows of 2**{L} elements; got {total} elements")
     name = _row_name(dtype, L, mma, cfg)
     k = _kernel(dtype.str, src.device.id, name, smem, L)
     ntiles = (total + (1 << lt) - 1) >> lt
@@ -634,6 +638,9 @@ def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
         raise TypeError("the tensor-core (mma) variant needs an sm_80 or newer GPU")
     if cfg is not None and _cfg7(cfg)[6] and _cc() < 80:
         raise TypeError("the pipelined kernel (PIPE > 0) needs an sm_80 or newer GPU (cp.async)")
+    if cfg is not None and _cfg7(cfg)[2] and _cc() < 90:
+        raise TypeError("cluster configurations (CSB > 0, including the split kernel) need an sm_90 or "
+                        "newer GPU (thread-block clusters)")
     tuned = _tuned(dtype.name, l1)
     mma = variant == "mma" or (variant == "auto" and dtype == np.float16
                                and (tuned[3] if tuned else l1 in MMA_DEFAULT_L))
