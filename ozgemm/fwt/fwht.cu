@@ -332,9 +332,10 @@ __device__ __forceinline__ void stage_tile(const T* x, T* stage, long long tile,
 // butterflies read the other CTAs' shared memory (DSMEM) and combine with H_{2^CSB}.
 // PIPE (pipelined persistent kernel, plain layout, no cluster): the tile's 16-byte vectors
 // come from the shared-memory staging buffer at the start of dynamic shared memory (the raw
-// storage values, 2^LT * sizeof(T) bytes, filled by cp.async), and as soon as every thread
-// has read its vectors the copies of tile `next` (if < ntiles) into the same buffer start, so
-// that they overlap this tile's butterflies, exchange and stores. The exchange buffer follows
+// storage values, 2^LT * sizeof(T) bytes, filled by cp.async), and as soon as a thread has
+// read its vectors its copies of tile `next` (if < ntiles) into the same buffer start (each
+// thread copies only the vectors it reads itself), so that they overlap this tile's
+// butterflies, exchange and stores. The exchange buffer follows
 // the staging buffer. PIPE = 2 (XS = 1 only): the exchange buffer holds half the tile and the
 // exchange runs in two rounds, one per half of each 16-byte vector (the register halves
 // [0, V/2) and [V/2, V) are stored and reloaded in turn: a round's loads overwrite only the
@@ -359,6 +360,12 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // SPLIT (PIPE with CSB = 1): a row of 2^(LT+1) spans the 2 CTAs of a cluster, its top index
   // bit first (see fwht_rows_pipe_split)
   constexpr bool SPLIT = PIPE != 0 && CSB == 1;
+  // EARLY_PF: the pipelined kernel (not split) stages the next tile without waiting for the
+  // other warps (each thread copies only the vectors it has just read itself); the barrier that
+  // keeps the exchange buffer safe (the previous tile's exchange reads done before this tile's
+  // first exchange write) sits just before that first write (session 7: +1.1 to +2.2 % on the
+  // table's pipelined rows, benchmarks/results_fwt.md)
+  constexpr bool EARLY_PF = PIPE != 0 && !SPLIT;
   static_assert(PIPE == 0 || ((CSB == 0 || CSB == 1) && !WM),
                 "the pipelined kernel uses the plain layout, no cluster or the 2-CTA split");
   static_assert(PIPE != 2 || (XS == 1 && LOGV >= 1), "PIPE = 2 (half exchange buffer) needs XS = 1");
@@ -415,16 +422,15 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     pstage = map_rank(stage, rank ^ 1u);
     ssg = (rank & 1u) ? A(-1) : A(1);
   }
-  // PIPE: once every thread holds its vectors (the barrier also ends the previous tile's
-  // exchange-buffer reads; SPLIT: a cluster barrier, which also ends the partner's reads of
-  // this CTA's staging buffer), start copying tile `next` into the staging buffer
+  // PIPE: once this thread holds its vectors, start copying its vectors of tile `next` into the
+  // staging buffer (SPLIT: after a cluster barrier, which ends the partner's reads of this CTA's
+  // staging buffer)
   auto prefetch_next = [&]() {
     if constexpr (SPLIT) {
       cluster_sync();
       if (next < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, next, total);
       cp_async_commit();
-    } else if constexpr (PIPE != 0) {
-      __syncthreads();
+    } else if constexpr (PIPE != 0) {  // no barrier: see EARLY_PF
       if (next < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, next, total);
       cp_async_commit();
     }
@@ -527,6 +533,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     constexpr int NLO = YB0 - XP;
     constexpr int PW = 1 << XP;
     if (YB0 < L) {  // uniform
+      if constexpr (EARLY_PF) __syncthreads();  // the previous tile's exchange reads are done
 #pragma unroll
       for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
       __syncthreads();
@@ -554,6 +561,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
     constexpr int WB = TB > 5 ? TB - 5 : 0;            // warp bits
     constexpr int GB = WB < LOGE ? WB : LOGE;          // bits per group
     constexpr int NG = GB > 0 ? (WB + GB - 1) / GB : 0;
+    if constexpr (EARLY_PF) __syncthreads();  // the previous tile's exchange reads are done
     if constexpr (PIPE != 2) {
 #pragma unroll
       for (int c = 0; c < C; ++c) sstore<V>(sm + vofs(c), r + c * V);
