@@ -324,7 +324,17 @@ def test_gpu_pipe_exact_and_bit_identical(_pipe_compiled, monkeypatch, dt, L, cf
     rows = 7 * tile_rows + 1  # 8 tiles (the last one partial when a tile holds 2 rows)
     monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", 3)  # 3 CTAs: 3, 3 and 2 tiles each
     rng = np.random.default_rng(2000 + L)
-    k = rng.integers(-16, 17, size=(rows, n))
+    # in place: each CTA reads a tile before it writes it
+    _assert_exact_untouched_in_place(rng.integers(-16, 17, size=(rows, n)), dt, L, variant, cfg)
+    if np.dtype(dt).kind == "i":
+        return
+    # random data, "ortho" scale: bit-identical to the same configuration with PIPE = 0
+    _assert_bit_identical(rng, rows, L, dt, variant, cfg, _pipe_ref_cfg(cfg))
+
+
+def _assert_exact_untouched_in_place(k, dt, L, variant, cfg):
+    """The row kernel ``cfg`` on integer rows ``k``: equal to the exact transform (float16:
+    rounded once), the input untouched, and the same result in place (out aliases the input)."""
     want = _ref_int(k)
     x = cp.asarray(k.astype(dt))
     x0 = x.copy()
@@ -334,14 +344,9 @@ def test_gpu_pipe_exact_and_bit_identical(_pipe_compiled, monkeypatch, dt, L, cf
         np.testing.assert_array_equal(cp.asnumpy(y), want)
     else:
         np.testing.assert_array_equal(cp.asnumpy(y), want.astype(dt))  # float16: one rounding
-    # in place (out aliases the input): each CTA reads a tile before it writes it
     xi = x.copy()
     _cuda.transform_contiguous(cp, xi, L, 1.0, out=xi, variant=variant, cfg=cfg)
     assert cp.array_equal(xi, y)
-    if np.dtype(dt).kind == "i":
-        return
-    # random data, "ortho" scale: bit-identical to the same configuration with PIPE = 0
-    _assert_bit_identical(rng, rows, L, dt, variant, cfg, _pipe_ref_cfg(cfg))
 
 
 def test_gpu_pipe_full_grid_exact():
@@ -405,25 +410,13 @@ def test_gpu_split_exact_in_place_and_within_bound(_split_compiled, monkeypatch,
     rows = 5  # 10 tiles over 4 CTAs: 3, 3, 2 and 2 tiles each
     monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", 5)
     dtn = np.dtype(dt) if np.dtype(dt).kind == "f" else np.dtype(np.int64)
-    T, A, sc, logv, _ = _cuda._TYPES[dtn]
+    _, _, sc, logv, _ = _cuda._TYPES[dtn]
     name = _cuda._row_name(dtn, L, mma=variant == "mma", cfg=cfg)
     smem = _cuda.pipe_smem(L, logv, np.dtype(sc).itemsize, cfg[0], cfg[1], cfg[5], cfg[6])
     assert _cuda._pipe_grid(dtn.str, cp.cuda.Device().id, name, smem, L, cfg[0]) >= 5  # the cap applies
     rng = np.random.default_rng(3000 + L)
-    k = rng.integers(-16, 17, size=(rows, n))
-    want = _ref_int(k)
-    x = cp.asarray(k.astype(dt))
-    x0 = x.copy()
-    y = _cuda.transform_contiguous(cp, x, L, 1.0, variant=variant, cfg=cfg)
-    assert cp.array_equal(x, x0)  # input untouched
-    if np.dtype(dt).kind == "i":
-        np.testing.assert_array_equal(cp.asnumpy(y), want)
-    else:
-        np.testing.assert_array_equal(cp.asnumpy(y), want.astype(dt))  # float16: one rounding
     # in place: each half-row is read from global memory only by the CTA that writes it
-    xi = x.copy()
-    _cuda.transform_contiguous(cp, xi, L, 1.0, out=xi, variant=variant, cfg=cfg)
-    assert cp.array_equal(xi, y)
+    _assert_exact_untouched_in_place(rng.integers(-16, 17, size=(rows, n)), dt, L, variant, cfg)
     if np.dtype(dt).kind == "i":
         return
     xr = (rng.random((rows, n)) - 0.5).astype(dt)
