@@ -70,6 +70,36 @@ def test_lb_gemm_upper_bound_covers_abs_product(p):
     assert exact_max > Fraction(ub + 23, 2**14) / 2  # and it is not vacuous
 
 
+def test_min_moduli_for_equals_fraction_oracle():
+    """_min_moduli_for (integer comparisons) gives the fewest moduli whose product exceeds
+    2 Cmax(beta) computed with Fractions (_cmax), for dyadic, non-dyadic and float S."""
+    from fractions import Fraction
+
+    from ozgemm.crt.moduli import moduli_exceeding
+    from ozgemm.precision import planner as P
+
+    rng = np.random.default_rng(6)
+    Ss = [Fraction(int(rng.integers(1, 2**40)), 2**int(rng.integers(0, 40))) for _ in range(40)]
+    Ss += [Fraction(int(rng.integers(1, 10**9)), int(rng.integers(1, 10**6))) for _ in range(20)]
+    Ss += [4096.0, 0.1, 1.5e6]
+    for S in Ss:
+        for beta in (1, 17, 30, 53, 58, 61, 101, 160):
+            for k, c in ((1, 1), (4096, 1), (16384, 2), (131071, 4)):
+                want = moduli_exceeding(2 * P._cmax(beta, S, k, c))
+                assert P._min_moduli_for(beta, S, k, c) == want, (S, beta, k, c)
+    # exactly at a product: M = 2 Cmax needs one modulus more (M > 2 Cmax is strict)
+    from ozgemm.crt.moduli import moduli_product
+    M3 = moduli_product(3)
+    S = (Fraction(M3, 2) - 2 - 1) / 4  # Cmax(1) = 4 S + 2 + 1 = M3 / 2
+    assert 2 * P._cmax(1, S, 1, 1) == M3
+    assert P._min_moduli_for(1, S, 1, 1) == 4
+    assert P._max_beta_for(M3, S, 1, 1, 1) == 0
+    S = (Fraction(2 * M3 - 1, 4) - 3) / 4  # 2 Cmax(1) = M3 - 1/2: three moduli suffice
+    assert 2 * P._cmax(1, S, 1, 1) == M3 - Fraction(1, 2)
+    assert P._min_moduli_for(1, S, 1, 1) == 3
+    assert P._max_beta_for(M3, S, 1, 1, 1) == 1
+
+
 def test_max_beta_for_equals_linear_search():
     """The galloping search of _max_beta_for returns the largest beta <= the cap with
     M > 2 Cmax(beta), as a plain linear scan does (including 0 and the cap)."""

@@ -164,16 +164,35 @@ def _cmax(beta: int, S, k: int, cpow: int = 1) -> Fraction:
     return Fraction(S) * 2 ** (2 * beta) + Fraction(cpow * k) * Fraction(2) ** beta + cpow * cpow * k
 
 
+def _two_cmax_den(beta: int, num: int, den: int, k: int, cpow: int = 1) -> int:
+    """2 Cmax(beta) den as an exact integer, for S = num/den (:func:`_cmax` without Fractions:
+    the searches below compare it with M den, a few integer operations per beta)."""
+    return 2 * ((num << (2 * beta)) + den * (cpow * k * (1 << beta) + cpow * cpow * k))
+
+
+def _num_den(S) -> tuple[int, int]:
+    """S (int, float or Fraction) as exact integers num/den."""
+    f = S if isinstance(S, Fraction) else Fraction(S)
+    return f.numerator, f.denominator
+
+
 def _max_beta_for(M: int, S, k: int, lo: int = 1, cpow: int = 1) -> int:
     """Largest beta >= lo with M > 2 Cmax(beta), searched up to max(lo, _BETA_CAP); 0 if
-    beta = lo itself fails. (Cmax grows with beta, so the ok betas form a prefix.)"""
+    beta = lo itself fails. (Cmax grows with beta, so the ok betas form a prefix.) Exact
+    integer comparisons M den > 2 Cmax(beta) den (S = num/den)."""
+    num, den = _num_den(S)
+    Md = M * den
+
+    def ok(beta):
+        return Md > _two_cmax_den(beta, num, den, k, cpow)
+
     b = max(lo, 1)
-    if not M > 2 * _cmax(b, S, k, cpow):
+    if not ok(b):
         return 0
     # galloping from lo (the answer is usually a few bits above it), then bisection
     step, hi = 1, None
     while b + step <= _BETA_CAP:
-        if M > 2 * _cmax(b + step, S, k, cpow):
+        if ok(b + step):
             b, step = b + step, 2 * step
         else:
             hi = b + step
@@ -182,7 +201,7 @@ def _max_beta_for(M: int, S, k: int, lo: int = 1, cpow: int = 1) -> int:
         hi = _BETA_CAP + 1
     while b + 1 < hi:  # invariant: ok(b), not ok(hi)
         mid = (b + hi) // 2
-        if M > 2 * _cmax(mid, S, k, cpow):
+        if ok(mid):
             b = mid
         else:
             hi = mid
@@ -190,8 +209,10 @@ def _max_beta_for(M: int, S, k: int, lo: int = 1, cpow: int = 1) -> int:
 
 
 def _min_moduli_for(beta: int, S, k: int, cpow: int = 1) -> int | None:
-    """Fewest moduli that recover A'B' exactly at width beta (M > 2 Cmax(beta))."""
-    return moduli_exceeding(2 * _cmax(beta, S, k, cpow))
+    """Fewest moduli that recover A'B' exactly at width beta (M > 2 Cmax(beta)); with
+    2 Cmax = X/den, an integer product exceeds it exactly when it exceeds floor(X/den)."""
+    num, den = _num_den(S)
+    return moduli_exceeding(_two_cmax_den(beta, num, den, k, cpow) // den)
 
 
 def _cpow(sa: RowStats, sb: RowStats) -> int:
