@@ -21,7 +21,7 @@ from ozgemm.fwt.bench import _time
 ROUNDS, REPS = 5, 20
 
 
-def _build(dt, name, opts):
+def _build(name, opts):
     mod = cp.RawModule(code=_cuda._SRC.read_text(), options=("-std=c++17",) + tuple(opts), name_expressions=[name])
     mod.compile()
     return mod.get_function(name)
@@ -39,40 +39,22 @@ def main(spec, *builds):
         dname, L = item.split(":")
         L = int(L)
         dt = np.dtype(dname)
-        _, _, sc, logv, _ = _cuda._TYPES[dt]
+        sc = _cuda._TYPES[dt][2]
         assert _cuda.plan(L, dt) == [("rows", L)], "one row pass only"
-        cfg = _cuda._cfg7(_cuda.row_config(L, logv, dt.name))
-        tb, cb, csb, wm, minb, xs, pipe = cfg
-        mma = dt == np.float16 and bool(_cuda._tuned(dt.name, L)[3])
-        name = _cuda._row_name(dt, L, mma, cfg)
-        acc = np.dtype(sc).itemsize
-        smem = (_cuda.pipe_smem(L, logv, acc, tb, cb, xs, pipe) if pipe
-                else _cuda.phase_b_smem(L, logv, acc, tb, cb, csb, wm, xs))
         rows = n_bytes // ((1 << L) * dt.itemsize)
         x = (cp.random.default_rng(0).random((rows, 1 << L), dtype=cp.float32) - 0.5).astype(dt)
-        lt = logv + tb + cb
-        ntiles = x.size >> lt
-        dev = x.device.id
-        grid = min(ntiles, _cuda._pipe_grid(dt.str, dev, name, smem, L, tb)) if pipe else ntiles
-        if csb:
-            grid = max(2, grid & ~1)
-        ks = []
-        for bld in builds:
-            k = _build(dt, name, bld.split())
-            if smem > 48 * 1024:
-                k.max_dynamic_shared_size_bytes = smem
-            if pipe:
-                k.preferred_shared_memory_carveout = 100
-            ks.append(k)
+        # the public plan's kernel, shared memory and grid (the table's configuration)
+        name, smem, grid, threads = _cuda.row_launch(x, L, _cuda.auto_mma(dt, L))
+        ks = [_cuda.configure_kernel(_build(name, bld.split()), name, smem) for bld in builds]
         ys = [cp.empty_like(x) for _ in ks]
         args = lambda y: (x, y, np.int64(x.size), np.int32(L), sc((1 << L) ** -0.5))  # noqa: E731
         for k, y in zip(ks, ys):
-            k((grid,), (1 << tb,), args(y), shared_mem=smem)
+            k((grid,), (threads,), args(y), shared_mem=smem)
         same = [bool(cp.array_equal(ys[0].view(cp.uint8), y.view(cp.uint8))) for y in ys]
         meds = [[] for _ in ks]
         for _ in range(ROUNDS):
             for i, (k, y) in enumerate(zip(ks, ys)):
-                meds[i].append(_time(lambda: k((grid,), (1 << tb,), args(y), shared_mem=smem), REPS))
+                meds[i].append(_time(lambda: k((grid,), (threads,), args(y), shared_mem=smem), REPS))
         row = []
         for i, bld in enumerate(builds):
             t = statistics.median(meds[i])

@@ -514,14 +514,20 @@ def _compile(dtype_str: str, device_id: int, names):
     return mod
 
 
-@functools.lru_cache(maxsize=None)
-def _kernel(dtype_str: str, device_id: int, name: str, smem: int, L: int = None):
-    k = _module_for(dtype_str, device_id, name, L).get_function(name)
+def configure_kernel(k, name: str, smem: int):
+    """Set what launching the row/column kernel ``name`` with ``smem`` bytes of dynamic shared
+    memory needs (the opt-in above 48 KiB; the largest carveout, which the pipelined kernels'
+    persistent grid assumes); returns ``k``."""
     if smem > 48 * 1024:
         k.max_dynamic_shared_size_bytes = smem
-    if name.startswith("fwht_rows_pipe"):  # the persistent grid assumes the largest carveout
+    if name.startswith("fwht_rows_pipe"):
         k.preferred_shared_memory_carveout = 100
     return k
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(dtype_str: str, device_id: int, name: str, smem: int, L: int = None):
+    return configure_kernel(_module_for(dtype_str, device_id, name, L).get_function(name), name, smem)
 
 
 # Cap on the pipelined kernel's grid (None: the CTAs that fit on the device at once); tests set
@@ -579,8 +585,12 @@ def _active_clusters(kernel, nthreads: int, smem: int):
         return None
 
 
-def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
-    T, A, sc, logv, _ = _TYPES[dtype]
+def row_launch(src, L, mma=False, cfg=None):
+    """(kernel name, dynamic shared memory bytes, grid, threads per CTA) of the row pass over
+    the rows of 2**L of the contiguous array ``src`` with configuration ``cfg`` (default: the
+    table's or the rule's). Raises ValueError where the split kernel would get partial rows."""
+    dtype = src.dtype
+    _, _, sc, logv, _ = _TYPES[dtype]
     cfg = _cfg7(cfg if cfg is not None else row_config(L, logv, dtype.name))
     tb, cb, csb, wm, _, xs, pipe = cfg
     lt = logv + tb + cb
@@ -593,7 +603,6 @@ def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
     if csb and pipe and total % (2 << lt):  # the split kernel pairs the two tiles of each row
         raise ValueError(f"the split kernel needs whole rows of 2**{L} elements; got {total} elements")
     name = _row_name(dtype, L, mma, cfg)
-    k = _kernel(dtype.str, src.device.id, name, smem, L)
     ntiles = (total + (1 << lt) - 1) >> lt
     grid = ntiles
     if pipe:  # persistent: the CTAs that are resident at once loop over the tiles
@@ -602,7 +611,14 @@ def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
             grid = min(grid, PIPE_MAX_GRID)
         if csb:  # split kernel: whole 2-CTA clusters (ntiles is even: whole rows of 2 tiles)
             grid = max(2, grid & ~1)
-    k((grid,), (1 << tb,), (src, dst, np.int64(total), np.int32(L), sc(scale)), shared_mem=smem)
+    return name, smem, grid, 1 << tb
+
+
+def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
+    name, smem, grid, threads = row_launch(src, L, mma, cfg)
+    k = _kernel(dtype.str, src.device.id, name, smem, L)
+    sc = _TYPES[dtype][2]
+    k((grid,), (threads,), (src, dst, np.int64(src.size), np.int32(L), sc(scale)), shared_mem=smem)
 
 
 def _launch_cols(xp, buf, s, mb, scale, dtype):
@@ -616,6 +632,15 @@ def _launch_cols(xp, buf, s, mb, scale, dtype):
     nthreads = (1 << tplb) << (mb - 3)
     grid = (total >> (mb + wcb),)
     k(grid, (nthreads,), (buf, buf, np.int64(total), np.int32(s), sc(scale)), shared_mem=smem)
+
+
+def auto_mma(dtype, L1: int) -> bool:
+    """Whether the "auto" variant uses the tensor-core (mma) front end for a float16 row pass
+    of 2**L1: the table's choice (``ROW_TUNED``), else ``MMA_DEFAULT_L``."""
+    if np.dtype(dtype) != np.float16:
+        return False
+    tuned = _tuned(np.dtype(dtype).name, L1)
+    return bool(tuned[3]) if tuned else L1 in MMA_DEFAULT_L
 
 
 def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
@@ -641,9 +666,7 @@ def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
     if cfg is not None and _cfg7(cfg)[2] and _cc() < 90:
         raise TypeError("cluster configurations (CSB > 0, including the split kernel) need an sm_90 or "
                         "newer GPU (thread-block clusters)")
-    tuned = _tuned(dtype.name, l1)
-    mma = variant == "mma" or (variant == "auto" and dtype == np.float16
-                               and (tuned[3] if tuned else l1 in MMA_DEFAULT_L))
+    mma = variant == "mma" or (variant == "auto" and auto_mma(dtype, l1))
     y = xp.empty_like(x2) if out is None else out
     if x2.size == 0:
         return y
