@@ -61,6 +61,13 @@ tune_dtypes = tuple(_arg("--tune-dtypes", ["float16", "float32", "float64"]))
 committed = dict(_cuda.ROW_TUNED)
 adopted = []
 
+
+def is_committed(name, L, cfg, mma):
+    """Whether (cfg, mma) is the committed ROW_TUNED entry's configuration for (name, L)."""
+    old = committed.get((name, L))
+    return old is not None and _cuda._cfg7(cfg) == _cuda.tuned_cfg(old) and mma == bool(old[3])
+
+
 # 1. sweep the row-kernel configurations (each checked exactly), adopt the fastest
 #    (--no-tune: keep the committed ROW_TUNED, i.e. test and benchmark the code as it is)
 if "--no-tune" not in sys.argv:
@@ -69,18 +76,16 @@ if "--no-tune" not in sys.argv:
     if "--tune-mma-only" in sys.argv:  # float16: only the tensor-core variant (faster in every sweep)
         def select(name, L, cfg, mma):
             return mma or name != "float16"
+
+    def committed_or(pred):
+        """Time the committed entry's configuration (the comparison a new one is adopted
+        against) and the candidates with ``pred``."""
+        return lambda name, L, cfg, mma: is_committed(name, L, cfg, mma) or pred(name, L, cfg, mma)
+
     if "--tune-split" in sys.argv:  # session 7: only the split kernel's candidates (CSB = 1, PIPE > 0)
-        def select(name, L, cfg, mma):
-            old = committed.get((name, L))
-            if old is not None and _cuda._cfg7(cfg) == _cuda.tuned_cfg(old) and mma == bool(old[3]):
-                return True
-            return bool(cfg[6]) and bool(cfg[2])
+        select = committed_or(lambda name, L, cfg, mma: bool(cfg[6]) and bool(cfg[2]))
     elif "--tune-pipe" in sys.argv:
-        def select(name, L, cfg, mma):
-            old = committed.get((name, L))
-            if old is not None and _cuda._cfg7(cfg) == _cuda.tuned_cfg(old) and mma == bool(old[3]):
-                return True
-            return bool(cfg[6]) and (mma or name != "float16")
+        select = committed_or(lambda name, L, cfg, mma: bool(cfg[6]) and (mma or name != "float16"))
     best = tune(dtypes=tune_dtypes, Ls=tune_L, log=log, select=select)
     print(f"sweep done [{time.time() - t0:.0f} s]", flush=True)
     if tune_L is None:
@@ -95,11 +100,8 @@ if "--no-tune" not in sys.argv:
                 key = (name, L)
                 old = committed.get(key)
                 new = best.get(key)
-                t_old = None
-                if old is not None:
-                    oc, om = _cuda.tuned_cfg(old), bool(old[3])
-                    ts = [t for (d, l, c, m, t, ok) in log if (d, l) == key and _cuda._cfg7(c) == oc and m == om and ok]
-                    t_old = min(ts) if ts else None
+                t_old = min([t for (d, l, c, m, t, ok) in log if (d, l) == key and ok and is_committed(d, l, c, m)],
+                            default=None)
                 t_new = min([t for (d, l, c, m, t, ok) in log if (d, l) == key and ok], default=None)
                 if new is not None and (old is None or (t_old is not None and t_new < t_old)):
                     _cuda.ROW_TUNED[key] = new
