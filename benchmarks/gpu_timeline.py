@@ -66,6 +66,12 @@ def trace_calls(fn, ncalls):
     calls = sorted((e for e in ev if e.get("name") == "ozgemm_call" and e.get("ph") == "X"), key=lambda e: e["ts"])
     gpu = sorted((e for e in ev if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")),
                  key=lambda e: e["ts"])
+    # host side: the runtime/driver call that issued each GPU activity (same correlation id)
+    rt = {e["args"]["correlation"]: e for e in ev if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")
+          and "correlation" in e.get("args", {})}
+    for e in gpu:
+        h = rt.get(e.get("args", {}).get("correlation"))
+        e["host_ts"] = h["ts"] if h else None
     return calls, gpu
 
 
@@ -89,7 +95,9 @@ def analyse(call, gpu, next_call_ts):
         end = max(end, e["ts"] + e["dur"])
         fam[family(e["name"])] = fam.get(family(e["name"]), 0.0) + e["dur"]
         prev = e
-    return {"host_call_us": call["dur"], "launch_lag_us": t0 - call["ts"], "gpu_span_us": t1 - t0,
+    listing = [(e["ts"] - t0, e["dur"], None if e.get("host_ts") is None else e["host_ts"] - call["ts"], e["name"][:60])
+               for e in acts]
+    return {"host_call_us": call["dur"], "launch_lag_us": t0 - call["ts"], "gpu_span_us": t1 - t0, "listing": listing,
             "gpu_busy_us": busy, "n_activities": len(acts), "families_us": fam,
             "gaps_us": sorted(gaps, reverse=True)[:8], "gap_total_us": sum(g[0] for g in gaps)}
 
@@ -102,6 +110,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--list", action="store_true", help="print every GPU activity of the median traced call: "
+                    "GPU start and duration, and when the host issued it (from the call's start), in us")
     args = ap.parse_args()
     out = []
     for n in args.sizes:
@@ -140,6 +150,10 @@ def main():
                 print(f"     {k:44s} {v / 1e3:9.3f} ms")
             for g, p, q in r["gaps_us"][:5]:
                 print(f"     gap {g / 1e3:7.3f} ms  after {p}  before {q}")
+            if args.list:
+                print("     GPU start us | dur us | host issue us | activity")
+                for st, du, hs, nm in r["listing"]:
+                    print(f"     {st:10.1f} | {du:8.1f} | {'-' if hs is None else f'{hs:9.1f}'} | {nm}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -2,6 +2,8 @@
 
 Skipped cleanly where CuPy or a CUDA GPU is missing (CI). Run on an H200 before resolving.
 """
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -135,6 +137,43 @@ def test_fused_stats_and_width_match_numpy():
             for lb_dev in (lb_gpu, lb_gpu.astype(cp.int64)):
                 got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_dev, bits, kk, 2.0 ** -bits, cp))
                 assert np.array_equal(want, got), (bits, want, got)
+
+
+def test_plan_scalars_layouts_match_numpy():
+    """The fused planner scalars (four columns per thread) against the numpy planner on the
+    layouts the vector path does not take: a product view whose rows are not 16-byte aligned
+    (vec = 0), partial column quads (n = 4 q + 1..3), and more rows than the grid holds (the
+    grid-stride loop: 2600 rows, 1027 columns = 2 blocks of 256 quads, grid rows capped at
+    1024); spreads that reach every regime."""
+    from ozgemm.kernels import get_engine
+    from ozgemm.precision.planner import plan_scalars
+    from ozgemm.precision.stats import row_stats
+
+    eng = get_engine("cuda")
+    cpu = get_engine("cpu")
+    rng = np.random.default_rng(12)
+    for m, k, n, spread in ((2600, 40, 1027, 30), (50, 64, 37, 0), (61, 33, 18, 60)):
+        x = rng.standard_normal((m, k)) * np.exp2(rng.integers(-spread, spread + 1, (m, k)))
+        y = rng.standard_normal((k, n)) * np.exp2(rng.integers(-spread, spread + 1, (k, n)))
+        x[1] = 0.0
+        y[:, 2] = 0.0
+        s_np, t_np = row_stats(x, np), row_stats(y.T, np)
+        s_gpu, t_gpu = eng.row_stats(cp.asarray(x)), eng.row_stats(cp.asarray(y.T))
+        lb_np = cpu.gemm_exact(s_np.q, t_np.q)
+        lb_gpu = eng.gemm_exact(s_gpu.q, t_gpu.q)
+        assert lb_gpu.dtype == cp.int32
+        for bits, kk in ((53, k), (24, k), (113, 4 * k)):
+            want = plan_scalars(s_np, t_np, lb_np, bits, kk, 2.0 ** -bits, np)
+            got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_gpu, bits, kk, 2.0 ** -bits, cp))
+            assert np.array_equal(want, got), (m, n, bits, want, got)
+            # columns 1.. of the product: rows start 4 bytes past a 16-byte boundary
+            t1 = dataclasses.replace(t_np, width=t_np.width[1:], norm1=t_np.norm1[1:], n1_int=t_np.n1_int[1:],
+                                     n2_int=t_np.n2_int[1:], qsum=t_np.qsum[1:], q=t_np.q[1:])
+            t1g = dataclasses.replace(t_gpu, width=t_gpu.width[1:], norm1=t_gpu.norm1[1:], n1_int=t_gpu.n1_int[1:],
+                                      n2_int=t_gpu.n2_int[1:], qsum=t_gpu.qsum[1:], q=t_gpu.q[1:])
+            want = plan_scalars(s_np, t1, lb_np[:, 1:], bits, kk, 2.0 ** -bits, np)
+            got = cp.asnumpy(eng.plan_scalars(s_gpu, t1g, lb_gpu[:, 1:], bits, kk, 2.0 ** -bits, cp))
+            assert np.array_equal(want, got), (m, n, bits, "unaligned", want, got)
 
 
 @pytest.mark.parametrize("split", [True, False])

@@ -79,11 +79,6 @@ def _fn(name: str, n: int | None = None):
     return _fn_on(name, n, cp.cuda.runtime.getDevice())
 
 
-@functools.lru_cache(maxsize=None)
-def _shift_kernel():
-    return cp.ElementwiseKernel("int64 E, bool z, int64 beta", "int64 s", "s = z ? 0 : beta - E", "ozgemm_shift")
-
-
 _POW2_WIDTH = 1024  # d2 = d - 9 <= beta - 62 < 1000 (beta <= 1000)
 
 
@@ -308,21 +303,42 @@ class CudaEngine(Engine):
                                         cp.cuda.get_current_stream().ptr)
         if lb.dtype not in (cp.int32, cp.int64) or lb.strides[1] != lb.itemsize:
             lb = cp.ascontiguousarray(lb, dtype=cp.int64)
-        name = "plan_scalars_i32" if lb.dtype == cp.int32 else "plan_scalars"
         fac = (1.0 + u) * (1.0 + 2.0 ** -40)
-        f = _fn(name)
-        # rows per thread: enough blocks to fill the device, one atomic per block and scalar
-        grid, block = _grid2d(n, m)
-        grid = (grid[0], min(grid[1], max(1, 8192 // grid[0])))
-        f(grid, block, (lb, np.int64(lb.strides[0] // lb.itemsize), np.int32(m), np.int32(n), sa.width, sb.width,
-                        sa.norm1, sb.norm1, np.int32(bits), np.float64(k * 2.0 ** (1 - bits)), np.float64(fac),
-                        sa.qsum, sb.qsum, sa.n1_int, sb.n1_int, sa.n2_int, sb.n2_int, out))
+        ld = lb.strides[0] // lb.itemsize
+        args = (lb, np.int64(ld), np.int32(m), np.int32(n), sa.width, sb.width, sa.norm1, sb.norm1, np.int32(bits),
+                np.float64(k * 2.0 ** (1 - bits)), np.float64(fac), sa.qsum, sb.qsum, sa.n1_int, sb.n1_int,
+                sa.n2_int, sb.n2_int, out)
+        if lb.dtype == cp.int32:
+            # one exact int32 k-block: the q rows have kq <= KBLOCK_INT32 entries, so ra_i = sum |q_il|
+            # <= 127 kq < 2**31 and the kernel's 32-bit sums L + ra_i stay < 2**32; four columns per
+            # thread, ~2 resident waves of 256-thread blocks (stats.cu, v3)
+            assert sa.q.shape[-1] <= KBLOCK_INT32
+            grid, block = _grid2d(-(-n // 4), m)
+            grid = (grid[0], min(grid[1], max(1, 2048 // grid[0])))
+            vec = int(ld % 4 == 0 and lb.data.ptr % 16 == 0)
+            _fn("plan_scalars_i32")(grid, block, args + (np.int32(vec),))
+        else:
+            # rows per thread: enough blocks to fill the device, one atomic per block and scalar
+            grid, block = _grid2d(n, m)
+            grid = (grid[0], min(grid[1], max(1, 8192 // grid[0])))
+            _fn("plan_scalars")(grid, block, args)
         return out.view(cp.int64)
 
-    def shifts(self, beta, E, zero_row):
-        """Row shifts of the planner, ``where(zero_row, 0, beta - E)`` as int64, in one launch
-        (the planner's fallback takes two; this sits between the host read and the residues)."""
-        return _shift_kernel()(E, zero_row, np.int64(beta))
+    def shifts(self, beta, sa, sb):
+        """The planner's row shifts of A and column shifts of B, ``where(zero_row, 0, beta - E)``
+        as int64 (views of one buffer), in one launch (stats.cu ``plan_shifts``): this sits
+        between the host read and the residues, where every launch is GPU idle time."""
+        def dense(x, dt):
+            return x if x.dtype == dt and x.flags.c_contiguous else cp.ascontiguousarray(x, dtype=dt)
+
+        m, n = sa.E.shape[0], sb.E.shape[0]
+        out = cp.empty((m + n,), dtype=cp.int64)
+        if m + n:
+            blocks = min(-(-(m + n) // _THREADS), 1024)
+            _fn("plan_shifts")((blocks,), (_THREADS,), (dense(sa.E, cp.int64), dense(sa.zero_row, cp.bool_), np.int64(m),
+                                                        dense(sb.E, cp.int64), dense(sb.zero_row, cp.bool_), np.int64(n),
+                                                        np.int64(beta), out))
+        return out[:m], out[m:]
 
     def required_beta(self, sa, sb, lb, bits, k, u, xp):
         """:func:`ozgemm.precision.planner.required_beta` on the device (an int64 0-d array)."""

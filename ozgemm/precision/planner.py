@@ -437,9 +437,9 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
                 f"{contract.bits + 3} the normwise bound needs. Fix: moduli = {need} (or split k).")
         widened = f"fixed: {nmod} moduli"
 
-    shifts = getattr(engine, "shifts", None)  # one fused launch per operand (CUDA engine)
+    shifts = getattr(engine, "shifts", None)  # both operands' shifts in one launch (CUDA engine)
     if shifts is not None:
-        s, t = shifts(beta, sa.E, sa.zero_row), shifts(beta, sb.E, sb.zero_row)
+        s, t = shifts(beta, sa, sb)
     else:
         s = xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64, copy=False)
         t = xp.where(sb.zero_row, 0, beta - sb.E).astype(xp.int64, copy=False)

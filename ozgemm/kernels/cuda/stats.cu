@@ -378,6 +378,27 @@ __device__ __forceinline__ i64 need_s(bool zpos, Sig z, bool pos, u64 sR, int er
     return (i64)(z.e - er + (z.s > sR ? 1 : 0) - 1);
 }
 
+// The block's six maxima into out[0..5] (atomicMax; a value <= 0 is not written).
+__device__ __forceinline__ void plan_scalars_reduce(i64 best, i64 m1a, i64 m1b, i64 m2a, i64 m2b, i64 ub,
+                                                    unsigned long long* __restrict__ out) {
+    __shared__ i64 s_red[6][32];
+    i64 vals[6] = {best, m1a, m1b, m2a, m2b, ub};
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+#pragma unroll
+    for (int q = 0; q < 6; ++q) {
+        i64 x = vals[q];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) x = max(x, (i64)__shfl_xor_sync(0xffffffffu, x, o));
+        if ((tid & 31) == 0) s_red[q][tid >> 5] = x;
+    }
+    __syncthreads();
+    if (tid < 6) {
+        i64 x = s_red[tid][0];
+        for (int w = 1; w < (int)(blockDim.x * blockDim.y) >> 5; ++w) x = max(x, s_red[tid][w]);
+        if (x > 0) atomicMax(out + tid, (unsigned long long)x);
+    }
+}
+
 #ifndef PLAN_UNROLL
 #define PLAN_UNROLL 1
 #endif
@@ -403,7 +424,6 @@ __device__ __forceinline__ void plan_scalars_impl(const LB_T* __restrict__ lb, i
                                                   const i64* __restrict__ n1a, const i64* __restrict__ n1b,
                                                   const i64* __restrict__ n2a, const i64* __restrict__ n2b,
                                                   unsigned long long* __restrict__ out) {
-    __shared__ i64 s_red[6][32];
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     const int i_first = blockIdx.y * blockDim.y + threadIdx.y;
     i64 best = 1, ub = 0, m1a = 0, m1b = 0, m2a = 0, m2b = 0;
@@ -446,21 +466,7 @@ __device__ __forceinline__ void plan_scalars_impl(const LB_T* __restrict__ lb, i
             }
         }
     }
-    i64 vals[6] = {best, m1a, m1b, m2a, m2b, ub};
-    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-#pragma unroll
-    for (int q = 0; q < 6; ++q) {
-        i64 x = vals[q];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) x = max(x, (i64)__shfl_xor_sync(0xffffffffu, x, o));
-        if ((tid & 31) == 0) s_red[q][tid >> 5] = x;
-    }
-    __syncthreads();
-    if (tid < 6) {
-        i64 x = s_red[tid][0];
-        for (int w = 1; w < (int)(blockDim.x * blockDim.y) >> 5; ++w) x = max(x, s_red[tid][w]);
-        if (x > 0) atomicMax(out + tid, (unsigned long long)x);
-    }
+    plan_scalars_reduce(best, m1a, m1b, m2a, m2b, ub, out);
 }
 
 #define PLAN_SCALARS_ARGS(LB_T)                                                                     \
@@ -474,6 +480,127 @@ extern "C" __global__ void plan_scalars(PLAN_SCALARS_ARGS(i64)) {
     plan_scalars_impl<i64>(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, ra, cb, n1a, n1b, n2a, n2b, out);
 }
 
-extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int)) {
-    plan_scalars_impl<int>(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, ra, cb, n1a, n1b, n2a, n2b, out);
+// int32 products (one k-block, k <= 131071): plan_scalars_impl's integers from 32-bit
+// arithmetic, four adjacent columns per thread (one 16-byte load of lb where aligned), the
+// row terms computed once per row and the column terms once per thread (v3).
+//  * L > 0 has bit length eL <= 31; with Lp = L 2^(31-eL) in [2^30, 2^31), sR = Lp 2^22, so
+//    for z.s in [2^52, 2^53): z.s > sR  <=>  ceil(z.s / 2^22) > Lp   (ceil22 below);
+//  * need_s(z) = (z.e + eoff - 1) - eL + (z.s > sR): Z = z.e + eoff - 1 is per row / column;
+//  * the widths are < 2^29 and every finite need value is < 2^12 in magnitude, so the
+//    sentinels +-2^40 become +-2^30 with the same comparisons (and the same maximum);
+//  * L + ra_i < 127^2 k + 127 k < 2^32: the upper-bound maximum is kept per column in u32
+//    over the rows, cb_j added in 64 bits at the end (max_i (L + ra_i) + cb_j is the maximum
+//    over i of L + ra_i + cb_j);
+//  * the per-entry double ((b + a) + K) fac is >= K (normal for bits <= 1000): its Sig comes
+//    from its bits directly; a subnormal (only possible beyond that) takes sig_pos.
+// Launch: x over column quads (j0 = 4 (blockIdx.x blockDim.x + threadIdx.x)), y over rows
+// (grid-stride); vec != 0: lb 16-byte aligned and ldlb a multiple of 4.
+__device__ __forceinline__ u32 ceil22(u64 s) { return (u32)(s >> 22) + ((s & 0x3fffffULL) != 0 ? 1u : 0u); }
+
+__device__ __forceinline__ int need32(bool zpos, int Z, u32 cz, bool pos, int eL, u32 Lp) {
+    return !zpos ? -(1 << 30) : (!pos ? (1 << 30) : Z - eL + (cz > Lp ? 1 : 0));
+}
+
+extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
+    const int j0 = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int i_first = blockIdx.y * blockDim.y + threadIdx.y;
+    i64 best = 1, ub = 0, m1a = 0, m1b = 0, m2a = 0, m2b = 0;
+    if (j0 < n && i_first < m) {
+        const int eoff = (bits - 1) + 2 * LB_BITS;
+        const int nv = min(4, n - j0);
+        int v[4], Zb[4];
+        u32 cbz[4], ubm[4];
+        bool zposb[4];
+        double b[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int j = e < nv ? j0 + e : j0;  // a valid column (results masked below)
+            v[e] = (int)min(vb[j], (i64)(1 << 29));
+            b[e] = nb[j];
+            const double zzb = __dmul_rn(b[e], fac);
+            zposb[e] = zzb > 0;
+            const Sig sb = sig_pos(zposb[e] ? zzb : 1.0);
+            Zb[e] = sb.e + eoff - 1;
+            cbz[e] = ceil22(sb.s);
+            ubm[e] = 0u;
+            if (i_first == 0 && e < nv) {
+                m1b = max(m1b, n1b[j]);
+                m2b = max(m2b, n2b[j]);
+            }
+        }
+        int bst = 1;
+        for (int i = i_first; i < m; i += gridDim.y * blockDim.y) {
+            const int* row = lb + (i64)i * ldlb + j0;
+            int L4[4];
+            if (vec && nv == 4) {
+                const int4 t = *reinterpret_cast<const int4*>(row);
+                L4[0] = t.x; L4[1] = t.y; L4[2] = t.z; L4[3] = t.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) L4[e] = e < nv ? row[e] : 0;
+            }
+            const int w = (int)min(wa[i], (i64)(1 << 29));
+            const double a = na[i];
+            const u32 rai = (u32)ra[i];
+            const double zza = __dmul_rn(a, fac);
+            const bool zposa = zza > 0;
+            const Sig sa = sig_pos(zposa ? zza : 1.0);
+            const int Za = sa.e + eoff - 1;
+            const u32 caz = ceil22(sa.s);
+            if (j0 == 0) {
+                m1a = max(m1a, n1a[i]);
+                m2a = max(m2a, n2a[i]);
+            }
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                if (e < nv) {
+                    const int L = L4[e];
+                    const bool pos = L > 0;
+                    const int lz = __clz(L);
+                    const int eL = 32 - lz;
+                    const u32 Lp = (u32)L << (lz - 1);  // L == 0: 0 (unused: need32 gives +2^30)
+                    const double zd = __dmul_rn(__dadd_rn(__dadd_rn(b[e], a), K), fac);  // > 0
+                    const int hi = __double2hiint(zd);
+                    int Zd;
+                    u32 cd;
+                    if (hi >= (1 << 20)) {  // normal (or Inf): s = 2^52 | fraction, e = biased - 1022
+                        const u32 lo = (u32)__double2loint(zd);
+                        Zd = (hi >> 20) - 1022 + eoff - 1;
+                        cd = __funnelshift_l(lo, ((u32)hi & 0xfffffu) | 0x100000u, 10) + ((lo & 0x3fffffu) != 0u ? 1u : 0u);
+                    } else {
+                        const Sig sd = sig_pos(zd);
+                        Zd = sd.e + eoff - 1;
+                        cd = ceil22(sd.s);
+                    }
+                    const int t_d = need32(true, Zd, cd, pos, eL, Lp);
+                    // planner.required_beta's regimes: w < v: min(max(w, need(na)), v); v < w:
+                    // min(max(v, need(nb)), w); w == v: w -- all three are min(max(lo, need), hi)
+                    const bool rowside = w < v[e];
+                    const int lo = rowside ? w : v[e], hi_w = rowside ? v[e] : w;
+                    const int t_s = rowside ? need32(zposa, Za, caz, pos, eL, Lp)
+                                            : need32(zposb[e], Zb[e], cbz[e], pos, eL, Lp);
+                    const int after = min(max(lo, t_s), hi_w);
+                    bst = max(bst, t_d < lo ? t_d : after);
+                    ubm[e] = max(ubm[e], (u32)L + rai);
+                }
+            }
+        }
+        best = bst;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (e < nv) ub = max(ub, (i64)ubm[e] + cb[j0 + e]);
+    }
+    plan_scalars_reduce(best, m1a, m1b, m2a, m2b, ub, out);
+}
+
+// The planner's shifts of both operands in one launch: out[0..m) = s_i = zero_a[i] ? 0 :
+// beta - Ea[i], out[m..m+n) = t_j likewise from Eb, zero_b (planner.make_plan). Grid-stride.
+extern "C" __global__ void plan_shifts(const i64* __restrict__ Ea, const bool* __restrict__ za, i64 m,
+                                       const i64* __restrict__ Eb, const bool* __restrict__ zb, i64 n,
+                                       i64 beta, i64* __restrict__ out) {
+    for (i64 x = blockIdx.x * (i64)blockDim.x + threadIdx.x; x < m + n; x += (i64)gridDim.x * blockDim.x) {
+        const bool z = x < m ? za[x] : zb[x - m];
+        const i64 E = x < m ? Ea[x] : Eb[x - m];
+        out[x] = z ? 0 : beta - E;
+    }
 }
