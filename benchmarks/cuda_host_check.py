@@ -2,9 +2,14 @@
 C++ (g++, CUDA built-ins emulated below, every block/thread run in turn) and compare its
 residues and its reconstructed, rounded products bit for bit with the CPU engine.
 
-Usage: python3 benchmarks/cuda_host_check.py [cases]   (needs g++; ~1 min)
-This checks the integer arithmetic of the kernels (fastmod, lazy Garner, Horner groups,
+Usage: [CRT_OLD_REF=HEAD] python3 benchmarks/cuda_host_check.py [--quick]   (needs g++, git; ~2 min)
+This checks the integer arithmetic of the kernels (fastmod, lazy Garner, Horner groups, sign,
 rounding) on the host compiler; the device run (tests/test_gpu.py) remains the real test.
+The reconstruction (crt_round_f64/f32 for CRT_COLS = 1, 2, 4, and wide.cu's crt_round_dd/q128)
+is also compared bit for bit with the kernels of the last commit (git HEAD:crt.cu, built the
+same way) on arbitrary int32 inputs, including ones no valid plan produces (|C'| = M/2,
+shifts far outside the planner's range), and run on views: column offsets that break the
+vector loads, odd row strides and unaligned outputs (scalar paths), odd n (tail columns).
 """
 from __future__ import annotations
 
@@ -50,6 +55,14 @@ static inline float __uint_as_float(unsigned int u) { float f; std::memcpy(&f, &
 static inline unsigned int __float_as_uint(float f) { unsigned int u; std::memcpy(&u, &f, 4); return u; }
 static inline int __clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
 template <typename T> static inline T __ldg(const T* p) { return *p; }
+struct ulonglong2 { unsigned long long x, y; };
+using std::isinf;
+// CUDA semantics: the shift is taken mod 32; the upper 32 bits of (hi:lo) << s
+static inline unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int s) {
+    s &= 31u; return s ? (hi << s) | (lo >> (32 - s)) : hi; }
+// round to nearest even (x86-64 conversions in the default rounding mode)
+static inline double __ull2double_rn(unsigned long long x) { return (double)x; }
+static inline float __ull2float_rn(unsigned long long x) { return (float)x; }
 """
 
 DRIVER = r"""
@@ -76,6 +89,16 @@ extern "C" void run_round(const int* c, long long ldc, long long sc, const long 
     g_c = c; g_ldc = ldc; g_sc = sc; g_s = s; g_t = t; g_m = m; g_n = n; g_ldo = ldo;
     g_o64 = (double*)out; g_o32 = (float*)out; launch(gx, gy, bx, by, f64 ? r64_body : r32_body);
 }
+static double* g_o2; static unsigned long long* g_oq;
+static void dd_body() { crt_round_dd(g_c, g_ldc, g_sc, g_s, g_t, g_m, g_n, g_o64, g_o2, g_ldo); }
+static void q_body() { crt_round_q128(g_c, g_ldc, g_sc, g_s, g_t, g_m, g_n, g_oq, g_ldo); }
+// wide.cu: dd (hi, lo) or binary128 (out2 unused), 1-D launch
+extern "C" void run_wide(const int* c, long long ldc, long long sc, const long long* s, const long long* t, int m, int n,
+                         void* out, void* out2, long long ldo, int dd, unsigned gx, unsigned bx) {
+    g_c = c; g_ldc = ldc; g_sc = sc; g_s = s; g_t = t; g_m = m; g_n = n; g_ldo = ldo;
+    g_o64 = (double*)out; g_o2 = (double*)out2; g_oq = (unsigned long long*)out;
+    launch(gx, 1, bx, 1, dd ? dd_body : q_body);
+}
 """
 
 
@@ -85,11 +108,21 @@ def _grid2d(nx, ny, threads=256):
     return ((nx + bx - 1) // bx, min((ny + by - 1) // by, 65535)), (bx, by)
 
 
-def build(n: int, tmp: str, defines: tuple = ()):
-    body = (resources.files("ozgemm.kernels") / "cuda" / "crt.cu").read_text()  # crt.cu only (not wide.cu)
+def _crt_source(old: bool) -> str:
+    if old:  # the last commit's crt.cu (the reference the new kernels must match bit for bit)
+        root = os.path.join(os.path.dirname(__file__), "..")
+        ref = os.environ.get("CRT_OLD_REF", "HEAD")  # e.g. the commit before this change, once committed
+        return subprocess.run(["git", "-C", root, "show", f"{ref}:ozgemm/kernels/cuda/crt.cu"], check=True,
+                              capture_output=True, text=True).stdout
+    return (resources.files("ozgemm.kernels") / "cuda" / "crt.cu").read_text()
+
+
+def build(n: int, tmp: str, defines: tuple = (), old: bool = False):
+    body = _crt_source(old) + "\n" + (resources.files("ozgemm.kernels") / "cuda" / "wide.cu").read_text()
     common = common_source().replace("#pragma once", "")
     src = SHIM + "".join(f"#define {d}\n" for d in defines) + common + _header(n) + body.replace('extern "C"', "") + DRIVER
-    path = os.path.join(tmp, f"crt{n}{''.join(defines)}.cpp")
+    tag = "".join(d.replace(" ", "") for d in defines) + ("old" if old else "")
+    path = os.path.join(tmp, f"crt{n}{tag}.cpp")
     with open(path, "w") as f:
         f.write(src)
     so = path[:-4] + ".so"
@@ -98,11 +131,22 @@ def build(n: int, tmp: str, defines: tuple = ()):
     return lib
 
 
+def crt_cols(defines: tuple = (), old: bool = False) -> int:
+    """Output columns per thread of crt_round_f64/f32 (crt.cu CRT_COLS; 1 before it existed)."""
+    import re
+
+    for d in defines:
+        if d.startswith("CRT_COLS "):
+            return int(d.split()[1])
+    mm = re.search(r"#define CRT_COLS (\d+)", _crt_source(old))
+    return int(mm.group(1)) if mm else 1
+
+
 def ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
-def check(n_moduli, r, k, ncols, phi, seed, lib, fmt="binary64"):
+def check(n_moduli, r, k, ncols, phi, seed, lib, fmt="binary64", cols=1):
     from ozgemm.precision.formats import get_format
     from ozgemm.precision.rounding import round_limbs
     from ozgemm.crt.garner import crt_reconstruct
@@ -156,21 +200,221 @@ def check(n_moduli, r, k, ncols, phi, seed, lib, fmt="binary64"):
     want_c = round_limbs(mag, neg, e, fmt_, np)
     dt = np.float64 if fmt == "binary64" else np.float32
     got = np.zeros((m_, n_), dtype=dt)
-    (gx, gy), (bx, by) = _grid2d(n_, m_)
+    (gx, gy), (bx, by) = _grid2d(-(-n_ // cols), m_)
     lib.run_round(ptr(c32), ctypes.c_longlong(n_), ctypes.c_longlong(m_ * n_), ptr(s), ptr(t), m_, n_, ptr(got),
                   ctypes.c_longlong(n_), int(fmt == "binary64"), gx, gy, bx, by)
     assert np.array_equal(want_c.view(np.uint8), got.view(np.uint8)), ("round", fmt)
 
 
+# --- reconstruction on adversarial inputs: numpy reference and the previous kernels -----------
+_FMT = {  # P, EMIN_SUB, largest exponent + 1: boundaries of overflow / normal / subnormal / zero
+    "binary64": (53, -1074, 1024), "binary32": (24, -149, 128), "dd": (53, -1074, 1024),
+    "binary128": (113, -16494, 16384)}
+
+
+def _values(n_moduli, m_, n_, rng, fmt):
+    """C' (Python ints, |C'| <= M/2) and shifts s, t whose results land on the format's edges:
+    overflow, largest finite, smallest normal, subnormal, smallest subnormal, round-to-zero,
+    with exact ties (P + 1 significant bits), few significant bits, zeros, both signs, and X
+    close to M/2 (the top Horner group equal to that of floor(M/2): the rare sign branch)."""
+    gc = garner_constants(n_moduli)
+    M = gc.M
+    half = M // 2
+    lmax = max(1, half.bit_length() - 1)  # |C'| < 2^lmax <= M/2
+    P, emin, emax = _FMT[fmt]
+    edges = [emax + 1, emax, emax - 1, emin + P + 1, emin + P, emin + P - 1, emin + 2, emin + 1, emin, emin - 1, 0]
+    t = rng.integers(-3, 4, n_).astype(np.int64)
+    s = np.zeros(m_, dtype=np.int64)
+    row_edge = []
+    for i in range(m_):
+        T = int(rng.choice(edges))
+        u = int(rng.integers(1, lmax + 1))
+        s[i] = -T + u  # e_ij = -(s_i + t_j) = T - u - t_j: bit length u + t_j + jitter reaches 2^T
+        row_edge.append(T)
+    grp = [list(range(q, min(q + 4, n_moduli))) for q in range(0, n_moduli, 4)]
+    wtop = int(np.prod([gc.moduli[q] for q in range(grp[-1][0])], dtype=object)) if len(grp) > 1 else 1
+    vals = []
+    for i in range(m_):
+        row = []
+        for j in range(n_):
+            kind = rng.random()
+            if kind < 0.06:
+                v = 0
+            elif kind < 0.16:  # X = floor(M/2) + delta: top group as in floor(M/2) (rare sign branch)
+                X = half + int(rng.integers(-min(wtop, 2**62), min(wtop, 2**62) + 1))
+                X = min(max(X, 0), M - 1)
+                v = X if X <= half else X - M
+                row.append(v)
+                continue
+            elif kind < 0.2:
+                v = int(rng.choice([half, half - 1, 1, 2, 3]))
+            else:
+                e_ij = -(int(s[i]) + int(t[j]))
+                L = row_edge[i] - e_ij + int(rng.integers(-2, 3))
+                if not 1 <= L <= lmax or rng.random() < 0.1:
+                    L = int(rng.integers(1, lmax + 1))
+                nb = int(rng.choice([1, 2, 3, P - 1, P, P + 1, P + 1, P + 2, L, L]))
+                nb = max(1, min(nb, L))
+                v = (1 << (nb - 1)) | int.from_bytes(rng.bytes(nb // 8 + 1), "little") % (1 << (nb - 1)) if nb > 1 else 1
+                if nb == P + 1 and rng.random() < 0.7:
+                    v |= 1  # exact tie of the P-bit rounding
+                v <<= L - nb
+                if L - nb > 1 and rng.random() < 0.3:
+                    v |= 1  # a sticky bit far below (under the 64-bit window once L > 64)
+            row.append(v if rng.random() < 0.5 else -v)
+        vals.append(row)
+    return vals, s, t
+
+
+def _residue_inputs(vals, n_moduli, rng, longk):
+    """NMOD slabs of int32: residues in [0, m) (long-k path) or int32 products congruent to them."""
+    gc = garner_constants(n_moduli)
+    mods = np.array(gc.moduli, dtype=np.int64)[:, None, None]
+    cres = np.array([[[v % mq for v in row] for row in vals] for mq in gc.moduli], dtype=np.int64)
+    if longk:
+        return cres, cres.astype(np.int32)
+    lift = rng.integers(-(2**31) // 256, 2**31 // 256, cres.shape) * mods
+    c32 = np.clip(cres + lift, -(2**31) + 256, 2**31 - 256)
+    c32 = c32 - ((c32 - cres) % mods)
+    if c32.size > 4:  # extremes of int32 where congruent
+        c32.flat[0] = -(2**31) + ((int(cres.flat[0]) + 2**31) % int(mods.flat[0]))
+        c32.flat[1] = 2**31 - 1 - ((2**31 - 1 - int(cres.flat[1])) % int(mods.flat[0]))
+    assert np.array_equal(c32 % mods, cres)
+    return cres, c32.astype(np.int32)
+
+
+def _launch_round(lib, cols, c, ldc, sc, c_off, s, t, m_, n_, fmt, o_off, ldo):
+    """Run crt_round_f64/f32 or crt_round_dd/q128 on a view: c's first entry at element c_off
+    of the buffer c, the output's at element o_off of an ldo-strided buffer (sentinels
+    elsewhere, checked untouched). Returns the (m_, n_) result (dd: (2, m_, n_))."""
+    cp_ = ctypes.c_void_p(c.ctypes.data + 4 * c_off)
+    L = ctypes.c_longlong
+    if fmt in ("binary64", "binary32"):
+        dt = np.float64 if fmt == "binary64" else np.float32
+        buf = np.full(o_off + m_ * ldo + 8, 7.25, dtype=dt)
+        (gx, gy), (bx, by) = _grid2d(-(-n_ // cols), m_)
+        lib.run_round(cp_, L(ldc), L(sc), ptr(s), ptr(t), m_, n_, ctypes.c_void_p(buf.ctypes.data + buf.itemsize * o_off),
+                      L(ldo), int(fmt == "binary64"), gx, gy, bx, by)
+        got = buf[o_off:o_off + m_ * ldo].reshape(m_, ldo)[:, :n_].copy()
+        mask = np.ones(buf.shape, bool)
+        mask[o_off:o_off + m_ * ldo] = np.tile(np.arange(ldo) >= n_, m_)
+        assert np.all(buf[mask] == 7.25), ("wrote outside the output", fmt)
+        return got
+    total = m_ * n_
+    g1 = (max(total, 1) + 255) // 256
+    if fmt == "dd":
+        hi = np.full(o_off + m_ * ldo, 7.25)
+        lo = np.full(o_off + m_ * ldo, 7.25)
+        lib.run_wide(cp_, L(ldc), L(sc), ptr(s), ptr(t), m_, n_, ctypes.c_void_p(hi.ctypes.data + 8 * o_off),
+                     ctypes.c_void_p(lo.ctypes.data + 8 * o_off), L(ldo), 1, g1, 256)
+        return np.stack([x[o_off:].reshape(m_, ldo)[:, :n_] for x in (hi, lo)])
+    q = np.zeros(2 * (o_off + m_ * ldo), dtype=np.uint64)
+    lib.run_wide(cp_, L(ldc), L(sc), ptr(s), ptr(t), m_, n_, ctypes.c_void_p(q.ctypes.data + 16 * o_off), None,
+                 L(ldo), 0, g1, 256)
+    return q[2 * o_off:].reshape(m_, ldo, 2)[:, :n_, :].copy()
+
+
+def check_round(n_moduli, m_, n_, seed, lib, cols, fmt, layout, longk, lib_old=None, cols_old=1):
+    """Reconstruction of adversarial C' on one layout, against the numpy reference and the
+    previous kernels. layout: "packed" (ldc = n), "padded" (ldc, sc multiples of 16: the
+    engine's buffers, vector loads), "view" (first column at an odd offset, odd ldc: scalar
+    loads), each with an aligned/even or an unaligned/odd output."""
+    from ozgemm.crt.garner import crt_reconstruct
+    from ozgemm.precision.formats import get_format
+    from ozgemm.precision.rounding import round_result
+
+    rng = np.random.default_rng(seed)
+    vals, s, t = _values(n_moduli, m_, n_, rng, fmt)
+    cres, c32 = _residue_inputs(vals, n_moduli, rng, longk)
+    N = n_moduli
+    if layout == "packed":
+        c_off, ldc, rows = 0, n_, m_
+    elif layout == "padded":
+        c_off, ldc, rows = 0, -(-n_ // 16) * 16, -(-m_ // 16) * 16
+    else:
+        c_off, ldc, rows = 3, n_ + 5 + (n_ % 2 == 0), m_ + 1
+    sc = rows * ldc + (0 if layout != "view" else 1)
+    buf = np.full(N * sc + c_off + ldc + 8, -12345, dtype=np.int32)
+    for q in range(N):
+        for i in range(m_):
+            buf[c_off + q * sc + i * ldc: c_off + q * sc + i * ldc + n_] = c32[q, i]
+    o_off, ldo = (0, n_ + (n_ % 2)) if layout != "view" else (1, n_ + 1 + (n_ % 2 == 0))
+    got = _launch_round(lib, cols, buf, ldc, sc, c_off, s, t, m_, n_, fmt, o_off, ldo)
+    # numpy reference (CPU engine): defined for |C'| < M/2 (the CPU rounds X = M/2 as -M/2)
+    gc = garner_constants(N)
+    ok = np.array([[abs(v) * 2 < gc.M for v in row] for row in vals])
+    mag, neg = crt_reconstruct(cres, N, np)
+    want = round_result(mag, neg, -(s[:, None] + t[None, :]), get_format(fmt), np)
+    gv, wv = got.view(np.uint8), want.view(np.uint8)
+    if fmt == "dd":
+        sel = np.broadcast_to(ok, got.shape)
+    elif fmt == "binary128":
+        sel = np.broadcast_to(ok[:, :, None], got.shape)
+    else:
+        sel = ok
+    del gv, wv
+    if fmt == "binary128":
+        # known, from before this check (HEAD's wide.cu alike): crt_round_q128 stores -0 where a
+        # negative value rounds to zero, the CPU engine +0; compared with HEAD's kernels below
+        mz = (got[..., 0] == 0) & (got[..., 1] == np.uint64(1 << 63)) & (want[..., 0] == 0) & (want[..., 1] == 0)
+        sel = sel & ~mz[:, :, None]
+    bad = got[sel].view(np.uint8) != want[sel].view(np.uint8)
+    assert not bad.any(), ("numpy", N, fmt, layout, longk, cols)
+    if lib_old is not None:
+        old = _launch_round(lib_old, cols_old, buf, ldc, sc, c_off, s, t, m_, n_, fmt, o_off, ldo)
+        assert np.array_equal(old.view(np.uint8), got.view(np.uint8)), ("old kernels", N, fmt, layout, longk, cols)
+    return int((~ok).sum())
+
+
+def check_random_int32(n_moduli, m_, n_, seed, lib, cols, lib_old, cols_old):
+    """Arbitrary int32 slabs (X uniform in [0, M)) and shifts far outside the planner's range:
+    new and previous kernels give the same bytes (binary64 and binary32)."""
+    rng = np.random.default_rng(seed)
+    c = rng.integers(-(2**31), 2**31, (n_moduli, m_, n_), dtype=np.int64).astype(np.int32)
+    ldc, sc = n_, m_ * n_
+    for fmt in ("binary64", "binary32"):
+        s = rng.integers(-(2**40), 2**40, m_).astype(np.int64)
+        t = rng.integers(-4000, 4000, n_).astype(np.int64)
+        s[: m_ // 2] = rng.integers(-1300, 1300, m_ // 2)
+        if m_ > 2:
+            s[0], s[1] = -(2**62), 2**62
+        args = (c, ldc, sc, 0, s, t, m_, n_, fmt, 0, n_)
+        a = _launch_round(lib, cols, *args)
+        b = _launch_round(lib_old, cols_old, *args)
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), ("random int32", n_moduli, fmt, cols)
+
+
 def main():
+    quick = "--quick" in sys.argv
+    ns = (1, 2, 3, 5, 8, 9, 13, 16, 17, 20, 27, 33, 40, 49)
     with tempfile.TemporaryDirectory() as tmp:
-        for nm, defines in [(n, ()) for n in (1, 2, 5, 9, 16, 17, 27, 40, 49)]:
-            lib = build(nm, tmp, defines)
-            for seed, (r, k, nc, phi) in enumerate([(7, 68, 61, 0.5), (1, 1, 1, 2.0), (33, 100, 17, 3.0),
-                                                    (20, 37, 300, 1.0)]):
-                check(nm, r, k, nc, phi, seed, lib, "binary64")
-                check(nm, r, k, nc, phi, seed + 100, lib, "binary32")
-            print(f"{nm} moduli {defines}: residues and reconstruction bit-identical to the CPU engine")
+        for nm in ns:
+            lib_old = build(nm, tmp, old=True)
+            cols_old = crt_cols(old=True)
+            variants = [()] + ([] if quick and nm not in (9, 16, 17) else
+                               [(f"CRT_COLS {c}",) for c in (1, 2, 4) if c != crt_cols()])
+            for defines in variants:
+                nskip = 0
+                lib = build(nm, tmp, defines)
+                cols = crt_cols(defines)
+                if not defines:  # residues and the basic reconstruction check (as before)
+                    for seed, (r, k, nc, phi) in enumerate([(7, 68, 61, 0.5), (1, 1, 1, 2.0), (33, 100, 17, 3.0),
+                                                            (20, 37, 300, 1.0)]):
+                        check(nm, r, k, nc, phi, seed, lib, "binary64", cols)
+                        check(nm, r, k, nc, phi, seed + 100, lib, "binary32", cols)
+                fmts = ("binary64", "binary32") + (("dd", "binary128") if not defines else ())
+                seed = 1000 * nm
+                for fmt in fmts:
+                    for layout in ("padded", "packed", "view"):
+                        for longk in (False, True):
+                            for m_, n_ in ((9, 37), (3, 1), (5, 64)) if not quick else ((9, 37),):
+                                seed += 1
+                                nskip += check_round(nm, m_, n_, seed, lib, cols, fmt, layout, longk, lib_old, cols_old)
+                for m_, n_ in ((13, 41), (4, 8)):
+                    seed += 1
+                    check_random_int32(nm, m_, n_, seed, lib, cols, lib_old, cols_old)
+                print(f"{nm} moduli, CRT_COLS {cols}: bit-identical to the CPU engine and to HEAD's kernels "
+                      f"({nskip} entries with |C'| = M/2 compared with HEAD only)", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ variant alike) of
   * residues of float32 A: read as float32 vs widened to float64 first (widen + float64 kernel);
   * whole fp64 / fp32 matmul calls (INT8 GEMMs in row chunks, and whole) and native DGEMM/SGEMM;
   * section crt (--crt-old DIR): residues of A and the fused reconstruction of the fp64 and fp32
-    plans, shipped kernels vs older full sources DIR/k{N}.cu.
+    plans, shipped kernels vs older full sources DIR/k{N}.cu; the reconstruction's "new" is
+    CudaEngine.reconstruct_round (its own launch geometry), "old" the older kernel with one
+    column per thread, new_cols{1,2,4} the shipped crt.cu compiled with -D CRT_COLS=1/2/4.
 Every variant's output is compared with the shipped one (identical bytes) before timing.
 Usage: python3 benchmarks/gpu_ab.py --sizes 4096 8192 16384 [--v1 benchmarks/_stats_v1.cu] [--json F]
 """
@@ -161,18 +163,26 @@ def main():
                 prod = eng._gemm_exact_padded(ra, rb)
                 del ra, rb
                 fname = "crt_round_f64" if x.dtype == cp.float64 else "crt_round_f32"
-                g2, b2 = kc._grid2d(n, n)
                 tt = cp.ascontiguousarray(p.t, dtype=cp.int64)
 
-                def rnd(mod):
+                def rnd_new():  # the engine's own launch (its CRT_COLS geometry)
+                    return eng.reconstruct_round(prod[:, :n, :], shift, tt, N, p.contract.fmt)
+
+                def rnd_cols(mod, cols):  # older sources (cols = 1: one column per thread), or crt.cu variants
                     o = cp.empty((n, n), dtype=x.dtype)
+                    g2, b2 = kc._grid2d(-(-n // cols), n)
                     mod.get_function(fname)(g2, b2, (prod, np.int64(kp), np.int64(kp * kp), shift, tt, np.int32(n),
                                                      np.int32(n), o, np.int64(n)))
                     return o
 
-                rec[f"crt_{c}_round_identical"] = bool(cp.array_equal(rnd(new), rnd(old))) and bool(
-                    cp.array_equal(rnd(new), ozgemm.matmul(x, y, contract=c)))
-                for kk, v in interleaved({"new": lambda: rnd(new), "old": lambda: rnd(old)}, args.reps).items():
+                rv = {"new": rnd_new, "old": lambda: rnd_cols(old, 1)}
+                for cols in (1, 2, 4):  # CRT_COLS variants of the shipped crt.cu
+                    rv[f"new_cols{cols}"] = (lambda cc: lambda: rnd_cols(kc._module(N, (f"CRT_COLS {cc}",)), cc))(cols)
+                r0 = rnd_new()
+                rec[f"crt_{c}_round_identical"] = bool(cp.array_equal(r0, ozgemm.matmul(x, y, contract=c))) and all(
+                    bool(cp.array_equal(r0, f())) for f in rv.values())
+                del r0
+                for kk, v in interleaved(rv, args.reps).items():
                     rec[f"crt_{c}_round_{kk}_ms"] = v
                 del prod
                 cp.get_default_memory_pool().free_all_blocks()

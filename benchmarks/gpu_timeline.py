@@ -46,6 +46,52 @@ def family(name: str) -> str:
     return "other: " + name[:40]
 
 
+HOST_RANGES = [  # (module, qualified name): host spans recorded with --host-ranges
+    ("ozgemm.api", "_prepare"), ("ozgemm.api", "_plan_2d"), ("ozgemm.api", "_product_2d"),
+    ("ozgemm.precision.planner", "make_plan"), ("ozgemm.precision.planner", "_min_moduli_for"),
+    ("ozgemm.precision.planner", "_max_beta_for"), ("ozgemm.crt.scheme", "execute"),
+    ("ozgemm.kernels.cuda", "CudaEngine.row_stats"), ("ozgemm.kernels.cuda", "CudaEngine.gemm_exact"),
+    ("ozgemm.kernels.cuda", "CudaEngine.plan_scalars"), ("ozgemm.kernels.cuda", "CudaEngine.shifts"),
+    ("ozgemm.kernels.cuda", "CudaEngine.execute"), ("ozgemm.kernels.cuda", "CudaEngine.residues_multi"),
+    ("ozgemm.kernels.cuda", "CudaEngine._gemm_exact_padded"), ("ozgemm.kernels.cuda", "CudaEngine.reconstruct_round"),
+    ("ozgemm.kernels.cuda", "_rows_contiguous"), ("cupy", "ndarray.get"),
+]
+
+
+def wrap_host_ranges():
+    """Wrap HOST_RANGES in torch.profiler.record_function ranges (named "host:<name>"), so that
+    the trace shows where the host's time goes between GPU launches (benchmark only)."""
+    import functools
+    import importlib
+
+    import torch
+
+    for mod, qual in HOST_RANGES:
+        owner = importlib.import_module(mod)
+        parts = qual.split(".")
+        for p in parts[:-1]:
+            owner = getattr(owner, p)
+        f = getattr(owner, parts[-1])
+
+        def make(f, label):
+            @functools.wraps(f)
+            def w(*a, **kw):
+                with torch.profiler.record_function("host:" + label):
+                    return f(*a, **kw)
+            return w
+
+        try:
+            setattr(owner, parts[-1], make(f, qual))
+        except (TypeError, AttributeError):  # a compiled type (cupy.ndarray): not wrappable
+            print(f"(host range {mod}.{qual} not wrapped)")
+    # functions imported by name into other modules: rebind there too
+    import ozgemm.api as api
+    import ozgemm.crt.scheme as scheme
+    import ozgemm.precision.planner as planner
+    api.make_plan = planner.make_plan
+    api.execute = scheme.execute
+
+
 def trace_calls(fn, ncalls):
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -64,6 +110,11 @@ def trace_calls(fn, ncalls):
     os.unlink(path)
     ev = tr["traceEvents"] if isinstance(tr, dict) else tr
     calls = sorted((e for e in ev if e.get("name") == "ozgemm_call" and e.get("ph") == "X"), key=lambda e: e["ts"])
+    hosts = sorted((e for e in ev if e.get("ph") == "X" and str(e.get("name", "")).startswith("host:")),
+                   key=lambda e: e["ts"])
+    for c in calls:
+        c["host_ranges"] = [(e["ts"] - c["ts"], e["dur"], e["name"][5:]) for e in hosts
+                            if c["ts"] <= e["ts"] <= c["ts"] + c["dur"]]
     gpu = sorted((e for e in ev if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")),
                  key=lambda e: e["ts"])
     # host side: the runtime/driver call that issued each GPU activity (same correlation id)
@@ -98,6 +149,7 @@ def analyse(call, gpu, next_call_ts):
     listing = [(e["ts"] - t0, e["dur"], None if e.get("host_ts") is None else e["host_ts"] - call["ts"], e["name"][:60])
                for e in acts]
     return {"host_call_us": call["dur"], "launch_lag_us": t0 - call["ts"], "gpu_span_us": t1 - t0, "listing": listing,
+            "host_ranges": call.get("host_ranges", []),
             "gpu_busy_us": busy, "n_activities": len(acts), "families_us": fam,
             "gaps_us": sorted(gaps, reverse=True)[:8], "gap_total_us": sum(g[0] for g in gaps)}
 
@@ -110,9 +162,13 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--host-ranges", action="store_true", help="also record and print host spans of the "
+                    "library's phases (HOST_RANGES), from the call's start, in us")
     ap.add_argument("--list", action="store_true", help="print every GPU activity of the median traced call: "
                     "GPU start and duration, and when the host issued it (from the call's start), in us")
     args = ap.parse_args()
+    if args.host_ranges:
+        wrap_host_ranges()
     out = []
     for n in args.sizes:
         rs = cp.random.RandomState(args.seed)
@@ -154,6 +210,10 @@ def main():
                 print("     GPU start us | dur us | host issue us | activity")
                 for st, du, hs, nm in r["listing"]:
                     print(f"     {st:10.1f} | {du:8.1f} | {'-' if hs is None else f'{hs:9.1f}'} | {nm}")
+            if r["host_ranges"]:
+                print("     host span start us | dur us | range")
+                for st, du, nm in r["host_ranges"]:
+                    print(f"     {st:10.1f} | {du:8.1f} | {nm}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -166,30 +166,6 @@ SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
 // --- CRT reconstruction + final rounding ------------------------------------------------
 // c: NMOD slabs of int32 exact products (row-major, row stride ldc, slab stride sc), or
 // residues already reduced. s[m], t[n]: shifts. out: m x n (ld = ldo) of OUT_T.
-// Store (-1)^neg mant 2^qexp, already rounded to the output format (mant < 2^P + 1,
-// qexp >= the format's subnormal exponent). Zero results are +0, as numpy.matmul gives.
-__device__ __forceinline__ void store_rounded(double* o, u64 mant, i64 qexp, bool neg) {
-    if (qexp > 3000) qexp = 3000;
-    double res = scalbn((double)mant, (int)qexp);  // exact, or +-Inf beyond the range
-    *o = (neg && mant != 0) ? -res : res;
-}
-
-// binary32 from its bit pattern: CuPy compiles with -ftz=true, under which a double ->
-// float conversion flushes subnormal results to zero.
-__device__ __forceinline__ void store_rounded(float* o, u64 mant, i64 qexp, bool neg) {
-    u32 bits = 0;
-    if (mant != 0) {
-        if (mant == (1ULL << 24)) { mant >>= 1; qexp += 1; }  // rounding carried out
-        if (mant < (1ULL << 23)) {
-            bits = (u32)mant;                                 // subnormal: qexp == -149
-        } else {
-            i64 be = qexp + 150;                              // biased exponent
-            bits = be >= 255 ? 0x7f800000u : ((u32)be << 23) | ((u32)mant & 0x7fffffu);
-        }
-        if (neg) bits |= 0x80000000u;
-    }
-    *o = __uint_as_float(bits);
-}
 
 // Garner's mixed-radix digits with one reduction per digit (v3: byte dot products). c_q is the
 // exact int32 product (|c_q| < 2^31; or a residue in [0, m) on the long-k path). For q >= 1,
@@ -201,40 +177,71 @@ __device__ __forceinline__ void store_rounded(float* o, u64 mant, i64 qexp, bool
 // time by __dp4a. v_0 = c_0 mod 256. (v2: c_q mod m_q first, then one multiply-add per p < q.)
 // Horner on groups of four digits: D_g = v_4g + m_4g (v_4g+1 + m_4g+1 (...)) < R_g =
 // m_4g ... m_4g+3 < 2^32, X = D_0 + R_0 (D_1 + R_1 (...)), one 32x32->64 step per limb.
-// |C'| as NLIMB little-endian 32-bit limbs in x, from the N int32 products of entry off;
+// |C'| as NLIMB little-endian 32-bit limbs in x, from the NMOD values cu[q] (the bits of c_q);
 // returns C' < 0. (Garner's mixed-radix digits, Horner in base 2^32, symmetric range.)
-__device__ __forceinline__ bool crt_limbs(const int* __restrict__ c, i64 sc, i64 off, u32* x) {
+__device__ __forceinline__ bool crt_limbs_v(const unsigned int* cu, u32* x) {
     unsigned int v[NMOD];
     unsigned int V[NGW];  // v_p, byte p % 4 of word p / 4
 #pragma unroll
-    for (int w = 0; w < NGW; ++w) V[w] = 0u;
-#pragma unroll
     for (int q = 0; q < NMOD; ++q) {
         const unsigned int m = MOD[q];
-        const unsigned int cu = (unsigned int)__ldg(c + q * sc + off);
         if (q == 0 && m == 256u) {
-            v[0] = cu & 255u;  // two's complement: c mod 256
+            v[0] = cu[0] & 255u;  // two's complement: c mod 256
         } else {
-            unsigned int z = __dp4a(cu ^ 0x80000000u, PI[q], KC[q]);  // bytes of c + 2^31
+            unsigned int z = __dp4a(cu[q] ^ 0x80000000u, PI[q], KC[q]);  // bytes of c + 2^31
 #pragma unroll
             for (int w = 0; w < NGW; ++w)
                 if (4 * w < q) z = __dp4a(V[w], GP[q][w], z);
             v[q] = fastmod(z, FM[q], m);
         }
-        V[q / 4] |= v[q] << (8 * (q % 4));
+        // byte q % 4 of V[q / 4] (one PRMT; v_q < 256)
+        if (q % 4 == 0) V[q / 4] = v[q];
+        else V[q / 4] = __byte_perm(V[q / 4], v[q], q % 4 == 1 ? 0x3240 : (q % 4 == 2 ? 0x3410 : 0x4210));
     }
+    // Horner group digits D_g (X = D_0 + R_0 (D_1 + R_1 (...)), D_g < R_g)
+    (void)MLIMB;  // M's limbs: not needed, the sign and |C'| come from the group digits (v3 used them)
+    u32 D[NGRP];
 #pragma unroll
-    for (int j = 0; j < NLIMB; ++j) x[j] = 0;
-#pragma unroll
-    for (int g = NGRP - 1; g >= 0; --g) {
+    for (int g = 0; g < NGRP; ++g) {
         u32 dg = 0;
 #pragma unroll
         for (int q = NMOD - 1; q >= 0; --q)
             if (q / 4 == g) dg = dg * (u32)MOD[q] + v[q];  // highest digit of the group first
+        D[g] = dg;
+    }
+    // C' = X - M < 0 iff X > M - X, i.e. 2 X > M, i.e. X > floor(M / 2): compare the group
+    // digits with those of floor(M / 2) (H_g, constants: M halved from the top group down), from
+    // the top; the top group decides unless it equals H (rare: lower groups then decide)
+    u32 H[NGRP];
+    u32 rem = 1u;
+#pragma unroll
+    for (int g = NGRP - 1; g >= 0; --g) {
+        H[g] = rem ? (u32)GR[g] / 2u : 0u;
+        rem = rem ? (u32)GR[g] % 2u : 0u;
+    }
+    bool neg = D[NGRP - 1] > H[NGRP - 1];
+    if (D[NGRP - 1] == H[NGRP - 1]) {
+        bool decided = false;
+#pragma unroll
+        for (int g = NGRP - 2; g >= 0; --g) {
+            if (!decided && D[g] != H[g]) {
+                neg = D[g] > H[g];
+                decided = true;
+            }
+        }
+    }
+    // |C'| = M - X = (M - 1 - X) + 1 when negative: group digits R_g - 1 - D_g (no borrows), plus
+    // one in the lowest (R_0 - D_0 <= R_0 < 2^32: Horner takes it as its carry-in)
+#pragma unroll
+    for (int g = 0; g < NGRP; ++g) D[g] = neg ? (u32)GR[g] - (g == 0 ? 0u : 1u) - D[g] : D[g];
+#pragma unroll
+    for (int j = 0; j < NLIMB; ++j) x[j] = 0;
+#pragma unroll
+    for (int g = NGRP - 1; g >= 0; --g) {
         if (g == NGRP - 1) {
-            x[0] = dg;
+            x[0] = D[g];
         } else {
-            u64 carry = dg;
+            u64 carry = D[g];
 #pragma unroll
             for (int j = 0; j < NLIMB; ++j) {
                 if (j < GUSED[g]) {
@@ -245,82 +252,182 @@ __device__ __forceinline__ bool crt_limbs(const int* __restrict__ c, i64 sc, i64
             }
         }
     }
-    // D = M - X; negative iff X > D
-    u32 dl[NLIMB];
-    i64 borrow = 0;
-#pragma unroll
-    for (int j = 0; j < NLIMB; ++j) {
-        i64 tt = (i64)MLIMB[j] - (i64)x[j] - borrow;
-        borrow = tt < 0;
-        dl[j] = (u32)(tt + (borrow << 32));
-    }
-    bool gt = false, decided = false;
-#pragma unroll
-    for (int j = NLIMB - 1; j >= 0; --j) {
-        if (!decided) {
-            if (x[j] != dl[j]) { gt = x[j] > dl[j]; decided = true; }
-        }
-    }
-    const bool neg = gt;
-#pragma unroll
-    for (int j = 0; j < NLIMB; ++j) if (neg) x[j] = dl[j];
     return neg;
 }
 
-template <typename OUT_T, int P, int EMIN_SUB>
-__device__ __forceinline__ void reconstruct_one(const int* __restrict__ c, i64 sc, i64 off,
-                                                i64 e, OUT_T* o) {
-    u32 x[NLIMB];
-    const bool neg = crt_limbs(c, sc, off, x);
-    // top limb, 64-bit window, sticky
-    int tt = -1;
+// crt_limbs_v of the entry at off (wide.cu)
+__device__ __forceinline__ bool crt_limbs(const int* __restrict__ c, i64 sc, i64 off, u32* x) {
+    unsigned int cu[NMOD];
 #pragma unroll
-    for (int j = 0; j < NLIMB; ++j) if (x[j] != 0) tt = j;
-    if (tt < 0) { *o = (OUT_T)0.0; return; }
-    u64 hi = 0, mid = 0, lo = 0;
-    bool sticky = false;
-#pragma unroll
-    for (int j = 0; j < NLIMB; ++j) {
-        if (j == tt) hi = x[j];
-        else if (j == tt - 1) mid = x[j];
-        else if (j == tt - 2) lo = x[j];
-        else if (j < tt - 2 && x[j] != 0) sticky = true;
-    }
-    int b = 32 - __clz((u32)hi);  // 1..32
-    int sh = 32 - b;
-    u64 w = (hi << (32 + sh)) | (mid << sh) | (lo >> (32 - sh));
-    if (lo & ((1ULL << (32 - sh)) - 1)) sticky = true;
-    i64 g = 32 * (i64)(tt - 1) - sh + e;
-    i64 qexp = g + 63 - (P - 1);
-    if (qexp < EMIN_SUB) qexp = EMIN_SUB;
-    i64 d = qexp - g;
-    u64 mant;
-    if (d > 64) {
-        mant = 0;
-    } else {
-        int dd = (int)d;
-        u64 top = w >> (dd - 1);
-        u64 kept = top >> 1;
-        u64 rb = top & 1;
-        u64 rest = w & ((1ULL << (dd - 1)) - 1);
-        bool st = sticky || rest != 0;
-        mant = kept + ((rb && (st || (kept & 1))) ? 1 : 0);
-    }
-    store_rounded(o, mant, qexp, neg);
+    for (int q = 0; q < NMOD; ++q) cu[q] = (unsigned int)__ldg(c + q * sc + off);
+    return crt_limbs_v(cu, x);
 }
 
-// 2-D launch: x over columns, y over rows (grid-stride: m may exceed the 65535 grid rows).
-#define CRT_ROUND_KERNEL(NAME, OUT_T, P, EMIN_SUB)                                              \
-    extern "C" __global__ void NAME(const int* __restrict__ c, i64 ldc, i64 sc,                 \
-                                    const i64* __restrict__ s, const i64* __restrict__ t,       \
-                                    int m, int n, OUT_T* __restrict__ out, i64 ldo) {           \
-        const int j = blockIdx.x * blockDim.x + threadIdx.x;                                    \
-        if (j >= n) return;                                                                     \
-        const i64 tj = t[j];                                                                    \
-        for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < m; i += gridDim.y * blockDim.y) \
-            reconstruct_one<OUT_T, P, EMIN_SUB>(c, sc, (i64)i * ldc + j, -(s[i] + tj),          \
-                                                out + (i64)i * ldo + j);                        \
+// Bit pattern of (-1)^neg X 2^e (X in x, NLIMB limbs) rounded to nearest even in the binary
+// format with P-bit significands (binary64: P = 53, binary32: P = 24), smallest subnormal
+// exponent EMIN_SUB, biased exponent BEINF for Inf and the sign at bit SIGN; X = 0 gives +0, and
+// so does a negative value that rounds to zero. The same integers as precision/rounding.py (v3
+// rounded the same way step by step, then scalbn / built binary32 bits).
+template <int P> struct round_bits_t { typedef u64 T; };
+template <> struct round_bits_t<24> { typedef u32 T; };
+
+template <int P, int EMIN_SUB, int BEINF, int SIGN>
+__device__ __forceinline__ typename round_bits_t<P>::T round_bits(const u32* x, bool neg, i64 e) {
+    typedef typename round_bits_t<P>::T T;
+    // the highest non-zero limb (hi, index tt), the two below it (mid, lo) and whether any
+    // lower limb is non-zero (select chains, no branches)
+    u32 hi = x[0], mid = 0u, lo = 0u, below = 0u, pre = 0u;
+    int tt = 0;
+#pragma unroll
+    for (int j = 1; j < NLIMB; ++j) {
+        if (j >= 3) pre |= x[j >= 3 ? j - 3 : 0];
+        if (x[j] != 0u) {
+            hi = x[j];
+            mid = x[j - 1];
+            lo = j >= 2 ? x[j >= 2 ? j - 2 : 0] : 0u;
+            below = pre;
+            tt = j;
+        }
+    }
+    // w: the 64 bits of X from its top bit down (top bit set; 0 for X = 0);
+    // X 2^e = (w + f) 2^g with 0 <= f < 1, f != 0 iff below != 0
+    const int sh = __clz(hi);  // 32 for X = 0 (funnel shifts take it mod 32: all limbs are 0)
+    const u32 whi = __funnelshift_l(mid, hi, sh), wlo = __funnelshift_l(lo, mid, sh);
+    below |= __funnelshift_l(0u, lo, sh);  // the bits of lo under w
+    const i64 g = e + (32 * (tt - 1) - sh);
+    // qexp = g + 64 - P: exponent of the last significand place of a normal result
+    constexpr int GMIN = EMIN_SUB - (64 - P);        // qexp >= EMIN_SUB
+    constexpr int GINF = BEINF + EMIN_SUB - (64 - P);  // qexp - EMIN_SUB >= BEINF: Inf
+    T bits;
+    if (hi != 0u && g >= GMIN) {
+        // normal (or Inf): the conversion rounds w (sticky in bit 0, under the round bit) to
+        // nearest even, mant 2^(64-P) with mant in [2^(P-1), 2^P], bit pattern
+        // (64 - P - EMIN_SUB) 2^(P-1) + mant; the result's is (qexp - EMIN_SUB) 2^(P-1) + mant
+        // (a carry to 2^P moves into the exponent field, up to Inf)
+        const u64 w = ((u64)whi << 32) | wlo | (u64)(below != 0u);
+        const int gc = g < GINF ? (int)g : GINF;
+        T r;
+        if (P == 53) r = (T)__double_as_longlong(__ull2double_rn(w));
+        else r = (T)__float_as_uint(__ull2float_rn(w));
+        r += (T)gc << (P - 1);
+        bits = r < ((T)BEINF << (P - 1)) ? r : ((T)BEINF << (P - 1));
+    } else {
+        // subnormal or zero: rounded at the fixed place 2^EMIN_SUB, d = EMIN_SUB - g > 64 - P
+        // bits of w dropped; bits = mant (a carry to 2^(P-1) is the smallest normal)
+        const u64 w = ((u64)whi << 32) | wlo;
+        const i64 d = EMIN_SUB - g;
+        u64 mant = 0;
+        if (d <= 64) {
+            const int dd = (int)d;
+            const u64 top = w >> (dd - 1);
+            const u64 kept = top >> 1;
+            const u64 rest = (w & ((1ULL << (dd - 1)) - 1)) | below;
+            mant = kept + (top & ((u64)(rest != 0) | kept) & 1u);
+        }
+        bits = (T)mant;
+    }
+    if (neg && bits != 0) bits |= (T)1 << SIGN;
+    return bits;
+}
+
+#ifndef CRT_COLS
+#define CRT_COLS 2  // adjacent output columns per thread (1, 2 or 4): CudaEngine.reconstruct_round launches to match
+#endif
+
+// CRT_COLS values of c (one per column) for every modulus: one 8- or 16-byte load per slab
+// when all are in bounds and aligned (sc a multiple of CRT_COLS), else one load per value
+__device__ __forceinline__ void load_cols(const int* __restrict__ p, i64 sc, int cnt, bool vsc,
+                                          unsigned int (*cu)[NMOD]) {
+    if (CRT_COLS > 1 && cnt == CRT_COLS && vsc && reinterpret_cast<u64>(p) % (4 * CRT_COLS) == 0) {
+#pragma unroll
+        for (int q = 0; q < NMOD; ++q) {
+            if (CRT_COLS == 4) {
+                const uint4 v = __ldg(reinterpret_cast<const uint4*>(p + q * sc));
+                cu[0][q] = v.x; cu[CRT_COLS > 1 ? 1 : 0][q] = v.y;
+                cu[CRT_COLS > 2 ? 2 : 0][q] = v.z; cu[CRT_COLS > 3 ? 3 : 0][q] = v.w;
+            } else {
+                const uint2 v = __ldg(reinterpret_cast<const uint2*>(p + q * sc));
+                cu[0][q] = v.x; cu[CRT_COLS > 1 ? 1 : 0][q] = v.y;
+            }
+        }
+    } else {
+#pragma unroll
+        for (int q = 0; q < NMOD; ++q)
+#pragma unroll
+            for (int e = 0; e < CRT_COLS; ++e)
+                cu[e][q] = e < cnt ? (unsigned int)__ldg(p + q * sc + e) : 0u;
+    }
+}
+
+// CRT_COLS results (bit patterns); cnt < CRT_COLS at the end of a row
+__device__ __forceinline__ void store_cols(double* o, const u64* b, int cnt) {
+    if (CRT_COLS > 1 && cnt == CRT_COLS && reinterpret_cast<u64>(o) % 16 == 0) {
+#pragma unroll
+        for (int e = 0; e + 1 < CRT_COLS; e += 2) {
+            ulonglong2 v;
+            v.x = b[e]; v.y = b[e + 1];
+            *reinterpret_cast<ulonglong2*>(o + e) = v;
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < CRT_COLS; ++e)
+            if (e < cnt) o[e] = __longlong_as_double((i64)b[e]);
+    }
+}
+__device__ __forceinline__ void store_cols(float* o, const u32* b, int cnt) {
+    if (CRT_COLS > 1 && cnt == CRT_COLS && reinterpret_cast<u64>(o) % (4 * CRT_COLS) == 0) {
+        if (CRT_COLS == 4) {
+            uint4 v;
+            v.x = b[0]; v.y = b[CRT_COLS > 1 ? 1 : 0];
+            v.z = b[CRT_COLS > 2 ? 2 : 0]; v.w = b[CRT_COLS > 3 ? 3 : 0];
+            *reinterpret_cast<uint4*>(o) = v;
+        } else {
+            uint2 v;
+            v.x = b[0]; v.y = b[CRT_COLS > 1 ? 1 : 0];
+            *reinterpret_cast<uint2*>(o) = v;
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < CRT_COLS; ++e)
+            if (e < cnt) o[e] = __uint_as_float(b[e]);
+    }
+}
+
+// One thread: CRT_COLS adjacent columns (v3: one), every row of the grid-stride loop.
+// 2-D launch: x over groups of CRT_COLS columns, y over rows (grid y <= 65535).
+template <typename OUT_T, int P, int EMIN_SUB, int BEINF, int SIGN>
+__device__ __forceinline__ void crt_round_impl(const int* __restrict__ c, i64 ldc, i64 sc,
+                                               const i64* __restrict__ s, const i64* __restrict__ t,
+                                               int m, int n, OUT_T* __restrict__ out, i64 ldo) {
+    const int jt = blockIdx.x * blockDim.x + threadIdx.x;
+    if (jt >= (n + CRT_COLS - 1) / CRT_COLS) return;
+    const int j0 = jt * CRT_COLS;
+    const int cnt = n - j0 < CRT_COLS ? n - j0 : CRT_COLS;
+    const bool vsc = sc % CRT_COLS == 0;
+    i64 tj[CRT_COLS];
+#pragma unroll
+    for (int e = 0; e < CRT_COLS; ++e) tj[e] = e < cnt ? t[j0 + e] : 0;
+    for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < m; i += gridDim.y * blockDim.y) {
+        unsigned int cu[CRT_COLS][NMOD];
+        load_cols(c + (i64)i * ldc + j0, sc, cnt, vsc, cu);
+        const i64 si = s[i];
+        typename round_bits_t<P>::T b[CRT_COLS];
+#pragma unroll
+        for (int e = 0; e < CRT_COLS; ++e) {
+            u32 x[NLIMB];
+            const bool neg = crt_limbs_v(cu[e], x);
+            b[e] = round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(si + tj[e]));
+        }
+        store_cols(out + (i64)i * ldo + j0, b, cnt);
+    }
+}
+
+#define CRT_ROUND_KERNEL(NAME, OUT_T, P, EMIN_SUB, BEINF, SIGN)                                    \
+    extern "C" __global__ void NAME(const int* __restrict__ c, i64 ldc, i64 sc,                    \
+                                    const i64* __restrict__ s, const i64* __restrict__ t,          \
+                                    int m, int n, OUT_T* __restrict__ out, i64 ldo) {              \
+        crt_round_impl<OUT_T, P, EMIN_SUB, BEINF, SIGN>(c, ldc, sc, s, t, m, n, out, ldo);         \
     }
 
-CRT_ROUND_KERNEL(crt_round_f64, double, 53, -1074)
-CRT_ROUND_KERNEL(crt_round_f32, float, 24, -149)
+CRT_ROUND_KERNEL(crt_round_f64, double, 53, -1074, 2047, 63)
+CRT_ROUND_KERNEL(crt_round_f32, float, 24, -149, 255, 31)
