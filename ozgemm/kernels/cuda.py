@@ -39,7 +39,7 @@ _THREADS = 256
 
 
 _RES_PER_THREAD = 8  # crt.cu RES_PER_THREAD
-_CRT_COLS = 2  # crt.cu CRT_COLS: output columns per thread of crt_round_f64/f32
+_CRT_COLS = 1  # crt.cu CRT_COLS: output columns per thread of crt_round_f64/f32
 _STATS_CACHE = 16  # stats.cu: row entries per thread kept in registers by the float64 row_stats
 _RS_THREADS, _RS_CHUNK = 256, 256 * 8  # stats.cu RS_THREADS, RS_CHUNK (row_extent / row_sums)
 # one-component rows go through the three streaming kernels (row_extent, row_sums, row_finish)

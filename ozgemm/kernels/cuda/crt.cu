@@ -331,7 +331,10 @@ __device__ __forceinline__ typename round_bits_t<P>::T round_bits(const u32* x, 
 }
 
 #ifndef CRT_COLS
-#define CRT_COLS 2  // adjacent output columns per thread (1, 2 or 4): CudaEngine.reconstruct_round launches to match
+// adjacent output columns per thread (1, 2 or 4; CudaEngine.reconstruct_round launches to match,
+// _CRT_COLS). 1 measured fastest on the H200 (session 8, benchmarks/gpu_ab.py --only crt: fp64
+// 8192 1.227 ms against 1.450 for 2 and 1.811 for 4 columns; 2 and 4 need 96-163 registers)
+#define CRT_COLS 1
 #endif
 
 // CRT_COLS values of c (one per column) for every modulus: one 8- or 16-byte load per slab
