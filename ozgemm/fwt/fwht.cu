@@ -296,6 +296,20 @@ __device__ __forceinline__ void cluster_sync() {
   __trap();
 #endif
 }
+// OZ_FWT_SPLIT_RELAXED (a measurement-only build option, benchmarks/fwt_ab_build.py; 0 by
+// default): the split kernel's two cluster barriers per tile without the release/acquire
+// ordering, to measure what that ordering costs (its release waits for the previous tile's
+// global stores: ncu "Stall Membar", session 8). NOT memory-model safe: never shipped.
+#ifndef OZ_FWT_SPLIT_RELAXED
+#define OZ_FWT_SPLIT_RELAXED 0
+#endif
+__device__ __forceinline__ void split_sync() {
+#if OZ_FWT_CLUSTERS && OZ_FWT_SPLIT_RELAXED
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+#else
+  cluster_sync();
+#endif
+}
 template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank) {
 #if OZ_FWT_CLUSTERS
   unsigned long long q;
@@ -417,7 +431,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   const T* pstage = stage;
   A ssg = A(1);
   if constexpr (SPLIT) {
-    cluster_sync();
+    split_sync();
     const unsigned rank = cluster_rank();
     pstage = map_rank(stage, rank ^ 1u);
     ssg = (rank & 1u) ? A(-1) : A(1);
@@ -427,7 +441,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // staging buffer)
   auto prefetch_next = [&]() {
     if constexpr (SPLIT) {
-      cluster_sync();
+      split_sync();
       if (next < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, next, total);
       cp_async_commit();
     } else if constexpr (PIPE != 0) {  // no barrier: see EARLY_PF
