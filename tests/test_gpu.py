@@ -328,6 +328,26 @@ def test_wide_formats_bit_identical_to_cpu(contract, kind):
         assert np.array_equal(want.view(np.uint64), cp.asnumpy(got).view(np.uint64))
 
 
+def test_binary128_underflow_to_zero_is_plus_zero():
+    """A binary128 result below half the smallest subnormal rounds to zero and is +0 whatever
+    its sign, on the GPU as on the CPU (crt_round_q128 stored -0 for negative ones before
+    session 8); next to it, the same products scaled into range keep their signs."""
+    from ozgemm.precision.formats import quad_dtype, quad_to_bits
+
+    Q = quad_dtype()
+    t = np.array(2.0 ** -1000, dtype=Q) ** 8 * np.array(2.0 ** -300, dtype=Q)  # 2^-8300
+    a = np.array([[1.0, 0.5], [-1.0, 3.0]], dtype=Q) * t
+    b = -np.array([[1.0, 2.0], [1.0, -0.25]], dtype=Q) * t  # products ~2^-16600 < 2^-16495
+    big = np.array(2.0 ** 1000, dtype=Q) ** 8  # a * big: products ~2^-8600, normal, signs kept
+    for x in (a, a * big):
+        want = quad_to_bits(ozgemm.matmul(x, b, contract="fp128"))
+        got = cp.asnumpy(ozgemm.matmul(ozgemm.Binary128.from_numpy(x, device=True),
+                                       ozgemm.Binary128.from_numpy(b, device=True), contract="fp128").bits)
+        assert np.array_equal(want, got), (want, got)
+    assert not want[..., 0].any() and (want[..., 1] >> np.uint64(63)).tolist() == [[1, 1], [1, 0]]
+    assert not quad_to_bits(ozgemm.matmul(a, b, contract="fp128")).any()  # +0 everywhere
+
+
 def test_nonfinite_flag_read_with_the_plan():
     """Componentwise contracts plan unchecked cupy operands and read the NaN/Inf flag with the
     planner's scalars: operands holding NaN/Inf are planned again on their finite rows/columns

@@ -118,7 +118,7 @@ __device__ __forceinline__ void round_store_q128(const u32* x, bool neg, i64 e, 
     u64 lo = (u64)mant[0] | ((u64)mant[1] << 32);
     u64 hi = (u64)mant[2] | ((u64)(mant[3] & 0xffffu) << 32) | ((u64)(be < 32767 ? be : 32767) << 48);
     if (be >= 32767) { lo = 0; hi = 0x7fffULL << 48; }
-    if (neg) hi |= 1ULL << 63;
+    if (neg && (lo | hi) != 0) hi |= 1ULL << 63;  // a zero result is +0 (rounding.py, numpy.matmul)
     o[0] = lo;
     o[1] = hi;
 }
