@@ -83,24 +83,20 @@ __device__ __forceinline__ unsigned f2h2(float lo, float hi) {  // one cvt for t
   return (unsigned)f2h(lo) | ((unsigned)f2h(hi) << 16);
 #endif
 }
-template <bool SH, typename V4> __device__ __forceinline__ void st16(V4* p, V4 v) {
-  if constexpr (SH) *p = v;  // shared memory (the split kernel's bulk-store staging)
-  else __stcs(p, v);
-}
-template <bool SH = false> __device__ __forceinline__ void gstore(half_bits* p, const float* a, float s) {
+__device__ __forceinline__ void gstore(half_bits* p, const float* a, float s) {
   unsigned w[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k) w[k] = f2h2(a[2 * k] * s, a[2 * k + 1] * s);
-  st16<SH>(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
+  __stcs(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
 }
-template <bool SH = false> __device__ __forceinline__ void gstore(float* p, const float* a, float s) {
-  st16<SH>(reinterpret_cast<float4*>(p), make_float4(a[0] * s, a[1] * s, a[2] * s, a[3] * s));
+__device__ __forceinline__ void gstore(float* p, const float* a, float s) {
+  __stcs(reinterpret_cast<float4*>(p), make_float4(a[0] * s, a[1] * s, a[2] * s, a[3] * s));
 }
-template <bool SH = false> __device__ __forceinline__ void gstore(double* p, const double* a, double s) {
-  st16<SH>(reinterpret_cast<double2*>(p), make_double2(a[0] * s, a[1] * s));
+__device__ __forceinline__ void gstore(double* p, const double* a, double s) {
+  __stcs(reinterpret_cast<double2*>(p), make_double2(a[0] * s, a[1] * s));
 }
-template <bool SH = false> __device__ __forceinline__ void gstore(long long* p, const long long* a, long long) {
-  st16<SH>(reinterpret_cast<longlong2*>(p), make_longlong2(a[0], a[1]));
+__device__ __forceinline__ void gstore(long long* p, const long long* a, long long) {
+  __stcs(reinterpret_cast<longlong2*>(p), make_longlong2(a[0], a[1]));
 }
 
 // ---- asynchronous 16-byte global -> shared copies (cp.async, sm_80+) -------------------
@@ -136,38 +132,6 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
-
-// ---- bulk shared -> global stores (cp.async.bulk, sm_90; the split kernel, OZ_FWT_SPLIT_BULK)
-// The async proxy writes the tile's outputs from shared memory, so the cluster barrier's release
-// at the start of the next tile has no outstanding global stores of this thread to wait for
-// (ncu: "Stall Membar" on that barrier with register -> global stores, session 8).
-__device__ __forceinline__ void bulk_fence_shared() {  // generic-proxy smem writes -> async proxy
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_store(void* gmem, const void* smem, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n\tcp.async.bulk.commit_group;"
-               ::"l"(gmem), "r"(s), "r"(bytes) : "memory");
-#else
-  __trap();
-#endif
-}
-__device__ __forceinline__ void bulk_wait_read() {  // this thread's bulk stores have read shared memory
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_wait_all() {  // ... and written global memory
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-#endif
-}
-#ifndef OZ_FWT_SPLIT_BULK
-#define OZ_FWT_SPLIT_BULK 1  // 0: the split kernel stores from registers (before session 8)
-#endif
 
 // ---- global store of a piece of 2^P consecutive elements (P <= 2; lane exchange) --------
 // Same conversion and scaling as gstore (f2h2 rounds each half like f2h): bit-identical.
@@ -456,9 +420,6 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
                                         && XP >= 0 && XP <= 2 && XP <= LOGV)),
                 "lane exchange: plain layout, no cluster, TB-5 <= K <= TB (TB-2 with mma), "
                 "0 <= LOGV+CB-K <= min(2, LOGV)");
-  // SBULK (build option OZ_FWT_SPLIT_BULK): the split kernel writes its outputs through the
-  // exchange buffer with bulk async stores (see bulk_store) instead of from registers
-  constexpr bool SBULK = SPLIT && OZ_FWT_SPLIT_BULK && XK == 0;
   bool xs_layout = false;  // whether r holds the tile in the vofs_wm layout (uniform)
   // the 16 raw bytes of chunk c (zeros past the end): from global memory, or (PIPE) from the
   // staging buffer after this thread's copies have landed
@@ -480,9 +441,6 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // staging buffer)
   auto prefetch_next = [&]() {
     if constexpr (SPLIT) {
-      if constexpr (SBULK) {  // the previous tile's bulk stores have read the exchange buffer
-        if (tid == 0) bulk_wait_read();
-      }
       split_sync();
       if (next < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, next, total);
       cp_async_commit();
@@ -732,36 +690,10 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   }
 
   // ---- store (XS after phase B: from the warp-major layout, still 16-byte coalesced)
-  if constexpr (SBULK) {
-    // whole tiles (the split kernel's rows are whole): the scaled outputs go to the exchange
-    // buffer in NR rounds of SEG elements (NR = output bytes / buffer bytes), each written to
-    // global memory by one bulk store; the buffer's next writer waits for its reads (above)
-    constexpr int EXB = ((PIPE == 2 ? (1 << LT) / 2 : (1 << LT))) * (int)sizeof(A);
-    constexpr int OUTB = (1 << LT) * (int)sizeof(T);
-    constexpr int NR = OUTB > EXB ? OUTB / EXB : 1;
-    constexpr int RLOG = NR == 4 ? 2 : (NR == 2 ? 1 : 0);
-    static_assert(NR == (1 << RLOG) && NR * EXB >= OUTB, "bulk store rounds: 1, 2 or 4 buffer loads per tile");
-    constexpr int SEG = (1 << LT) >> RLOG;
-    T* ost = reinterpret_cast<T*>(sm);
 #pragma unroll
-    for (int h = 0; h < NR; ++h) {
-      if (h > 0 && tid == 0) bulk_wait_read();  // the previous round's store has read the buffer
-      __syncthreads();  // (h = 0: every thread's exchange reads of this tile are done)
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const int off = XS == 1 && xs_layout ? vofs_wm(c) : vofs(c);
-        if ((off >> (LT - RLOG)) == h) gstore<true>(ost + (off - h * SEG), r + c * V, scale);
-      }
-      bulk_fence_shared();
-      __syncthreads();
-      if (tid == 0) bulk_store(yt + h * SEG, ost, SEG * (unsigned)sizeof(T));
-    }
-  } else {
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int off = XS == 1 && xs_layout ? vofs_wm(c) : vofs(c);
-      if (off < lim) gstore(yt + off, r + c * V, scale);
-    }
+  for (int c = 0; c < C; ++c) {
+    const int off = XS == 1 && xs_layout ? vofs_wm(c) : vofs(c);
+    if (off < lim) gstore(yt + off, r + c * V, scale);
   }
 }
 
@@ -795,9 +727,6 @@ __device__ __forceinline__ void pipe_loop(const T* __restrict__ x, T* __restrict
   cp_async_commit();
   for (; t < ntiles; t += gridDim.x)
     rows_body<T, A, LOGV, TB, CB, MMA, CSB, false, XS, PIPE, LC>(x, y, total, L, scale, t, t + gridDim.x, ntiles);
-  if constexpr (CSB == 1 && OZ_FWT_SPLIT_BULK) {  // outstanding bulk stores (SBULK) complete before exit
-    if (threadIdx.x == 0) bulk_wait_all();
-  }
 }
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int MINB, int XS, int PIPE, int LC>
 __global__ void __launch_bounds__(1 << TB, MINB)
