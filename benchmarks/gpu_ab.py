@@ -195,13 +195,26 @@ def main():
                 finally:
                     kc._GEMM_SPLIT_OUT = old
 
+            def tiles(contract, x, y, nt):  # row tiles overlapped on side streams (GPU v5): nt = 1 off
+                old = kc._OVERLAP_TILES
+                kc._OVERLAP_TILES = nt
+                try:
+                    return ozgemm.matmul(x, y, contract=contract)
+                finally:
+                    kc._OVERLAP_TILES = old
+
             for c, x, y in (("fp64", a, b), ("fp32", a32, b32)):
-                rec[f"{c}_chunked_identical"] = bool(cp.array_equal(ozgemm.matmul(x, y, contract=c), whole(c, x, y)))
+                ref = tiles(c, x, y, 1)
+                rec[f"{c}_chunked_identical"] = bool(cp.array_equal(ref, whole(c, x, y)))
+                rec[f"{c}_overlap_identical"] = all(bool(cp.array_equal(ref, tiles(c, x, y, nt))) for nt in (2, 4))
             t = interleaved({"fp64": lambda: ozgemm.matmul(a, b, contract="fp64"),
-                             "fp64_unchunked": lambda: whole("fp64", a, b),
+                             "fp64_tiles1": lambda: tiles("fp64", a, b, 1),
+                             "fp64_tiles2": lambda: tiles("fp64", a, b, 2),
+                             "fp64_tiles4": lambda: tiles("fp64", a, b, 4),
                              "dgemm": lambda: cp.matmul(a, b),
-                             "fp32": lambda: ozgemm.matmul(a32, b32, contract="fp32"),
-                             "fp32_unchunked": lambda: whole("fp32", a32, b32),
+                             "fp32_tiles1": lambda: tiles("fp32", a32, b32, 1),
+                             "fp32_tiles2": lambda: tiles("fp32", a32, b32, 2),
+                             "fp32_tiles4": lambda: tiles("fp32", a32, b32, 4),
                              "sgemm": lambda: cp.matmul(a32, b32)}, max(5, args.reps // 2))
             rec.update({f"call_{k}_ms": v for k, v in t.items()})
         out.append(rec)

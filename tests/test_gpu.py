@@ -79,6 +79,34 @@ def test_repeatable_and_tiled():
     assert np.array_equal(cp.asnumpy(c1), ozgemm.matmul(a, b))
 
 
+@pytest.mark.parametrize("tiles", [2, 3])
+@pytest.mark.parametrize("user_stream", [False, True])
+def test_overlapped_row_tiles_bit_identical(tiles, user_stream, monkeypatch):
+    """Row tiles of A on two side streams (residues/reconstruction of one tile overlapping the
+    GEMMs of another): the CPU engine's bits, fp64 and fp32, odd row counts, also when the
+    caller works on its own non-blocking stream (the result is complete on that stream; the
+    cuBLAS handle follows the current stream)."""
+    import ozgemm.kernels.cuda as kc
+
+    monkeypatch.setattr(kc, "_OVERLAP_TILES", tiles)
+    monkeypatch.setattr(kc, "_OVERLAP_MIN_ROWS", 64)
+    rng = np.random.default_rng(40 + tiles)
+    a, b = phi(rng, 203, 150, 77, 1.0)
+    for contract, dt in (("fp64", np.float64), ("fp32", np.float32)):
+        x, y = a.astype(dt), b.astype(dt)
+        want = ozgemm.matmul(x, y, contract=contract)
+        if user_stream:
+            st = cp.cuda.Stream(non_blocking=True)
+            with st:
+                xg, yg = cp.asarray(x), cp.asarray(y)
+                got = ozgemm.matmul(xg, yg, contract=contract)
+                host = cp.asnumpy(got, stream=st)  # ordered on st after the product
+            st.synchronize()
+        else:
+            host = cp.asnumpy(ozgemm.matmul(cp.asarray(x), cp.asarray(y), contract=contract))
+        assert np.array_equal(want.view(np.uint8), host.view(np.uint8)), (contract, tiles, user_stream)
+
+
 @pytest.mark.parametrize("rows", [4, 12, 64])
 def test_int8_gemm_row_chunks_exact(rows, monkeypatch):
     """Large outputs run as several cuBLAS calls over chunks of rows of A: every chunking

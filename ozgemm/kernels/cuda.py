@@ -33,6 +33,10 @@ _OP_N, _OP_T = 0, 1
 _GEMM_DEFAULT = -1
 # INT8 GEMMs with more than _GEMM_SPLIT_OUT outputs run in chunks of _GEMM_ROWS rows of A
 _GEMM_SPLIT_OUT, _GEMM_ROWS = 8192 * 8192, 4096
+# products with at least _OVERLAP_MIN_ROWS rows of A run as _OVERLAP_TILES row tiles on two
+# side streams, so that one tile's residues and reconstruction (memory-bound) overlap another
+# tile's INT8 GEMMs (power-bound); 1 = one tile on the current stream
+_OVERLAP_TILES, _OVERLAP_MIN_ROWS = 2, 1024
 _ONE_I32, _ZERO_I32 = np.array(1, dtype=np.int32), np.array(0, dtype=np.int32)  # host alpha/beta
 _PAD = 16
 _THREADS = 256
@@ -81,6 +85,12 @@ def _fn(name: str, n: int | None = None):
 
 
 _POW2_WIDTH = 1024  # d2 = d - 9 <= beta - 62 < 1000 (beta <= 1000)
+
+
+@functools.lru_cache(maxsize=None)
+def _side_streams(device: int):
+    """Two non-blocking streams per device for the overlapped row tiles of execute()."""
+    return cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
 
 
 @functools.lru_cache(maxsize=None)
@@ -179,6 +189,9 @@ class CudaEngine(Engine):
         N, mp, kb = a.shape
         np_ = bt.shape[1]
         handle = cp.cuda.device.get_cublas_handle()
+        # the GEMMs run on the current stream, like every other kernel of the product (the
+        # handle keeps whichever stream was set last, e.g. by another library's call)
+        self._cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
         one, zero = _ONE_I32.ctypes.data, _ZERO_I32.ctypes.data
         # column-major view: C^T (np x mp, ld np) = Bt (kb x np, ld kb)^T * A (kb x mp, ld kb).
         # One call per modulus: measured 1248 TOPS against 1186 for one strided-batched call
@@ -464,18 +477,34 @@ class CudaEngine(Engine):
         s_out = plan.s - plan.pa if plan.pa is not None else plan.s
         t_out = plan.t - plan.pb if plan.pb is not None else plan.t
         lead = (slice(None),) if fmt.name == "dd" else ()
-        for i0 in range(0, m, tm):
+        # overlapped tiles (not with per-phase timings: those synchronise every phase); two
+        # tiles are in flight at once, so each gets at most half the budget
+        overlap = (_OVERLAP_TILES > 1 and timings is None and m >= _OVERLAP_MIN_ROWS
+                   and 2 * _ceil(-(-m // _OVERLAP_TILES), _PAD) * per_row <= budget)
+        cur = cp.cuda.get_current_stream()
+        if overlap:
+            tm = _ceil(-(-m // _OVERLAP_TILES), _PAD)
+            streams = _side_streams(cp.cuda.runtime.getDevice())
+            ready = cur.record()  # rb, out, the shifts and the inputs are complete on `cur`
+        for ti, i0 in enumerate(range(0, m, tm)):
             i1 = min(m, i0 + tm)
             rows = _ceil(i1 - i0, _PAD)
-            t0 = time.perf_counter()
-            asrc = sa.src if (sa.src is not None and a.ndim == 2) else a
-            ra = self.residues_multi(asrc[..., i0:i1, :], plan.s[i0:i1], N, rows, kp)
-            t0 = lap("residues", t0)
-            c = self._gemm_exact_padded(ra, rb)
-            del ra
-            t0 = lap("gemms", t0)
-            self.reconstruct_round(c[:, : i1 - i0, :], s_out[i0:i1], t_out, N, fmt,
-                                   out=out[lead + (slice(i0, i1),)])
-            del c
-            lap("reconstruction", t0)
+            st = streams[ti % 2] if overlap else cur
+            if overlap:
+                st.wait_event(ready)
+            with st:  # every kernel, GEMM and allocation of this tile on `st`
+                t0 = time.perf_counter()
+                asrc = sa.src if (sa.src is not None and a.ndim == 2) else a
+                ra = self.residues_multi(asrc[..., i0:i1, :], plan.s[i0:i1], N, rows, kp)
+                t0 = lap("residues", t0)
+                c = self._gemm_exact_padded(ra, rb)
+                del ra
+                t0 = lap("gemms", t0)
+                self.reconstruct_round(c[:, : i1 - i0, :], s_out[i0:i1], t_out, N, fmt,
+                                       out=out[lead + (slice(i0, i1),)])
+                del c
+                lap("reconstruction", t0)
+        if overlap:  # the caller's stream continues after both side streams (and before any
+            for st in streams:  # of the arrays used above is freed and reused on it)
+                cur.wait_event(st.record())
         return out
