@@ -36,7 +36,7 @@ _GEMM_SPLIT_OUT, _GEMM_ROWS = 8192 * 8192, 4096
 # products with at least _OVERLAP_MIN_ROWS rows of A run as _OVERLAP_TILES row tiles on two
 # side streams, so that one tile's residues and reconstruction (memory-bound) overlap another
 # tile's INT8 GEMMs (power-bound); 1 = one tile on the current stream
-_OVERLAP_TILES, _OVERLAP_MIN_ROWS = 2, 1024
+_OVERLAP_TILES, _OVERLAP_MIN_ROWS = 2, 8192
 _ONE_I32, _ZERO_I32 = np.array(1, dtype=np.int32), np.array(0, dtype=np.int32)  # host alpha/beta
 _PAD = 16
 _THREADS = 256
