@@ -2,11 +2,11 @@
 C++ (g++, CUDA built-ins emulated below, every block/thread run in turn) and compare its
 residues and its reconstructed, rounded products bit for bit with the CPU engine.
 
-Usage: [CRT_OLD_REF=HEAD] python3 benchmarks/cuda_host_check.py [--quick]   (needs g++, git; ~2 min)
+Usage: [CRT_OLD_REF=ca67d68] python3 benchmarks/cuda_host_check.py [--quick]   (needs g++, git; ~2 min)
 This checks the integer arithmetic of the kernels (fastmod, lazy Garner, Horner groups, sign,
 rounding) on the host compiler; the device run (tests/test_gpu.py) remains the real test.
 The reconstruction (crt_round_f64/f32 for CRT_COLS = 1, 2, 4, and wide.cu's crt_round_dd/q128)
-is also compared bit for bit with the kernels of the last commit (git HEAD:crt.cu, built the
+is also compared bit for bit with the kernels of commit CRT_OLD_REF (default ca67d68, before session 8's rewrite; git REF:crt.cu, built the
 same way) on arbitrary int32 inputs, including ones no valid plan produces (|C'| = M/2,
 shifts far outside the planner's range), and run on views: column offsets that break the
 vector loads, odd row strides and unaligned outputs (scalar paths), odd n (tail columns).
@@ -111,7 +111,7 @@ def _grid2d(nx, ny, threads=256):
 def _crt_source(old: bool) -> str:
     if old:  # the last commit's crt.cu (the reference the new kernels must match bit for bit)
         root = os.path.join(os.path.dirname(__file__), "..")
-        ref = os.environ.get("CRT_OLD_REF", "HEAD")  # e.g. the commit before this change, once committed
+        ref = os.environ.get("CRT_OLD_REF", "ca67d68")  # the kernels before session 8's rewrite
         return subprocess.run(["git", "-C", root, "show", f"{ref}:ozgemm/kernels/cuda/crt.cu"], check=True,
                               capture_output=True, text=True).stdout
     return (resources.files("ozgemm.kernels") / "cuda" / "crt.cu").read_text()
@@ -411,8 +411,8 @@ def main():
                 for m_, n_ in ((13, 41), (4, 8)):
                     seed += 1
                     check_random_int32(nm, m_, n_, seed, lib, cols, lib_old, cols_old)
-                print(f"{nm} moduli, CRT_COLS {cols}: bit-identical to the CPU engine and to HEAD's kernels "
-                      f"({nskip} entries with |C'| = M/2 compared with HEAD only)", flush=True)
+                print(f"{nm} moduli, CRT_COLS {cols}: bit-identical to the CPU engine and to the reference commit's kernels "
+                      f"({nskip} entries with |C'| = M/2 compared with the reference only)", flush=True)
 
 
 if __name__ == "__main__":

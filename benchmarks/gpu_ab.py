@@ -53,7 +53,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192, 16384])
     ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--v1", default=None, help="an older stats.cu whose plan_scalars_i32 is timed too")
+    ap.add_argument("--v1", default=None, help="an older stats.cu whose plan_scalars_i32 is timed too (one from "
+                    "before session 8: one column per thread, no vec argument, e.g. benchmarks/_ab_s8/stats.cu)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", default="stats,scalars,residues,calls", help="comma-separated sections")
     ap.add_argument("--crt-old", default=None, help="section crt: a folder of older full kernel sources "

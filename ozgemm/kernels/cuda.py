@@ -33,9 +33,11 @@ _OP_N, _OP_T = 0, 1
 _GEMM_DEFAULT = -1
 # INT8 GEMMs with more than _GEMM_SPLIT_OUT outputs run in chunks of _GEMM_ROWS rows of A
 _GEMM_SPLIT_OUT, _GEMM_ROWS = 8192 * 8192, 4096
-# products with at least _OVERLAP_MIN_ROWS rows of A run as _OVERLAP_TILES row tiles on two
-# side streams, so that one tile's residues and reconstruction (memory-bound) overlap another
-# tile's INT8 GEMMs (power-bound); 1 = one tile on the current stream
+# products with at least _OVERLAP_MIN_ROWS rows of A and at most _GEMM_SPLIT_OUT outputs run as
+# _OVERLAP_TILES row tiles on two side streams, so that one tile's residues and reconstruction
+# (memory-bound) overlap another tile's INT8 GEMMs (power-bound); 1 = one tile on the current
+# stream. Measured (session 8, NOTES.md GPU v5): fp64 8192 1.10-1.12x -> 1.13-1.17x DGEMM in
+# paired bench processes; slower at 4096 and for fp32 at 16384 (row-chunked GEMMs), hence the bounds
 _OVERLAP_TILES, _OVERLAP_MIN_ROWS = 2, 8192
 _ONE_I32, _ZERO_I32 = np.array(1, dtype=np.int32), np.array(0, dtype=np.int32)  # host alpha/beta
 _PAD = 16
@@ -480,6 +482,7 @@ class CudaEngine(Engine):
         # overlapped tiles (not with per-phase timings: those synchronise every phase); two
         # tiles are in flight at once, so each gets at most half the budget
         overlap = (_OVERLAP_TILES > 1 and timings is None and m >= _OVERLAP_MIN_ROWS
+                   and mp_all * np_ <= _GEMM_SPLIT_OUT
                    and 2 * _ceil(-(-m // _OVERLAP_TILES), _PAD) * per_row <= budget)
         cur = cp.cuda.get_current_stream()
         if overlap:

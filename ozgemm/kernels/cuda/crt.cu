@@ -317,7 +317,7 @@ __device__ __forceinline__ typename round_bits_t<P>::T round_bits(const u32* x, 
         const u64 w = ((u64)whi << 32) | wlo;
         const i64 d = EMIN_SUB - g;
         u64 mant = 0;
-        if (d <= 64) {
+        if (hi != 0u && d <= 64) {  // (X = 0: mant = 0; d may be < 1 there, no shift by it)
             const int dd = (int)d;
             const u64 top = w >> (dd - 1);
             const u64 kept = top >> 1;
