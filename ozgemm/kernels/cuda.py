@@ -482,6 +482,7 @@ class CudaEngine(Engine):
         # overlapped tiles (not with per-phase timings: those synchronise every phase); two
         # tiles are in flight at once, so each gets at most half the budget
         overlap = (_OVERLAP_TILES > 1 and timings is None and m >= _OVERLAP_MIN_ROWS
+                   and fmt.name in ("binary64", "binary32") and a.ndim == 2  # measured and tested there
                    and mp_all * np_ <= _GEMM_SPLIT_OUT
                    and 2 * _ceil(-(-m // _OVERLAP_TILES), _PAD) * per_row <= budget)
         cur = cp.cuda.get_current_stream()
