@@ -5,11 +5,11 @@ residues and its reconstructed, rounded products bit for bit with the CPU engine
 Usage: [CRT_OLD_REF=ca67d68] python3 benchmarks/cuda_host_check.py [--quick]   (needs g++, git; ~2 min)
 This checks the integer arithmetic of the kernels (fastmod, lazy Garner, Horner groups, sign,
 rounding) on the host compiler; the device run (tests/test_gpu.py) remains the real test.
-The reconstruction (crt_round_f64/f32 for CRT_COLS = 1, 2, 4, and wide.cu's crt_round_dd/q128)
+The reconstruction (crt_round_f64/f32, and wide.cu's crt_round_dd/q128)
 is also compared bit for bit with the kernels of commit CRT_OLD_REF (default ca67d68, before session 8's rewrite; git REF:crt.cu, built the
 same way) on arbitrary int32 inputs, including ones no valid plan produces (|C'| = M/2,
-shifts far outside the planner's range), and run on views: column offsets that break the
-vector loads, odd row strides and unaligned outputs (scalar paths), odd n (tail columns).
+shifts far outside the planner's range), and run on views: odd column offsets, odd row
+strides and unaligned outputs, odd n.
 """
 from __future__ import annotations
 
@@ -55,7 +55,6 @@ static inline float __uint_as_float(unsigned int u) { float f; std::memcpy(&f, &
 static inline unsigned int __float_as_uint(float f) { unsigned int u; std::memcpy(&u, &f, 4); return u; }
 static inline int __clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
 template <typename T> static inline T __ldg(const T* p) { return *p; }
-struct ulonglong2 { unsigned long long x, y; };
 using std::isinf;
 // CUDA semantics: the shift is taken mod 32; the upper 32 bits of (hi:lo) << s
 static inline unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int s) {
@@ -117,11 +116,11 @@ def _crt_source(old: bool) -> str:
     return (resources.files("ozgemm.kernels") / "cuda" / "crt.cu").read_text()
 
 
-def build(n: int, tmp: str, defines: tuple = (), old: bool = False):
+def build(n: int, tmp: str, old: bool = False):
     body = _crt_source(old) + "\n" + (resources.files("ozgemm.kernels") / "cuda" / "wide.cu").read_text()
     common = common_source().replace("#pragma once", "")
-    src = SHIM + "".join(f"#define {d}\n" for d in defines) + common + _header(n) + body.replace('extern "C"', "") + DRIVER
-    tag = "".join(d.replace(" ", "") for d in defines) + ("old" if old else "")
+    src = SHIM + common + _header(n) + body.replace('extern "C"', "") + DRIVER
+    tag = "old" if old else ""
     path = os.path.join(tmp, f"crt{n}{tag}.cpp")
     with open(path, "w") as f:
         f.write(src)
@@ -131,22 +130,11 @@ def build(n: int, tmp: str, defines: tuple = (), old: bool = False):
     return lib
 
 
-def crt_cols(defines: tuple = (), old: bool = False) -> int:
-    """Output columns per thread of crt_round_f64/f32 (crt.cu CRT_COLS; 1 before it existed)."""
-    import re
-
-    for d in defines:
-        if d.startswith("CRT_COLS "):
-            return int(d.split()[1])
-    mm = re.search(r"#define CRT_COLS (\d+)", _crt_source(old))
-    return int(mm.group(1)) if mm else 1
-
-
 def ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
-def check(n_moduli, r, k, ncols, phi, seed, lib, fmt="binary64", cols=1):
+def check(n_moduli, r, k, ncols, phi, seed, lib, fmt="binary64"):
     from ozgemm.precision.formats import get_format
     from ozgemm.precision.rounding import round_limbs
     from ozgemm.crt.garner import crt_reconstruct
@@ -200,7 +188,7 @@ def check(n_moduli, r, k, ncols, phi, seed, lib, fmt="binary64", cols=1):
     want_c = round_limbs(mag, neg, e, fmt_, np)
     dt = np.float64 if fmt == "binary64" else np.float32
     got = np.zeros((m_, n_), dtype=dt)
-    (gx, gy), (bx, by) = _grid2d(-(-n_ // cols), m_)
+    (gx, gy), (bx, by) = _grid2d(n_, m_)
     lib.run_round(ptr(c32), ctypes.c_longlong(n_), ctypes.c_longlong(m_ * n_), ptr(s), ptr(t), m_, n_, ptr(got),
                   ctypes.c_longlong(n_), int(fmt == "binary64"), gx, gy, bx, by)
     assert np.array_equal(want_c.view(np.uint8), got.view(np.uint8)), ("round", fmt)
@@ -283,7 +271,7 @@ def _residue_inputs(vals, n_moduli, rng, longk):
     return cres, c32.astype(np.int32)
 
 
-def _launch_round(lib, cols, c, ldc, sc, c_off, s, t, m_, n_, fmt, o_off, ldo):
+def _launch_round(lib, c, ldc, sc, c_off, s, t, m_, n_, fmt, o_off, ldo):
     """Run crt_round_f64/f32 or crt_round_dd/q128 on a view: c's first entry at element c_off
     of the buffer c, the output's at element o_off of an ldo-strided buffer (sentinels
     elsewhere, checked untouched). Returns the (m_, n_) result (dd: (2, m_, n_))."""
@@ -292,7 +280,7 @@ def _launch_round(lib, cols, c, ldc, sc, c_off, s, t, m_, n_, fmt, o_off, ldo):
     if fmt in ("binary64", "binary32"):
         dt = np.float64 if fmt == "binary64" else np.float32
         buf = np.full(o_off + m_ * ldo + 8, 7.25, dtype=dt)
-        (gx, gy), (bx, by) = _grid2d(-(-n_ // cols), m_)
+        (gx, gy), (bx, by) = _grid2d(n_, m_)
         lib.run_round(cp_, L(ldc), L(sc), ptr(s), ptr(t), m_, n_, ctypes.c_void_p(buf.ctypes.data + buf.itemsize * o_off),
                       L(ldo), int(fmt == "binary64"), gx, gy, bx, by)
         got = buf[o_off:o_off + m_ * ldo].reshape(m_, ldo)[:, :n_].copy()
@@ -314,11 +302,11 @@ def _launch_round(lib, cols, c, ldc, sc, c_off, s, t, m_, n_, fmt, o_off, ldo):
     return q[2 * o_off:].reshape(m_, ldo, 2)[:, :n_, :].copy()
 
 
-def check_round(n_moduli, m_, n_, seed, lib, cols, fmt, layout, longk, lib_old=None, cols_old=1):
+def check_round(n_moduli, m_, n_, seed, lib, fmt, layout, longk, lib_old=None):
     """Reconstruction of adversarial C' on one layout, against the numpy reference and the
     previous kernels. layout: "packed" (ldc = n), "padded" (ldc, sc multiples of 16: the
-    engine's buffers, vector loads), "view" (first column at an odd offset, odd ldc: scalar
-    loads), each with an aligned/even or an unaligned/odd output."""
+    engine's buffers), "view" (first column at an odd offset, odd ldc), each with an
+    aligned/even or an unaligned/odd output."""
     from ozgemm.crt.garner import crt_reconstruct
     from ozgemm.precision.formats import get_format
     from ozgemm.precision.rounding import round_result
@@ -339,7 +327,7 @@ def check_round(n_moduli, m_, n_, seed, lib, cols, fmt, layout, longk, lib_old=N
         for i in range(m_):
             buf[c_off + q * sc + i * ldc: c_off + q * sc + i * ldc + n_] = c32[q, i]
     o_off, ldo = (0, n_ + (n_ % 2)) if layout != "view" else (1, n_ + 1 + (n_ % 2 == 0))
-    got = _launch_round(lib, cols, buf, ldc, sc, c_off, s, t, m_, n_, fmt, o_off, ldo)
+    got = _launch_round(lib, buf, ldc, sc, c_off, s, t, m_, n_, fmt, o_off, ldo)
     # numpy reference (CPU engine): defined for |C'| < M/2 (the CPU rounds X = M/2 as -M/2)
     gc = garner_constants(N)
     ok = np.array([[abs(v) * 2 < gc.M for v in row] for row in vals])
@@ -354,17 +342,17 @@ def check_round(n_moduli, m_, n_, seed, lib, cols, fmt, layout, longk, lib_old=N
         sel = ok
     del gv, wv
     bad = got[sel].view(np.uint8) != want[sel].view(np.uint8)
-    assert not bad.any(), ("numpy", N, fmt, layout, longk, cols)
+    assert not bad.any(), ("numpy", N, fmt, layout, longk)
     if lib_old is not None:
-        old = _launch_round(lib_old, cols_old, buf, ldc, sc, c_off, s, t, m_, n_, fmt, o_off, ldo)
+        old = _launch_round(lib_old, buf, ldc, sc, c_off, s, t, m_, n_, fmt, o_off, ldo)
         if fmt == "binary128":  # kernels before session 8 stored -0 where a negative value rounds to zero
             mz = (old[..., 0] == 0) & (old[..., 1] == np.uint64(1 << 63)) & (got[..., 0] == 0) & (got[..., 1] == 0)
             old[mz] = 0
-        assert np.array_equal(old.view(np.uint8), got.view(np.uint8)), ("old kernels", N, fmt, layout, longk, cols)
+        assert np.array_equal(old.view(np.uint8), got.view(np.uint8)), ("old kernels", N, fmt, layout, longk)
     return int((~ok).sum())
 
 
-def check_random_int32(n_moduli, m_, n_, seed, lib, cols, lib_old, cols_old):
+def check_random_int32(n_moduli, m_, n_, seed, lib, lib_old):
     """Arbitrary int32 slabs (X uniform in [0, M)) and shifts far outside the planner's range:
     new and previous kernels give the same bytes (binary64 and binary32)."""
     rng = np.random.default_rng(seed)
@@ -377,9 +365,9 @@ def check_random_int32(n_moduli, m_, n_, seed, lib, cols, lib_old, cols_old):
         if m_ > 2:
             s[0], s[1] = -(2**62), 2**62
         args = (c, ldc, sc, 0, s, t, m_, n_, fmt, 0, n_)
-        a = _launch_round(lib, cols, *args)
-        b = _launch_round(lib_old, cols_old, *args)
-        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), ("random int32", n_moduli, fmt, cols)
+        a = _launch_round(lib, *args)
+        b = _launch_round(lib_old, *args)
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), ("random int32", n_moduli, fmt)
 
 
 def main():
@@ -388,32 +376,24 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for nm in ns:
             lib_old = build(nm, tmp, old=True)
-            cols_old = crt_cols(old=True)
-            variants = [()] + ([] if quick and nm not in (9, 16, 17) else
-                               [(f"CRT_COLS {c}",) for c in (1, 2, 4) if c != crt_cols()])
-            for defines in variants:
-                nskip = 0
-                lib = build(nm, tmp, defines)
-                cols = crt_cols(defines)
-                if not defines:  # residues and the basic reconstruction check (as before)
-                    for seed, (r, k, nc, phi) in enumerate([(7, 68, 61, 0.5), (1, 1, 1, 2.0), (33, 100, 17, 3.0),
-                                                            (20, 37, 300, 1.0)]):
-                        check(nm, r, k, nc, phi, seed, lib, "binary64", cols)
-                        check(nm, r, k, nc, phi, seed + 100, lib, "binary32", cols)
-                fmts = ("binary64", "binary32") + (("dd", "binary128") if not defines else ())
-                seed = 1000 * nm
-                for fmt in fmts:
-                    for layout in ("padded", "packed", "view"):
-                        for longk in (False, True):
-                            for m_, n_ in ((9, 37), (3, 1), (5, 64)) if not quick else ((9, 37),):
-                                seed += 1
-                                nskip += check_round(nm, m_, n_, seed, lib, cols, fmt, layout, longk, lib_old, cols_old)
-                for m_, n_ in ((13, 41), (4, 8)):
-                    seed += 1
-                    check_random_int32(nm, m_, n_, seed, lib, cols, lib_old, cols_old)
-                print(f"{nm} moduli, CRT_COLS {cols}: bit-identical to the CPU engine and to the reference commit's kernels "
-                      f"({nskip} entries with |C'| = M/2 compared with the reference only)", flush=True)
-
+            lib = build(nm, tmp)
+            nskip = 0
+            for seed, (r, k, nc, phi) in enumerate([(7, 68, 61, 0.5), (1, 1, 1, 2.0), (33, 100, 17, 3.0),
+                                                    (20, 37, 300, 1.0)]):  # residues and the basic reconstruction
+                check(nm, r, k, nc, phi, seed, lib, "binary64")
+                check(nm, r, k, nc, phi, seed + 100, lib, "binary32")
+            seed = 1000 * nm
+            for fmt in ("binary64", "binary32", "dd", "binary128"):
+                for layout in ("padded", "packed", "view"):
+                    for longk in (False, True):
+                        for m_, n_ in ((9, 37), (3, 1), (5, 64)) if not quick else ((9, 37),):
+                            seed += 1
+                            nskip += check_round(nm, m_, n_, seed, lib, fmt, layout, longk, lib_old)
+            for m_, n_ in ((13, 41), (4, 8)):
+                seed += 1
+                check_random_int32(nm, m_, n_, seed, lib, lib_old)
+            print(f"{nm} moduli: bit-identical to the CPU engine and to the reference commit's kernels "
+                  f"({nskip} entries with |C'| = M/2 compared with the reference only)", flush=True)
 
 if __name__ == "__main__":
     main()

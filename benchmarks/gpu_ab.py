@@ -9,8 +9,8 @@ variant alike) of
   * whole fp64 / fp32 matmul calls (INT8 GEMMs in row chunks, and whole) and native DGEMM/SGEMM;
   * section crt (--crt-old DIR): residues of A and the fused reconstruction of the fp64 and fp32
     plans, shipped kernels vs older full sources DIR/k{N}.cu; the reconstruction's "new" is
-    CudaEngine.reconstruct_round (its own launch geometry), "old" the older kernel with one
-    column per thread, new_cols{1,2,4} the shipped crt.cu compiled with -D CRT_COLS=1/2/4.
+    CudaEngine.reconstruct_round, "old" the older kernel with the same launch geometry (session
+    8 also timed 2 and 4 columns per thread: NOTES.md, GPU v5).
 Every variant's output is compared with the shipped one (identical bytes) before timing.
 Usage: python3 benchmarks/gpu_ab.py --sizes 4096 8192 16384 [--v1 benchmarks/_stats_v1.cu] [--json F]
 """
@@ -166,19 +166,17 @@ def main():
                 fname = "crt_round_f64" if x.dtype == cp.float64 else "crt_round_f32"
                 tt = cp.ascontiguousarray(p.t, dtype=cp.int64)
 
-                def rnd_new():  # the engine's own launch (its CRT_COLS geometry)
+                def rnd_new():  # the engine's own launch
                     return eng.reconstruct_round(prod[:, :n, :], shift, tt, N, p.contract.fmt)
 
-                def rnd_cols(mod, cols):  # older sources (cols = 1: one column per thread), or crt.cu variants
+                def rnd_old():  # the older sources: one column per thread, the same launch geometry
                     o = cp.empty((n, n), dtype=x.dtype)
-                    g2, b2 = kc._grid2d(-(-n // cols), n)
-                    mod.get_function(fname)(g2, b2, (prod, np.int64(kp), np.int64(kp * kp), shift, tt, np.int32(n),
+                    g2, b2 = kc._grid2d(n, n)
+                    old.get_function(fname)(g2, b2, (prod, np.int64(kp), np.int64(kp * kp), shift, tt, np.int32(n),
                                                      np.int32(n), o, np.int64(n)))
                     return o
 
-                rv = {"new": rnd_new, "old": lambda: rnd_cols(old, 1)}
-                for cols in (1, 2, 4):  # CRT_COLS variants of the shipped crt.cu
-                    rv[f"new_cols{cols}"] = (lambda cc: lambda: rnd_cols(kc._module(N, (f"CRT_COLS {cc}",)), cc))(cols)
+                rv = {"new": rnd_new, "old": rnd_old}
                 r0 = rnd_new()
                 rec[f"crt_{c}_round_identical"] = bool(cp.array_equal(r0, ozgemm.matmul(x, y, contract=c))) and all(
                     bool(cp.array_equal(r0, f())) for f in rv.values())

@@ -45,7 +45,6 @@ _THREADS = 256
 
 
 _RES_PER_THREAD = 8  # crt.cu RES_PER_THREAD
-_CRT_COLS = 1  # crt.cu CRT_COLS: output columns per thread of crt_round_f64/f32
 _STATS_CACHE = 16  # stats.cu: row entries per thread kept in registers by the float64 row_stats
 _RS_THREADS, _RS_CHUNK = 256, 256 * 8  # stats.cu RS_THREADS, RS_CHUNK (row_extent / row_sums)
 # one-component rows go through the three streaming kernels (row_extent, row_sums, row_finish)
@@ -432,8 +431,7 @@ class CudaEngine(Engine):
         if m * n:
             name = "crt_round_f64" if dtype == cp.float64 else "crt_round_f32"
             f = _fn(name, n_moduli)
-            # _CRT_COLS adjacent columns per thread (vector loads/stores where aligned)
-            grid, block = _grid2d(-(-n // _CRT_COLS), m)
+            grid, block = _grid2d(n, m)
             f(grid, block,
               (c, np.int64(ldc), np.int64(sc), cp.ascontiguousarray(s, dtype=cp.int64),
                cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n), out,

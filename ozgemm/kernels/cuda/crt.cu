@@ -255,7 +255,7 @@ __device__ __forceinline__ bool crt_limbs_v(const unsigned int* cu, u32* x) {
     return neg;
 }
 
-// crt_limbs_v of the entry at off (wide.cu)
+// crt_limbs_v of the entry at off (crt_round_impl, wide.cu)
 __device__ __forceinline__ bool crt_limbs(const int* __restrict__ c, i64 sc, i64 off, u32* x) {
     unsigned int cu[NMOD];
 #pragma unroll
@@ -330,98 +330,24 @@ __device__ __forceinline__ typename round_bits_t<P>::T round_bits(const u32* x, 
     return bits;
 }
 
-#ifndef CRT_COLS
-// adjacent output columns per thread (1, 2 or 4; CudaEngine.reconstruct_round launches to match,
-// _CRT_COLS). 1 measured fastest on the H200 (session 8, benchmarks/gpu_ab.py --only crt: fp64
-// 8192 1.227 ms against 1.450 for 2 and 1.811 for 4 columns; 2 and 4 need 96-163 registers)
-#define CRT_COLS 1
-#endif
+__device__ __forceinline__ void store_bits(double* o, u64 b) { *o = __longlong_as_double((i64)b); }
+__device__ __forceinline__ void store_bits(float* o, u32 b) { *o = __uint_as_float(b); }
 
-// CRT_COLS values of c (one per column) for every modulus: one 8- or 16-byte load per slab
-// when all are in bounds and aligned (sc a multiple of CRT_COLS), else one load per value
-__device__ __forceinline__ void load_cols(const int* __restrict__ p, i64 sc, int cnt, bool vsc,
-                                          unsigned int (*cu)[NMOD]) {
-    if (CRT_COLS > 1 && cnt == CRT_COLS && vsc && reinterpret_cast<u64>(p) % (4 * CRT_COLS) == 0) {
-#pragma unroll
-        for (int q = 0; q < NMOD; ++q) {
-            if (CRT_COLS == 4) {
-                const uint4 v = __ldg(reinterpret_cast<const uint4*>(p + q * sc));
-                cu[0][q] = v.x; cu[CRT_COLS > 1 ? 1 : 0][q] = v.y;
-                cu[CRT_COLS > 2 ? 2 : 0][q] = v.z; cu[CRT_COLS > 3 ? 3 : 0][q] = v.w;
-            } else {
-                const uint2 v = __ldg(reinterpret_cast<const uint2*>(p + q * sc));
-                cu[0][q] = v.x; cu[CRT_COLS > 1 ? 1 : 0][q] = v.y;
-            }
-        }
-    } else {
-#pragma unroll
-        for (int q = 0; q < NMOD; ++q)
-#pragma unroll
-            for (int e = 0; e < CRT_COLS; ++e)
-                cu[e][q] = e < cnt ? (unsigned int)__ldg(p + q * sc + e) : 0u;
-    }
-}
-
-// CRT_COLS results (bit patterns); cnt < CRT_COLS at the end of a row
-__device__ __forceinline__ void store_cols(double* o, const u64* b, int cnt) {
-    if (CRT_COLS > 1 && cnt == CRT_COLS && reinterpret_cast<u64>(o) % 16 == 0) {
-#pragma unroll
-        for (int e = 0; e + 1 < CRT_COLS; e += 2) {
-            ulonglong2 v;
-            v.x = b[e]; v.y = b[e + 1];
-            *reinterpret_cast<ulonglong2*>(o + e) = v;
-        }
-    } else {
-#pragma unroll
-        for (int e = 0; e < CRT_COLS; ++e)
-            if (e < cnt) o[e] = __longlong_as_double((i64)b[e]);
-    }
-}
-__device__ __forceinline__ void store_cols(float* o, const u32* b, int cnt) {
-    if (CRT_COLS > 1 && cnt == CRT_COLS && reinterpret_cast<u64>(o) % (4 * CRT_COLS) == 0) {
-        if (CRT_COLS == 4) {
-            uint4 v;
-            v.x = b[0]; v.y = b[CRT_COLS > 1 ? 1 : 0];
-            v.z = b[CRT_COLS > 2 ? 2 : 0]; v.w = b[CRT_COLS > 3 ? 3 : 0];
-            *reinterpret_cast<uint4*>(o) = v;
-        } else {
-            uint2 v;
-            v.x = b[0]; v.y = b[CRT_COLS > 1 ? 1 : 0];
-            *reinterpret_cast<uint2*>(o) = v;
-        }
-    } else {
-#pragma unroll
-        for (int e = 0; e < CRT_COLS; ++e)
-            if (e < cnt) o[e] = __uint_as_float(b[e]);
-    }
-}
-
-// One thread: CRT_COLS adjacent columns (v3: one), every row of the grid-stride loop.
-// 2-D launch: x over groups of CRT_COLS columns, y over rows (grid y <= 65535).
+// One thread per output column, every row of the grid-stride loop. 2-D launch: x over
+// columns, y over rows (grid y <= 65535). (Two or four columns per thread, with 8- or 16-byte
+// loads per slab, measured slower on the H200 — 1.450 and 1.811 ms against 1.227 at fp64 8192:
+// 96-163 registers; benchmarks/NOTES.md, GPU v5.)
 template <typename OUT_T, int P, int EMIN_SUB, int BEINF, int SIGN>
 __device__ __forceinline__ void crt_round_impl(const int* __restrict__ c, i64 ldc, i64 sc,
                                                const i64* __restrict__ s, const i64* __restrict__ t,
                                                int m, int n, OUT_T* __restrict__ out, i64 ldo) {
-    const int jt = blockIdx.x * blockDim.x + threadIdx.x;
-    if (jt >= (n + CRT_COLS - 1) / CRT_COLS) return;
-    const int j0 = jt * CRT_COLS;
-    const int cnt = n - j0 < CRT_COLS ? n - j0 : CRT_COLS;
-    const bool vsc = sc % CRT_COLS == 0;
-    i64 tj[CRT_COLS];
-#pragma unroll
-    for (int e = 0; e < CRT_COLS; ++e) tj[e] = e < cnt ? t[j0 + e] : 0;
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    const i64 tj = t[j];
     for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < m; i += gridDim.y * blockDim.y) {
-        unsigned int cu[CRT_COLS][NMOD];
-        load_cols(c + (i64)i * ldc + j0, sc, cnt, vsc, cu);
-        const i64 si = s[i];
-        typename round_bits_t<P>::T b[CRT_COLS];
-#pragma unroll
-        for (int e = 0; e < CRT_COLS; ++e) {
-            u32 x[NLIMB];
-            const bool neg = crt_limbs_v(cu[e], x);
-            b[e] = round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(si + tj[e]));
-        }
-        store_cols(out + (i64)i * ldo + j0, b, cnt);
+        u32 x[NLIMB];
+        const bool neg = crt_limbs(c, sc, (i64)i * ldc + j, x);
+        store_bits(out + (i64)i * ldo + j, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + tj)));
     }
 }
 
