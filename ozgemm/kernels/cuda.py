@@ -102,16 +102,14 @@ def _pow2_table(n: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _stats_module(defines: tuple = ()):
-    """stats.cu (with common.cuh), compiled once; ``defines``: -D names for kernel variants
-    timed by the benchmarks (e.g. ("PLAN_UNROLL=4",))."""
+def _stats_module():
+    """stats.cu (with common.cuh), compiled once."""
     from importlib import resources
 
     from .cuda_src import common_source
 
     src = common_source() + (resources.files("ozgemm.kernels") / "cuda" / "stats.cu").read_text()
-    return cp.RawModule(code="".join(f"#define {d.replace('=', ' ', 1)}\n" for d in defines) + src,
-                        options=("-std=c++17",))
+    return cp.RawModule(code=src, options=("-std=c++17",))
 
 
 def _rows_contiguous(x):

@@ -399,13 +399,9 @@ __device__ __forceinline__ void plan_scalars_reduce(i64 best, i64 m1a, i64 m1b, 
     }
 }
 
-#ifndef PLAN_UNROLL
-#define PLAN_UNROLL 1
-#endif
-constexpr int kPlanUnroll = PLAN_UNROLL;  // rows per unrolled step of plan_scalars (-DPLAN_UNROLL=n to time others)
-
 // The planner's six device scalars (planner.plan_scalars) in one pass over the bound GEMM's
-// products lb (int32: one k-block, or int64; row stride ldlb), out (u64[6], initialised to
+// int64 products lb (long k: int32 k-blocks summed; row stride ldlb; one int32 k-block goes to
+// plan_scalars_i32 below), out (u64[6], initialised to
 // zeros: every block's thread 0 raises out[0] to its best >= 1, so out[0] >= 1) by atomicMax:
 //   out[0] = max(1, max_ij beta_ij)   the minimal width, per entry as planner.required_beta
 //            (R_ij = lb_ij 2^(-(bits-1)-14) is normal for bits <= 1000, so its frexp comes from
@@ -415,8 +411,7 @@ constexpr int kPlanUnroll = PLAN_UNROLL;  // rows per unrolled step of plan_scal
 //            threads of the first row every column)
 //   out[5] = max_ij (lb_ij + ra_i + cb_j)   (planner._lb_upper_max)
 // 2-D launch: x over columns, y over rows (grid-stride).
-template <typename LB_T>
-__device__ __forceinline__ void plan_scalars_impl(const LB_T* __restrict__ lb, i64 ldlb, int m, int n,
+__device__ __forceinline__ void plan_scalars_impl(const i64* __restrict__ lb, i64 ldlb, int m, int n,
                                                   const i64* __restrict__ wa, const i64* __restrict__ vb,
                                                   const double* __restrict__ na, const double* __restrict__ nb,
                                                   int bits, double K, double fac,
@@ -438,7 +433,7 @@ __device__ __forceinline__ void plan_scalars_impl(const LB_T* __restrict__ lb, i
         const double zzb = __dmul_rn(b, fac);
         const Sig sb = sig_pos(zzb > 0 ? zzb : 1.0);
         const int eoff = (bits - 1) + 2 * LB_BITS;
-#pragma unroll kPlanUnroll
+#pragma unroll 1  // (unrolling 4 rows measured slower, GPU v3)
         for (int i = i_first; i < m; i += gridDim.y * blockDim.y) {
             // R = L 2^(-eoff), L < 2^53 an integer: frexp exponent bitlen(L) - eoff, significand
             // L shifted to 53 bits (R is a normal double for bits <= 1000)
@@ -477,7 +472,7 @@ __device__ __forceinline__ void plan_scalars_impl(const LB_T* __restrict__ lb, i
         const i64* __restrict__ n2b, unsigned long long* __restrict__ out
 
 extern "C" __global__ void plan_scalars(PLAN_SCALARS_ARGS(i64)) {
-    plan_scalars_impl<i64>(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, ra, cb, n1a, n1b, n2a, n2b, out);
+    plan_scalars_impl(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, ra, cb, n1a, n1b, n2a, n2b, out);
 }
 
 // int32 products (one k-block, k <= 131071): plan_scalars_impl's integers from 32-bit
