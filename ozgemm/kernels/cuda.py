@@ -341,16 +341,13 @@ class CudaEngine(Engine):
         """The planner's row shifts of A and column shifts of B, ``where(zero_row, 0, beta - E)``
         as int64 (views of one buffer), in one launch (stats.cu ``plan_shifts``): this sits
         between the host read and the residues, where every launch is GPU idle time."""
-        def dense(x, dt):
-            return x if x.dtype == dt and x.flags.c_contiguous else cp.ascontiguousarray(x, dtype=dt)
-
         m, n = sa.E.shape[0], sb.E.shape[0]
         out = cp.empty((m + n,), dtype=cp.int64)
         if m + n:
             blocks = min(-(-(m + n) // _THREADS), 1024)
-            _fn("plan_shifts")((blocks,), (_THREADS,), (dense(sa.E, cp.int64), dense(sa.zero_row, cp.bool_), np.int64(m),
-                                                        dense(sb.E, cp.int64), dense(sb.zero_row, cp.bool_), np.int64(n),
-                                                        np.int64(beta), out))
+            e_a, z_a, e_b, z_b = (cp.ascontiguousarray(v, dtype=dt) for v, dt in (
+                (sa.E, cp.int64), (sa.zero_row, cp.bool_), (sb.E, cp.int64), (sb.zero_row, cp.bool_)))
+            _fn("plan_shifts")((blocks,), (_THREADS,), (e_a, z_a, np.int64(m), e_b, z_b, np.int64(n), np.int64(beta), out))
         return out[:m], out[m:]
 
     def required_beta(self, sa, sb, lb, bits, k, u, xp):
@@ -486,25 +483,27 @@ class CudaEngine(Engine):
             tm = _ceil(-(-m // _OVERLAP_TILES), _PAD)
             streams = _side_streams(cp.cuda.runtime.getDevice())
             ready = cur.record()  # rb, out, the shifts and the inputs are complete on `cur`
-        for ti, i0 in enumerate(range(0, m, tm)):
-            i1 = min(m, i0 + tm)
-            rows = _ceil(i1 - i0, _PAD)
-            st = streams[ti % 2] if overlap else cur
-            if overlap:
-                st.wait_event(ready)
-            with st:  # every kernel, GEMM and allocation of this tile on `st`
-                t0 = time.perf_counter()
-                asrc = sa.src if (sa.src is not None and a.ndim == 2) else a
-                ra = self.residues_multi(asrc[..., i0:i1, :], plan.s[i0:i1], N, rows, kp)
-                t0 = lap("residues", t0)
-                c = self._gemm_exact_padded(ra, rb)
-                del ra
-                t0 = lap("gemms", t0)
-                self.reconstruct_round(c[:, : i1 - i0, :], s_out[i0:i1], t_out, N, fmt,
-                                       out=out[lead + (slice(i0, i1),)])
-                del c
-                lap("reconstruction", t0)
-        if overlap:  # the caller's stream continues after both side streams (and before any
-            for st in streams:  # of the arrays used above is freed and reused on it)
-                cur.wait_event(st.record())
+        asrc = sa.src if (sa.src is not None and a.ndim == 2) else a
+        try:
+            for ti, i0 in enumerate(range(0, m, tm)):
+                i1 = min(m, i0 + tm)
+                rows = _ceil(i1 - i0, _PAD)
+                st = streams[ti % 2] if overlap else cur
+                if overlap:
+                    st.wait_event(ready)
+                with st:  # every kernel, GEMM and allocation of this tile on `st`
+                    t0 = time.perf_counter()
+                    ra = self.residues_multi(asrc[..., i0:i1, :], plan.s[i0:i1], N, rows, kp)
+                    t0 = lap("residues", t0)
+                    c = self._gemm_exact_padded(ra, rb)
+                    del ra
+                    t0 = lap("gemms", t0)
+                    self.reconstruct_round(c[:, : i1 - i0, :], s_out[i0:i1], t_out, N, fmt,
+                                           out=out[lead + (slice(i0, i1),)])
+                    del c
+                    lap("reconstruction", t0)
+        finally:  # also on an error: the caller's stream continues after both side streams (and
+            if overlap:  # before any of the arrays used above is freed and reused on it)
+                for st in streams:
+                    cur.wait_event(st.record())
         return out
