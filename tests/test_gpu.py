@@ -190,15 +190,14 @@ def test_plan_scalars_layouts_match_numpy():
         lb_np = cpu.gemm_exact(s_np.q, t_np.q)
         lb_gpu = eng.gemm_exact(s_gpu.q, t_gpu.q)
         assert lb_gpu.dtype == cp.int32
+        # columns 1.. of the product: rows start 4 bytes past a 16-byte boundary
+        t1, t1g = (dataclasses.replace(st, **{f: getattr(st, f)[1:] for f in
+                                              ("width", "norm1", "n1_int", "n2_int", "qsum", "q")})
+                   for st in (t_np, t_gpu))
         for bits, kk in ((53, k), (24, k), (113, 4 * k)):
             want = plan_scalars(s_np, t_np, lb_np, bits, kk, 2.0 ** -bits, np)
             got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_gpu, bits, kk, 2.0 ** -bits, cp))
             assert np.array_equal(want, got), (m, n, bits, want, got)
-            # columns 1.. of the product: rows start 4 bytes past a 16-byte boundary
-            t1 = dataclasses.replace(t_np, width=t_np.width[1:], norm1=t_np.norm1[1:], n1_int=t_np.n1_int[1:],
-                                     n2_int=t_np.n2_int[1:], qsum=t_np.qsum[1:], q=t_np.q[1:])
-            t1g = dataclasses.replace(t_gpu, width=t_gpu.width[1:], norm1=t_gpu.norm1[1:], n1_int=t_gpu.n1_int[1:],
-                                      n2_int=t_gpu.n2_int[1:], qsum=t_gpu.qsum[1:], q=t_gpu.q[1:])
             want = plan_scalars(s_np, t1, lb_np[:, 1:], bits, kk, 2.0 ** -bits, np)
             got = cp.asnumpy(eng.plan_scalars(s_gpu, t1g, lb_gpu[:, 1:], bits, kk, 2.0 ** -bits, cp))
             assert np.array_equal(want, got), (m, n, bits, "unaligned", want, got)
