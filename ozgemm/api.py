@@ -11,7 +11,7 @@ from .kernels import get_engine
 from .precision.contract import Contract, as_contract
 from .precision.formats import DD, Binary128, quad_from_bits
 from .precision.operands import arrays, as_wide, is_wide, operand_rows, transpose
-from .precision.planner import Plan, make_plan
+from .precision.planner import Plan, confirm_plan, make_plan
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
 
@@ -89,8 +89,11 @@ def _prepare(a, b, contract):
     return xp, contract, a, b, a2, b2, batch, full, final
 
 
-def _plan_2d(a, b, contract, engine, xp, force_moduli=None):
+def _plan_2d(a, b, contract, engine, xp, force_moduli=None, speculate=False):
     """Cast to the contract's working dtype, set non-finite rows/columns aside, plan.
+
+    ``speculate``: on the NaN/Inf-flag path, a speculative plan (planner.make_plan) may come
+    back (``plan.pending`` set); the caller runs :func:`~ozgemm.precision.planner.confirm_plan`.
 
     Returns (a, b, a0, b0, bad_rows, bad_cols, plan) with a0/b0 the finite operands planned
     and a/b float arrays of the operands' IEEE classes for the specials pass (the operands
@@ -105,7 +108,7 @@ def _plan_2d(a, b, contract, engine, xp, force_moduli=None):
             # one host read; only inputs that do hold NaN/Inf are planned again, on their
             # finite rows/columns
             try:
-                return a, b, a, b, None, None, make_plan(contract, a, b, engine,
+                return a, b, a, b, None, None, make_plan(contract, a, b, engine, speculate=speculate,
                                                          nonfinite_flag=xp.zeros((1,), dtype=xp.int32))
             except NonFiniteInputs:
                 pass
@@ -124,17 +127,29 @@ def _plan_2d(a, b, contract, engine, xp, force_moduli=None):
     return pa, pb, a0, b0, bad_r, bad_c, p
 
 
-def _product_2d(a, b, contract, engine, xp):
-    """One 2-D product; returns (C, Plan)."""
+def _product_2d(a, b, contract, engine, xp, speculate=True):
+    """One 2-D product; returns (C, Plan).
+
+    With ``speculate`` the plan may be speculative (its moduli count guessed from the last plan
+    of the same shapes): the product is queued first and the plan confirmed afterwards, so the
+    GPU does not wait for the host at the planner's read; a wrong guess runs the product again
+    with the confirmed plan, and inputs with NaN/Inf take the non-speculative path."""
     m, k = a.shape
     n = b.shape[1]
-    a, b, a0, b0, bad_r, bad_c, p = _plan_2d(a, b, contract, engine, xp)
+    a_in, b_in = a, b
+    a, b, a0, b0, bad_r, bad_c, p = _plan_2d(a, b, contract, engine, xp, speculate=speculate)
     fmt = contract.fmt
     if k == 0 or m == 0 or n == 0:
         c = empty_result(m, n, fmt, xp)
         c[...] = 0
     else:
         c = execute(p, engine, a0, b0)
+        if p.pending is not None:
+            try:
+                if not confirm_plan(p, engine):
+                    c = execute(p, engine, a0, b0)  # the guess was wrong: the confirmed plan
+            except NonFiniteInputs:
+                return _product_2d(a_in, b_in, contract, engine, xp, speculate=False)
     if fmt.name in ("binary32", "binary64"):
         return patch_nonfinite(c, a, b, bad_r, bad_c, xp), p
     if bad_r is not None:  # wide results: the class pass on float64, then encoded

@@ -414,3 +414,92 @@ def test_rows_contiguous_transposes_bit_exactly():
         want = np.ascontiguousarray(x.T)
         assert got.dtype == x.dtype and got.flags.c_contiguous
         assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("contract", ["fp64", "fp32"])
+def test_speculative_plans_confirmed_or_rerun(contract, monkeypatch):
+    """A product whose moduli count is guessed (from the last plan of the same shapes) is queued
+    before the planner's read and confirmed after it: the right guess is kept, a wrong one
+    (one modulus more or less) runs again with the confirmed plan; the bits always equal the
+    CPU engine's, NaN/Inf inputs still give numpy's classes and unprovable inputs still raise."""
+    import ozgemm.api as api
+    from ozgemm.precision import planner as P
+
+    seen = []
+    real = api.confirm_plan
+    monkeypatch.setattr(api, "confirm_plan", lambda p, e: seen.append(real(p, e)) or seen[-1])
+    rng = np.random.default_rng(21)
+    dt = ozgemm.load_contract(contract).fmt.dtype
+    a, b = phi(rng, 300, 700, 200, 0.5, dt)
+    want = ozgemm.matmul(a, b, contract=contract)
+    ga, gb = cp.asarray(a), cp.asarray(b)
+    key = P._guess_key(ozgemm.load_contract(contract), ga, gb)
+    P._GUESSES.pop(key, None)
+    c1, (p1,) = ozgemm.matmul(ga, gb, contract=contract, return_plan=True)  # no guess yet
+    assert seen == [] and P._GUESSES[key] == p1.n_moduli
+    for guess, right in ((p1.n_moduli, True), (p1.n_moduli + 1, False), (p1.n_moduli - 1, False)):
+        P._GUESSES[key] = guess
+        seen.clear()
+        c2, (p2,) = ozgemm.matmul(ga, gb, contract=contract, return_plan=True)
+        assert seen == [right], guess
+        assert (p2.n_moduli, p2.beta, p2.widened, p2.pending) == (p1.n_moduli, p1.beta, p1.widened, None)
+        assert np.array_equal(cp.asnumpy(c2).view(np.uint8), want.view(np.uint8)), guess
+    # NaN/Inf with a guess: the speculative product is dropped, numpy's classes come back
+    an, bn = a.copy(), b.copy()
+    an[3, 5], bn[7, 2] = np.nan, np.inf
+    P._GUESSES[key] = p1.n_moduli
+    got = cp.asnumpy(ozgemm.matmul(cp.asarray(an), cp.asarray(bn), contract=contract))
+    assert np.array_equal(got.view(np.uint8), ozgemm.matmul(an, bn, contract=contract).view(np.uint8))
+    # an unprovable product with a guess raises as without one (row 0 spans far more bits than
+    # exponent_range allows and meets columns whose entry in row 0 of B is zero)
+    ab, bb = a.copy(), b.copy()
+    ab[0, 0] = dt(2.0 ** (200 if dt == np.float64 else 110))
+    bb[0, :5] = 0
+    with pytest.raises(ozgemm.ContractError):
+        ozgemm.matmul(ab, bb, contract=contract)
+    P._GUESSES[key] = p1.n_moduli
+    with pytest.raises(ozgemm.ContractError):
+        ozgemm.matmul(cp.asarray(ab), cp.asarray(bb), contract=contract)
+
+
+def test_speculative_width_on_device_matches_planner():
+    """plan_shifts' speculative width (128-bit Cauchy-Schwarz comparison, bisection) against the
+    planner's exact search for scalars at and around the thresholds, the NaN/Inf flag, and the
+    shifts it writes (0 everywhere when there is no width)."""
+    from types import SimpleNamespace
+
+    from ozgemm.crt.moduli import moduli_product
+    from ozgemm.kernels import get_engine
+    from ozgemm.precision import planner as P
+
+    eng = get_engine("cuda")
+    rng = np.random.default_rng(4)
+    E = cp.asarray(np.array([3, -2, 0, 7], dtype=np.int64))
+    z = cp.asarray(np.array([False, True, False, False]))
+    st = SimpleNamespace(E=E, zero_row=z)
+    checked = 0
+    for _ in range(120):
+        nmod, k = int(rng.integers(9, 25)), int(rng.integers(1, 2**17))
+        L = P.speculative_thresholds(nmod, k)
+        b0 = int(rng.integers(20, 120))
+        t = [int(v) for v in L[b0]]
+        src = int(rng.integers(0, 3))
+        big = 2**45
+        n1 = max(0, t[0] + int(rng.integers(-1, 2))) if src == 0 else big
+        n2 = max(1, t[1] + int(rng.integers(-1, 2))) if src == 1 else big
+        ub = max(0, t[2] - k + int(rng.integers(-1, 2))) if src == 2 else big
+        beta_min = int(rng.integers(1, b0 + 2))
+        flag = int(rng.random() < 0.1)
+        s = [beta_min, n1, n1 + 1, n2, n2 + (src == 1) * int(rng.integers(0, 2)), ub, flag]
+        S = P._s_bound(s, k)
+        want = P._max_beta_for(moduli_product(nmod), S, k, beta_min)
+        if flag or want >= P._SPEC_BETA_HI:
+            want = 0
+        si, ti, pending = eng.speculative_shifts(cp.asarray(np.array(s, dtype=np.int64)), L, st, st, k)
+        host = pending.read()
+        assert list(host[:7]) == s and host[7] == want, (nmod, k, s, host[7], want)
+        e = np.array([3, -2, 0, 7])
+        shifts = np.where(np.array([False, True, False, False]) | (want == 0), 0, want - e)
+        assert np.array_equal(cp.asnumpy(si), shifts) and np.array_equal(cp.asnumpy(ti), shifts)
+        checked += want > 0
+    assert checked > 40

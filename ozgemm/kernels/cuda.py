@@ -101,6 +101,42 @@ def _pow2_table(n: int):
     return pow2_mod_table(garner_constants(n).moduli, _POW2_WIDTH - 1, cp).astype(cp.int16)
 
 
+class _PendingRead:
+    """A few int64 device values copied to pinned host memory on the current stream behind an
+    event: ``read()`` waits for that copy only, not for the work queued after it."""
+
+    def __init__(self, dev):
+        self._dev = dev  # kept alive until the copy is done
+        self._mem = cp.cuda.alloc_pinned_memory(dev.nbytes)
+        self._host = np.frombuffer(self._mem, dtype=np.int64, count=dev.size)
+        stream = cp.cuda.get_current_stream()
+        cp.cuda.runtime.memcpyAsync(self._mem.ptr, dev.data.ptr, dev.nbytes, cp.cuda.runtime.memcpyDeviceToHost,
+                                    stream.ptr)
+        self._done = stream.record(cp.cuda.Event(disable_timing=True))
+
+    def read(self):
+        self._done.synchronize()
+        self._dev = None
+        return self._host.copy()
+
+    def __del__(self):  # never hand the pinned buffer back while the copy may still write it
+        try:
+            self._done.synchronize()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+@functools.lru_cache(maxsize=64)
+def _device_table_cached(key, device: int):
+    table = key[1]
+    return cp.asarray(np.frombuffer(table, dtype=np.int64).reshape(key[0]))
+
+
+def _device_table(table, device: int):
+    """A read-only host table on the device, uploaded once per content and device."""
+    return _device_table_cached((table.shape, table.tobytes()), device)
+
+
 @functools.lru_cache(maxsize=None)
 def _stats_module():
     """stats.cu (with common.cuh), compiled once."""
@@ -341,14 +377,35 @@ class CudaEngine(Engine):
         """The planner's row shifts of A and column shifts of B, ``where(zero_row, 0, beta - E)``
         as int64 (views of one buffer), in one launch (stats.cu ``plan_shifts``): this sits
         between the host read and the residues, where every launch is GPU idle time."""
+        return self._shifts(beta, sa, sb)[:2]
+
+    def speculative_shifts(self, scalars, table, sa, sb, k):
+        """Shifts for a speculative plan (:func:`ozgemm.precision.planner.make_plan`,
+        ``speculate=True``) without a host read: ``plan_shifts`` derives the width on the device
+        from the planner's scalars (int64 device array of 6, or 7 with the NaN/Inf flag) and
+        ``table`` (:func:`~ozgemm.precision.planner.speculative_thresholds` of the guessed
+        moduli count; uploaded once per count and k), then the scalars and that width are
+        copied to pinned host memory behind an event. Returns (s, t, pending); ``pending.read()``
+        waits for that copy only (the work queued after it keeps the GPU busy) and returns the
+        int64 host values [scalars..., width]."""
+        return self._shifts(0, sa, sb, scalars, _device_table(table, cp.cuda.runtime.getDevice()), k)
+
+    def _shifts(self, beta, sa, sb, spec=None, tab=None, k=0):
         m, n = sa.E.shape[0], sb.E.shape[0]
-        out = cp.empty((m + n,), dtype=cp.int64)
-        if m + n:
-            blocks = min(-(-(m + n) // _THREADS), 1024)
+        nscal = 0 if spec is None else int(spec.shape[0])
+        out = cp.empty((m + n + nscal + 1,), dtype=cp.int64)  # s, t, then [scalars, width] (speculative)
+        if m + n or spec is not None:
+            blocks = max(1, min(-(-(m + n) // _THREADS), 1024))
             e_a, z_a, e_b, z_b = (cp.ascontiguousarray(v, dtype=dt) for v, dt in (
                 (sa.E, cp.int64), (sa.zero_row, cp.bool_), (sb.E, cp.int64), (sb.zero_row, cp.bool_)))
-            _fn("plan_shifts")((blocks,), (_THREADS,), (e_a, z_a, np.int64(m), e_b, z_b, np.int64(n), np.int64(beta), out))
-        return out[:m], out[m:]
+            spec_args = (np.uint64(0), np.int32(0), np.uint64(0), np.int32(0), np.int64(0), np.uint64(0)) \
+                if spec is None else (spec, np.int32(nscal), tab, np.int32(tab.shape[0] - 1), np.int64(k),
+                                      out[m + n:])
+            _fn("plan_shifts")((blocks,), (_THREADS,), (e_a, z_a, np.int64(m), e_b, z_b, np.int64(n),
+                                                        np.int64(beta), out) + spec_args)
+        if spec is None:
+            return out[:m], out[m:m + n], None
+        return out[:m], out[m:m + n], _PendingRead(out[m + n:])
 
     def required_beta(self, sa, sb, lb, bits, k, u, xp):
         """:func:`ozgemm.precision.planner.required_beta` on the device (an int64 0-d array)."""

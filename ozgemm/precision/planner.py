@@ -32,7 +32,9 @@ which is <= 2**-(bits-1) k max|A_i,:| max|B_:,j| whenever beta >= bits + 3.
 """
 from __future__ import annotations
 
+import functools
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -82,6 +84,10 @@ class Plan:
     _stats: tuple = field(default=None, repr=False)
     pa: object = None  # (m,) int64: rows of A were rescaled by 2**-pa before planning (binary128), or None
     pb: object = None  # (n,) int64: columns of B likewise
+    # a speculative plan (make_plan(speculate=True)): the engine's handle on the planner's
+    # scalars, read by confirm_plan; beta is 0 and the moduli a guess until then
+    pending: object = field(default=None, repr=False)
+    _key: tuple = field(default=None, repr=False)
 
     def out_exponent(self, i0=0, i1=None):
         """Exponent of the integer product's unit for rows i0:i1: ``-(s_i + t_j) (+ pa_i + pb_j)``."""
@@ -306,8 +312,150 @@ def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, x
     return xp.maximum(beta_ij.max(), 1) if beta_ij.size else xp.asarray(1)
 
 
-def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None, nonfinite_flag=None) -> Plan:
+def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int):
+    """(moduli count, width, report) of a componentwise contract from the planner's scalars
+    ``host`` = [minimal width, max n1 A, max n1 B, max n2 A, max n2 B, max (LB + ra + cb)]
+    (:func:`plan_scalars`): the fewest moduli with M > 2 Cmax(minimal width), then the widest
+    beta they allow. Raises ContractError as :func:`make_plan` documents."""
+    m, n = sa.E.shape[0], sb.E.shape[0]
+    where = f"contract {contract.name!r} ({contract.source})"
+    beta_max = min(contract.bits + contract.exponent_range, _BETA_CAP)
+    beta_min = int(host[0])
+    S = _s_bound(host, k)
+    if beta_min > beta_max:
+        need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
+        cap = _max_beta_for(moduli_product(len(MODULI)), S, k, cpow=cpow)
+        if beta_min <= cap:
+            fix = (f"use a contract with exponent_range >= {beta_min - contract.bits} (the "
+                   f"{len(MODULI)}-moduli table holds widths up to {cap} bits at k = {k})")
+        else:
+            fix = (f"no contract can: width {beta_min} exceeds the {cap} bits the {len(MODULI)}-moduli "
+                   f"table holds at k = {k}")
+        raise ContractError(
+            f"{where}: the componentwise bound 2^-{contract.bits - 1}|A||B| cannot be proven "
+            f"within exponent_range={contract.exponent_range} (integer width <= {beta_max} bits; "
+            f"these inputs need {beta_min}: their rows/columns span up to {need} bits, exponent "
+            f"spread plus precision, and small entries meet large ones). Fix: {fix}; or use a "
+            "normwise contract (e.g. 'fp64-fast'), or rescale rows/columns with widely spread "
+            "magnitudes.")
+    nmod = _min_moduli_for(beta_min, S, k, cpow)
+    if nmod is None:
+        raise ContractError(
+            f"{where}: width {beta_min} bits needs a moduli product above "
+            f"2^{float(np.log2(float(2 * _cmax(beta_min, S, k, cpow)))):.1f}, beyond the table's "
+            f"{len(MODULI)} moduli (2^{np.log2(np.array(MODULI, float)).sum():.1f}). "
+            "Fix: reduce k (split the product) or the exponent spread.")
+    if contract.moduli == "auto":
+        widened = f"auto: {nmod} moduli prove the bound (minimal width {beta_min})"
+    else:
+        if nmod > contract.moduli:
+            raise ContractError(
+                f"{where}: these inputs need {nmod} moduli to prove the componentwise bound; the "
+                f"contract fixes {contract.moduli}. Fix: moduli = {nmod} or \"auto\".")
+        nmod = contract.moduli
+        widened = f"fixed: {nmod} moduli"
+    return nmod, _max_beta_for(moduli_product(nmod), S, k, beta_min, cpow), widened
+
+
+def _s_bound(host, k: int) -> Fraction:
+    """S >= sum_l |a~_il||b~_lj| for every (i, j) from the planner's scalars: the smallest of
+    min(max 1-norm), the Cauchy-Schwarz bound and the bound GEMM's own upper bound
+    max_ij (LB_ij + sum_l qa_il + sum_l qb_lj + k) 2**-14."""
+    n1a, n1b, n2a, n2b, ub = (int(v) for v in host[1:6])
+    cs = math.isqrt(n2a * n2b)
+    cs += cs * cs < n2a * n2b
+    return min(Fraction(min(n1a, n1b), 2**NORM_BITS), Fraction(cs, 2**NORM_BITS),
+               Fraction(ub + k, 2 ** (2 * LB_BITS)))
+
+
+#: speculative plans on (make_plan(speculate=True)); False: every plan reads the host first
+_SPECULATE = True
+#: table rows 0.._SPEC_BETA_HI of speculative_thresholds (widths beyond: no speculation)
+_SPEC_BETA_HI = 160
+_SPEC_CLAMP = 1 << 62
+_GUESSES: OrderedDict = OrderedDict()  # (contract, shapes, dtypes) -> moduli count of the last plan
+_GUESSES_MAX = 256
+
+
+def _guess_key(contract: Contract, a, b):
+    return (contract.name, contract.source, contract.bits, contract.exponent_range, contract.moduli,
+            tuple(a.shape), tuple(b.shape), str(a.dtype), str(b.dtype))
+
+
+def _speculation_guess(contract: Contract, key):
+    """Moduli count to speculate on for a componentwise plan: the contract's fixed count, or the
+    count the last plan of the same contract, shapes and dtypes needed; None: no guess."""
+    if contract.moduli != "auto":
+        return int(contract.moduli)
+    return _GUESSES.get(key)
+
+
+def _remember(key, nmod: int):
+    _GUESSES[key] = int(nmod)
+    _GUESSES.move_to_end(key)
+    while len(_GUESSES) > _GUESSES_MAX:
+        _GUESSES.popitem(last=False)
+
+
+@functools.lru_cache(maxsize=64)
+def speculative_thresholds(nmod: int, k: int, cpow: int = 1):
+    """Exact integer thresholds of ``nmod`` moduli for widths b = 0.._SPEC_BETA_HI: an int64
+    array (hi + 1, 3) with M > 2 Cmax(b) (:func:`_cmax`, S = num/den) exactly when
+    num <= L[b][s] for one of the three sources s of :func:`_s_bound` (den 2**30, 2**30, 2**14;
+    num = min(n1a, n1b), ceil(sqrt(n2a n2b)), ub + k). From M den > 2 (num 2**(2b) + den c(b)),
+    c(b) = cpow k 2**b + cpow**2 k: num 2**(2b+1) < X = M den - 2 den c(b), so L = (X - 1) //
+    2**(2b+1), or -1 when X <= 0; clamped to 2**62 (every num is smaller). The device
+    (``plan_shifts``, stats.cu) takes the largest valid b >= beta_min from it."""
+    M = moduli_product(nmod)
+    L = np.empty((_SPEC_BETA_HI + 1, 3), dtype=np.int64)
+    for b in range(_SPEC_BETA_HI + 1):
+        c = cpow * k * (1 << b) + cpow * cpow * k
+        for col, den in enumerate((1 << NORM_BITS, 1 << NORM_BITS, 1 << (2 * LB_BITS))):
+            X = M * den - 2 * den * c
+            L[b, col] = -1 if X <= 0 else min((X - 1) >> (2 * b + 1), _SPEC_CLAMP)
+    L.setflags(write=False)
+    return L
+
+
+def confirm_plan(plan: Plan, engine) -> bool:
+    """Settle a speculative plan (``plan.pending``, made by :func:`make_plan` with
+    ``speculate=True``) after its product was queued: one host read of the planner's scalars
+    and of the width the device used. True when the plan the host derives from them (the
+    non-speculative plan's moduli count and width, exactly) is the one that ran; otherwise
+    the plan is corrected in place (moduli, width, shifts) and False tells the caller to run
+    it again. Raises ContractError or NonFiniteInputs as :func:`make_plan` would have."""
+    host = plan.pending.read()  # [6 scalars (, NaN/Inf flag), width used]
+    plan.pending = None
+    if len(host) == 8 and host[6]:
+        raise NonFiniteInputs()
+    sa, sb = plan._stats
+    contract = plan.contract
+    nmod, beta, widened = _componentwise_choice(contract, host[:6], sa, sb, plan.shape[1], 1)
+    _remember(plan._key, nmod)
+    ok = nmod == plan.n_moduli and beta == int(host[-1])
+    plan.beta, plan.widened = int(beta), widened
+    if not ok:
+        plan.moduli = MODULI[:nmod]
+        shifts = getattr(engine, "shifts", None)
+        if shifts is not None:
+            plan.s, plan.t = shifts(beta, sa, sb)
+        else:
+            xp = engine.xp
+            plan.s = xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64, copy=False)
+            plan.t = xp.where(sb.zero_row, 0, beta - sb.E).astype(xp.int64, copy=False)
+    return ok
+
+
+def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None, nonfinite_flag=None,
+              speculate: bool = False) -> Plan:
     """Plan the product of finite 2-D arrays ``a`` (m x k) and ``b`` (k x n).
+
+    ``speculate`` (componentwise contracts, engines with ``speculative_shifts``, one-component
+    operands): when the moduli count can be guessed (the contract's fixed count, or the count
+    the last plan of the same contract, shapes and dtypes needed), return without the host
+    read: the plan's shifts use the width the device derives for the guess, ``plan.pending``
+    is set, and the caller must run :func:`confirm_plan` after queuing the product (which
+    also raises the errors below, and NonFiniteInputs, in that case).
 
     ``force_moduli`` (diagnostics only, e.g. the error-vs-moduli plot of ``ozgemm audit``)
     uses that many moduli and the widest beta they allow, proving nothing.
@@ -374,56 +522,25 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
         widened = f"forced: {nmod} moduli, no bound proven"
     elif contract.bound_kind == "componentwise":
         lb = engine.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
-        beta_max = min(contract.bits + contract.exponent_range, _BETA_CAP)
         scalars = getattr(engine, "plan_scalars", None) or plan_scalars
         # c/2-unit scaling errors (cpow = 2**lg): the same closed form with bits + lg and
         # k c**2 (R/c and K c, both exact powers of two; see _cpow and required_beta)
-        host = scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, u, xp, flag=nonfinite_flag)
-        host = host.get() if hasattr(host, "get") else host  # the one device->host read
+        dev = scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, u, xp, flag=nonfinite_flag)
+        key = _guess_key(contract, a, b)
+        guess = (_speculation_guess(contract, key) if speculate and _SPECULATE and cpow == 1 and m * n * k
+                 else None)
+        if guess is not None and hasattr(engine, "speculative_shifts"):
+            # no host read here: the shifts take the width the device derives for `guess` moduli
+            # (the same exact comparisons as _max_beta_for); confirm_plan checks it after the
+            # caller has queued the product
+            s, t, pending = engine.speculative_shifts(dev, speculative_thresholds(guess, k), sa, sb, k)
+            return Plan(contract=contract, shape=(m, k, n), beta=0, moduli=MODULI[:guess], s=s, t=t, E=sa.E,
+                        F=sb.E, widened="speculative (unconfirmed)", _stats=(sa, sb), pending=pending, _key=key)
+        host = dev.get() if hasattr(dev, "get") else dev  # the one device->host read
         if nonfinite_flag is not None and host[-1]:
             raise NonFiniteInputs()
-        beta_min = int(host[0])
-        n1a, n1b, n2a, n2b, ub = (int(v) for v in host[1:6])
-        # S >= sum_l |a~||b~|: the smallest of min(max 1-norm), the Cauchy-Schwarz bound and
-        # the bound GEMM's own upper bound max_ij (LB_ij + sum_l qa_il + sum_l qb_lj + k) 2**-14
-        cs = math.isqrt(n2a * n2b)
-        cs += cs * cs < n2a * n2b
-        S = min(Fraction(min(n1a, n1b), 2**NORM_BITS), Fraction(cs, 2**NORM_BITS),
-                Fraction(ub + k, 2 ** (2 * LB_BITS)))
-        if beta_min > beta_max:
-            need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
-            cap = _max_beta_for(moduli_product(len(MODULI)), S, k, cpow=cpow)
-            if beta_min <= cap:
-                fix = (f"use a contract with exponent_range >= {beta_min - contract.bits} (the "
-                       f"{len(MODULI)}-moduli table holds widths up to {cap} bits at k = {k})")
-            else:
-                fix = (f"no contract can: width {beta_min} exceeds the {cap} bits the {len(MODULI)}-moduli "
-                       f"table holds at k = {k}")
-            raise ContractError(
-                f"{where}: the componentwise bound 2^-{contract.bits - 1}|A||B| cannot be proven "
-                f"within exponent_range={contract.exponent_range} (integer width <= {beta_max} bits; "
-                f"these inputs need {beta_min}: their rows/columns span up to {need} bits, exponent "
-                f"spread plus precision, and small entries meet large ones). Fix: {fix}; or use a "
-                "normwise contract (e.g. 'fp64-fast'), or rescale rows/columns with widely spread "
-                "magnitudes.")
-        nmod = _min_moduli_for(beta_min, S, k, cpow)
-        if nmod is None:
-            raise ContractError(
-                f"{where}: width {beta_min} bits needs a moduli product above "
-                f"2^{float(np.log2(float(2 * _cmax(beta_min, S, k, cpow)))):.1f}, beyond the table's "
-                f"{len(MODULI)} moduli (2^{np.log2(np.array(MODULI, float)).sum():.1f}). "
-                "Fix: reduce k (split the product) or the exponent spread.")
-        if contract.moduli == "auto":
-            widened = f"auto: {nmod} moduli prove the bound (minimal width {beta_min})"
-        else:
-            if nmod > contract.moduli:
-                raise ContractError(
-                    f"{where}: these inputs need {nmod} moduli to prove the componentwise bound; the "
-                    f"contract fixes {contract.moduli}. Fix: moduli = {nmod} or \"auto\".")
-            nmod = contract.moduli
-            widened = f"fixed: {nmod} moduli"
-        M = moduli_product(nmod)
-        beta = _max_beta_for(M, S, k, beta_min, cpow)
+        nmod, beta, widened = _componentwise_choice(contract, host, sa, sb, k, cpow)
+        _remember(key, nmod)
     else:
         nmod = contract.moduli
         if nmod > len(MODULI):

@@ -588,14 +588,55 @@ extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
     plan_scalars_reduce(best, m1a, m1b, m2a, m2b, ub, out);
 }
 
+// Speculative width (planner.speculative_thresholds, CudaEngine.speculative_shifts): with the
+// planner's scalars s = [beta_min, n1a, n1b, n2a, n2b, ub(, flag)] and the exact integer
+// thresholds L[b] of one moduli count for b = 0..hi, b is a valid width (M > 2 Cmax(b)) iff
+// min(n1a, n1b) <= L[b][0] or n2a n2b <= L[b][1]^2 (i.e. ceil(sqrt(n2a n2b)) <= L[b][1]) or
+// ub + k <= L[b][2] (L < 0: never). Valid widths form a prefix, so the planner's
+// _max_beta_for(M, S, k, beta_min) is the largest valid b >= beta_min, found by bisection.
+// 0 (no width: the host's check then rejects the speculation) when the NaN/Inf flag is set,
+// beta_min is not valid or out of the table, or hi itself is valid (the answer lies beyond).
+__device__ __forceinline__ bool spec_valid(const i64* s, const i64* tab, int b, i64 k) {
+    const i64 l0 = tab[3 * b], l1 = tab[3 * b + 1], l2 = tab[3 * b + 2];
+    const i64 n1 = s[1] < s[2] ? s[1] : s[2];
+    if (l0 >= 0 && n1 <= l0) return true;
+    if (l1 >= 0 && (unsigned __int128)(u64)s[3] * (u64)s[4] <= (unsigned __int128)(u64)l1 * (u64)l1) return true;
+    return l2 >= 0 && s[5] + k <= l2;
+}
+
+__device__ __forceinline__ i64 spec_beta(const i64* s, int nscal, const i64* tab, int hi, i64 k) {
+    if (nscal > 6 && s[6] != 0) return 0;
+    const i64 lo = s[0];
+    if (lo < 1 || lo >= hi || !spec_valid(s, tab, (int)lo, k) || spec_valid(s, tab, hi, k)) return 0;
+    int a = (int)lo, b = hi;  // valid(a), not valid(b)
+    while (b - a > 1) {
+        const int mid = (a + b) / 2;
+        if (spec_valid(s, tab, mid, k)) a = mid;
+        else b = mid;
+    }
+    return a;
+}
+
 // The planner's shifts of both operands in one launch: out[0..m) = s_i = zero_a[i] ? 0 :
 // beta - Ea[i], out[m..m+n) = t_j likewise from Eb, zero_b (planner.make_plan). Grid-stride.
+// spec != null (a speculative plan): beta is spec_beta(spec, ...) instead of the argument, every
+// shift is 0 when that is 0 (inputs then may hold NaN/Inf: shift 0 keeps the residue kernels'
+// table index d - 9 < 1024 for every bit pattern), and thread 0 writes spec[0..nscal) and beta
+// to spec_out (the one buffer the host reads).
 extern "C" __global__ void plan_shifts(const i64* __restrict__ Ea, const bool* __restrict__ za, i64 m,
                                        const i64* __restrict__ Eb, const bool* __restrict__ zb, i64 n,
-                                       i64 beta, i64* __restrict__ out) {
+                                       i64 beta, i64* __restrict__ out, const i64* __restrict__ spec,
+                                       int nscal, const i64* __restrict__ tab, int hi, i64 k,
+                                       i64* __restrict__ spec_out) {
+    if (spec != nullptr) beta = spec_beta(spec, nscal, tab, hi, k);
+    const bool none = spec != nullptr && beta == 0;
     for (i64 x = blockIdx.x * (i64)blockDim.x + threadIdx.x; x < m + n; x += (i64)gridDim.x * blockDim.x) {
         const bool z = x < m ? za[x] : zb[x - m];
         const i64 E = x < m ? Ea[x] : Eb[x - m];
-        out[x] = z ? 0 : beta - E;
+        out[x] = (z || none) ? 0 : beta - E;
+    }
+    if (spec != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+        for (int i = 0; i < nscal; ++i) spec_out[i] = spec[i];
+        spec_out[nscal] = beta;
     }
 }
