@@ -600,7 +600,11 @@ __device__ __forceinline__ bool spec_valid(const i64* s, const i64* tab, int b, 
     const i64 l0 = tab[3 * b], l1 = tab[3 * b + 1], l2 = tab[3 * b + 2];
     const i64 n1 = s[1] < s[2] ? s[1] : s[2];
     if (l0 >= 0 && n1 <= l0) return true;
-    if (l1 >= 0 && (unsigned __int128)(u64)s[3] * (u64)s[4] <= (unsigned __int128)(u64)l1 * (u64)l1) return true;
+    if (l1 >= 0) {  // n2a n2b <= l1^2 as 128-bit products (high words by __umul64hi)
+        const u64 a = (u64)s[3], b = (u64)s[4], l = (u64)l1;
+        const u64 ph = __umul64hi(a, b), lh = __umul64hi(l, l);
+        if (ph < lh || (ph == lh && a * b <= l * l)) return true;
+    }
     return l2 >= 0 && s[5] + k <= l2;
 }
 
