@@ -453,7 +453,7 @@ def test_speculative_plans_confirmed_or_rerun(contract, monkeypatch):
     # an unprovable product with a guess raises as without one (row 0 spans far more bits than
     # exponent_range allows and meets columns whose entry in row 0 of B is zero)
     ab, bb = a.copy(), b.copy()
-    ab[0, 0] = dt(2.0 ** (200 if dt == np.float64 else 110))
+    ab[0, 0] = 2.0 ** (200 if dt == np.float64 else 110)
     bb[0, :5] = 0
     with pytest.raises(ozgemm.ContractError):
         ozgemm.matmul(ab, bb, contract=contract)
