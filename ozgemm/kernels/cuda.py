@@ -39,12 +39,6 @@ _GEMM_SPLIT_OUT, _GEMM_ROWS = 8192 * 8192, 4096
 # stream. Measured (session 8, NOTES.md GPU v5): fp64 8192 1.10-1.12x -> 1.13-1.17x DGEMM in
 # paired bench processes; slower at 4096 and for fp32 at 16384 (row-chunked GEMMs), hence the bounds
 _OVERLAP_TILES, _OVERLAP_MIN_ROWS = 2, 8192
-# (session 9, A/B) _OVERLAP_PLAN > 0: row tiles of relative sizes _OVERLAP_PLANS[plan] instead,
-# chained: tile t's residues start after tile t-1's residues and its GEMMs after tile t-1's
-# GEMMs (so residues and reconstructions run beside the neighbours' GEMMs, not beside each
-# other), small first and last tiles (only their residues / reconstruction are exposed)
-_OVERLAP_PLAN = 0
-_OVERLAP_PLANS = {1: (1, 1), 2: (1, 2, 1), 3: (1, 6, 1), 4: (1, 3, 3, 1), 5: (1, 3), 6: (1, 4, 2, 1)}
 _ONE_I32, _ZERO_I32 = np.array(1, dtype=np.int32), np.array(0, dtype=np.int32)  # host alpha/beta
 _PAD = 16
 _THREADS = 256
@@ -537,42 +531,28 @@ class CudaEngine(Engine):
         lead = (slice(None),) if fmt.name == "dd" else ()
         # overlapped tiles (not with per-phase timings: those synchronise every phase); two
         # tiles are in flight at once, so each gets at most half the budget
-        weights = _OVERLAP_PLANS[_OVERLAP_PLAN] if _OVERLAP_PLAN else (1,) * max(_OVERLAP_TILES, 1)
-        chain = bool(_OVERLAP_PLAN)
-        bounds = [0] + [min(m, _ceil(-(-m * sum(weights[:i + 1]) // sum(weights)), _PAD))
-                        for i in range(len(weights))]
-        tiles = [(i0, i1) for i0, i1 in zip(bounds[:-1], bounds[1:]) if i1 > i0]
-        overlap = (len(tiles) > 1 and timings is None and m >= _OVERLAP_MIN_ROWS
+        overlap = (_OVERLAP_TILES > 1 and timings is None and m >= _OVERLAP_MIN_ROWS
                    and fmt.name in ("binary64", "binary32") and a.ndim == 2  # measured and tested there
                    and mp_all * np_ <= _GEMM_SPLIT_OUT
-                   and 2 * max(i1 - i0 for i0, i1 in tiles) * per_row <= budget)
+                   and 2 * _ceil(-(-m // _OVERLAP_TILES), _PAD) * per_row <= budget)
         cur = cp.cuda.get_current_stream()
         if overlap:
+            tm = _ceil(-(-m // _OVERLAP_TILES), _PAD)
             streams = _side_streams(cp.cuda.runtime.getDevice())
             ready = cur.record()  # rb, out, the shifts and the inputs are complete on `cur`
-            for st in streams:
-                st.wait_event(ready)
-        else:
-            tiles = [(i0, min(m, i0 + tm)) for i0 in range(0, m, tm)]
         asrc = sa.src if (sa.src is not None and a.ndim == 2) else a
-        res_done = gemm_done = None  # the previous tile's events (chained tiles)
         try:
-            for ti, (i0, i1) in enumerate(tiles):
+            for ti, i0 in enumerate(range(0, m, tm)):
+                i1 = min(m, i0 + tm)
                 rows = _ceil(i1 - i0, _PAD)
                 st = streams[ti % 2] if overlap else cur
+                if overlap:
+                    st.wait_event(ready)
                 with st:  # every kernel, GEMM and allocation of this tile on `st`
                     t0 = time.perf_counter()
-                    if chain and res_done is not None:
-                        st.wait_event(res_done)
                     ra = self.residues_multi(asrc[..., i0:i1, :], plan.s[i0:i1], N, rows, kp)
-                    if chain and overlap:
-                        res_done = st.record(cp.cuda.Event(disable_timing=True))
                     t0 = lap("residues", t0)
-                    if chain and gemm_done is not None:
-                        st.wait_event(gemm_done)
                     c = self._gemm_exact_padded(ra, rb)
-                    if chain and overlap:
-                        gemm_done = st.record(cp.cuda.Event(disable_timing=True))
                     del ra
                     t0 = lap("gemms", t0)
                     self.reconstruct_round(c[:, : i1 - i0, :], s_out[i0:i1], t_out, N, fmt,
