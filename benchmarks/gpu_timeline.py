@@ -166,7 +166,12 @@ def main():
                     "library's phases (HOST_RANGES), from the call's start, in us")
     ap.add_argument("--list", action="store_true", help="print every GPU activity of the median traced call: "
                     "GPU start and duration, and when the host issued it (from the call's start), in us")
+    ap.add_argument("--speculate", choices=["on", "off", "both"], default="on",
+                    help="speculative plans (planner._SPECULATE; the library's default is on)")
     args = ap.parse_args()
+    from ozgemm.precision import planner
+
+    modes = {"on": [True], "off": [False], "both": [False, True]}[args.speculate]
     if args.host_ranges:
         wrap_host_ranges()
     out = []
@@ -174,7 +179,8 @@ def main():
         rs = cp.random.RandomState(args.seed)
         a64 = (rs.random_sample((n, n)) - 0.5) * cp.exp(args.phi * rs.standard_normal((n, n)))
         b64 = (rs.random_sample((n, n)) - 0.5) * cp.exp(args.phi * rs.standard_normal((n, n)))
-        for con in args.contracts:
+        for con, spec in [(c, sp) for c in args.contracts for sp in modes]:
+            planner._SPECULATE = spec
             if con == "fp32":
                 a, b = a64.astype(cp.float32), b64.astype(cp.float32)
             else:
@@ -193,10 +199,10 @@ def main():
                 if r:
                     rows.append(r)
             r = rows[len(rows) // 2]
-            rec = {"n": n, "contract": con, "whole_ms": whole, "native_ms": native, "x_native": native / whole,
+            rec = {"n": n, "contract": con, "speculate": spec, "whole_ms": whole, "native_ms": native, "x_native": native / whole,
                    "moduli": info["n_moduli"], "beta": info["beta"], "widened": info["widened"], **r}
             out.append(rec)
-            print(f"\n== {con} n={n}: whole {whole:.3f} ms (events, median of {args.reps}), native {native:.3f} ms, "
+            print(f"\n== {con} n={n} speculate={spec}: whole {whole:.3f} ms (events, median of {args.reps}), native {native:.3f} ms, "
                   f"x{native / whole:.3f}; {info['n_moduli']} moduli, beta {info['beta']} ({info['widened']})")
             print(f"   traced call: host {r['host_call_us'] / 1e3:.3f} ms, first GPU activity after "
                   f"{r['launch_lag_us'] / 1e3:.3f} ms, GPU span {r['gpu_span_us'] / 1e3:.3f} ms, busy "

@@ -28,11 +28,11 @@ for s in $STEPS; do case $s in
     step cublaslt 150 python3 benchmarks/cublaslt_probe.py 4096 8192
     tail -15 "$OUT/cublaslt.txt" ;;
   timeline)
-    step timeline 150 env PYTHONPATH=$PYTHONPATH:/opt/torch/.venv/lib/python3.12/site-packages \
-      python3 benchmarks/gpu_timeline.py --sizes 4096 8192 --contracts fp64 --list
-    grep -E "^==|traced|gap " "$OUT/timeline.txt" | head -30 ;;
+    step timeline 120 env PYTHONPATH=$PYTHONPATH:/opt/torch/.venv/lib/python3.12/site-packages \
+      python3 benchmarks/gpu_timeline.py --sizes 4096 8192 --contracts fp64 --list --speculate both
+    grep -E "^==|traced|gap " "$OUT/timeline.txt" | head -40 ;;
   bench)
-    step bench 420 python3 -m ozgemm bench --device gpu --sizes 1024 2048 4096 8192 16384 \
+    step bench 400 python3 -m ozgemm bench --device gpu --sizes 1024 2048 4096 8192 16384 \
       --contracts fp64 fp64-fast fp32 --json "$OUT/bench.json"
     sed -n '/^ozgemm bench/,$p' "$OUT/bench.txt" ;;
 esac; done
