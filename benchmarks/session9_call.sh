@@ -31,6 +31,15 @@ for s in $STEPS; do case $s in
     step timeline 120 env PYTHONPATH=$PYTHONPATH:/opt/torch/.venv/lib/python3.12/site-packages \
       python3 benchmarks/gpu_timeline.py --sizes 4096 8192 --contracts fp64 --list --speculate both
     grep -E "^==|traced|gap " "$OUT/timeline.txt" | head -40 ;;
+  probe)
+    step overlap_probe 120 python3 benchmarks/overlap_probe.py --sizes 4096 8192
+    cat "$OUT/overlap_probe.txt" ;;
+  bench48)  # separate bench processes, fp64 4096 and 8192 only
+    for i in 1 2 3; do
+      step bench48_$i 120 python3 -m ozgemm bench --device gpu --sizes 4096 8192 --contracts fp64 \
+        --json "$OUT/bench48_$i.json"
+      grep -E "^fp64 +(4096|8192) +0.5" "$OUT/bench48_$i.txt"
+    done ;;
   bench)
     step bench 400 python3 -m ozgemm bench --device gpu --sizes 1024 2048 4096 8192 16384 \
       --contracts fp64 fp64-fast fp32 --json "$OUT/bench.json"
