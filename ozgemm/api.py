@@ -11,7 +11,7 @@ from .kernels import get_engine
 from .precision.contract import Contract, as_contract
 from .precision.formats import DD, Binary128, quad_from_bits
 from .precision.operands import arrays, as_wide, is_wide, operand_rows, transpose
-from .precision.planner import Plan, confirm_plan, make_plan
+from .precision.planner import Plan, confirm_plan, forget_guess, make_plan
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
 
@@ -143,7 +143,16 @@ def _product_2d(a, b, contract, engine, xp, speculate=True):
         c = empty_result(m, n, fmt, xp)
         c[...] = 0
     else:
-        c = execute(p, engine, a0, b0)
+        try:
+            c = execute(p, engine, a0, b0)
+        except Exception:
+            if p.pending is None:
+                raise
+            # the speculative product failed before its plan was confirmed (e.g. out of memory
+            # with a guess of more moduli than needed): forget the guess, plan as without one
+            p.pending = None
+            forget_guess(p)
+            return _product_2d(a_in, b_in, contract, engine, xp, speculate=False)
         if p.pending is not None:
             try:
                 if not confirm_plan(p, engine):

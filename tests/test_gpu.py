@@ -436,9 +436,9 @@ def test_speculative_plans_confirmed_or_rerun(contract, monkeypatch):
     key = P._guess_key(ozgemm.load_contract(contract), ga, gb)
     P._GUESSES.pop(key, None)
     c1, (p1,) = ozgemm.matmul(ga, gb, contract=contract, return_plan=True)  # no guess yet
-    assert seen == [] and P._GUESSES[key] == p1.n_moduli
+    assert seen == [] and P._GUESSES[key] == (p1.n_moduli, p1.beta)
     for guess, right in ((p1.n_moduli, True), (p1.n_moduli + 1, False), (p1.n_moduli - 1, False)):
-        P._GUESSES[key] = guess
+        P._GUESSES[key] = (guess, p1.beta)
         seen.clear()
         c2, (p2,) = ozgemm.matmul(ga, gb, contract=contract, return_plan=True)
         assert seen == [right], guess
@@ -447,7 +447,7 @@ def test_speculative_plans_confirmed_or_rerun(contract, monkeypatch):
     # NaN/Inf with a guess: the speculative product is dropped, numpy's classes come back
     an, bn = a.copy(), b.copy()
     an[3, 5], bn[7, 2] = np.nan, np.inf
-    P._GUESSES[key] = p1.n_moduli
+    P._GUESSES[key] = (p1.n_moduli, p1.beta)
     got = cp.asnumpy(ozgemm.matmul(cp.asarray(an), cp.asarray(bn), contract=contract))
     assert np.array_equal(got.view(np.uint8), ozgemm.matmul(an, bn, contract=contract).view(np.uint8))
     # an unprovable product with a guess raises as without one (row 0 spans far more bits than
@@ -457,9 +457,26 @@ def test_speculative_plans_confirmed_or_rerun(contract, monkeypatch):
     bb[0, :5] = 0
     with pytest.raises(ozgemm.ContractError):
         ozgemm.matmul(ab, bb, contract=contract)
-    P._GUESSES[key] = p1.n_moduli
+    P._GUESSES[key] = (p1.n_moduli, p1.beta)
     with pytest.raises(ozgemm.ContractError):
         ozgemm.matmul(cp.asarray(ab), cp.asarray(bb), contract=contract)
+    # the speculative product fails before confirmation (say, out of memory): the guess is
+    # dropped and the product planned without one
+    import ozgemm.kernels.cuda as kc
+
+    real_execute = kc.CudaEngine.execute
+
+    def failing(self, plan, *args, **kw):
+        if plan.pending is not None:
+            raise MemoryError("injected")
+        return real_execute(self, plan, *args, **kw)
+
+    monkeypatch.setattr(kc.CudaEngine, "execute", failing)
+    P._GUESSES[key] = (p1.n_moduli + 1, p1.beta)
+    seen.clear()
+    c3 = ozgemm.matmul(ga, gb, contract=contract)
+    assert seen == [] and P._GUESSES[key] == (p1.n_moduli, p1.beta)
+    assert np.array_equal(cp.asnumpy(c3).view(np.uint8), want.view(np.uint8))
 
 
 def test_speculative_width_on_device_matches_planner():

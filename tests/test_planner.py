@@ -193,9 +193,43 @@ def test_speculation_guess_follows_last_plan():
     key = P._guess_key(c, a, b)
     P._GUESSES.pop(key, None)
     assert P._speculation_guess(c, key) is None
-    P._remember(key, 17)
+    P._remember(key, 17, 60)
     assert P._speculation_guess(c, key) == 17
     assert P._speculation_guess(c, P._guess_key(c, a.astype(np.float32), b)) is None
     fixed = dataclasses.replace(c, moduli=19)
     assert P._speculation_guess(fixed, P._guess_key(fixed, a, b)) == 19
+    # a last width beyond the device's table: no speculation (it could not be confirmed)
+    P._remember(key, 41, P._SPEC_BETA_HI)
+    assert P._speculation_guess(c, key) is None
+    P._remember(P._guess_key(fixed, a, b), 19, P._SPEC_BETA_HI + 3)
+    assert P._speculation_guess(fixed, P._guess_key(fixed, a, b)) is None
     P._GUESSES.pop(key, None)
+    P._GUESSES.pop(P._guess_key(fixed, a, b), None)
+
+
+def test_speculative_thresholds_exact_at_the_boundary():
+    """Each threshold L[b][s] is exactly the largest numerator of source s that keeps
+    M > 2 Cmax(b) (Fraction oracle _cmax): L itself passes and L + 1 fails, for every width of
+    the table and every moduli count of the table (where L is below the clamp), several k."""
+    from fractions import Fraction
+
+    from ozgemm.crt.moduli import MODULI, moduli_product
+    from ozgemm.precision import planner as P
+    from ozgemm.precision.stats import LB_BITS, NORM_BITS
+
+    dens = (2**NORM_BITS, 2**NORM_BITS, 2 ** (2 * LB_BITS))
+    checked = 0
+    for nmod in range(1, len(MODULI) + 1):
+        M = moduli_product(nmod)
+        for k in (1, 2, 1000, 2**17 - 1):
+            L = P.speculative_thresholds(nmod, k)
+            for b in range(P._SPEC_BETA_HI + 1):
+                for col, den in enumerate(dens):
+                    v = int(L[b, col])
+                    if v >= P._SPEC_CLAMP:
+                        continue
+                    if v >= 0:
+                        assert M > 2 * P._cmax(b, Fraction(v, den), k), (nmod, k, b, col)
+                        checked += 1
+                    assert not M > 2 * P._cmax(b, Fraction(v + 1, den), k), (nmod, k, b, col)
+    assert checked > 1000

@@ -85,7 +85,7 @@ def _fn(name: str, n: int | None = None):
     return _fn_on(name, n, cp.cuda.runtime.getDevice())
 
 
-_POW2_WIDTH = 1024  # d2 = d - 9 <= beta - 62 < 1000 (beta <= 1000)
+_POW2_WIDTH = 1024  # d2 = d - 9 <= beta - 10 < 1000 (beta <= 1000; |x| < 2^E, so d <= beta - 1); shift 0: d2 <= 963
 
 
 @functools.lru_cache(maxsize=None)
@@ -126,10 +126,11 @@ class _PendingRead:
             pass
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)
 def _device_table_cached(key, device: int):
-    table = key[1]
-    return cp.asarray(np.frombuffer(table, dtype=np.int64).reshape(key[0]))
+    t = cp.asarray(np.frombuffer(key[1], dtype=np.int64).reshape(key[0]))
+    cp.cuda.get_current_stream().synchronize()  # complete before any stream reads it (once per table)
+    return t
 
 
 def _device_table(table, device: int):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -373,8 +374,9 @@ _SPECULATE = True
 #: table rows 0.._SPEC_BETA_HI of speculative_thresholds (widths beyond: no speculation)
 _SPEC_BETA_HI = 160
 _SPEC_CLAMP = 1 << 62
-_GUESSES: OrderedDict = OrderedDict()  # (contract, shapes, dtypes) -> moduli count of the last plan
+_GUESSES: OrderedDict = OrderedDict()  # (contract, shapes, dtypes) -> (moduli, width) of the last plan
 _GUESSES_MAX = 256
+_GUESSES_LOCK = threading.Lock()
 
 
 def _guess_key(contract: Contract, a, b):
@@ -384,20 +386,33 @@ def _guess_key(contract: Contract, a, b):
 
 def _speculation_guess(contract: Contract, key):
     """Moduli count to speculate on for a componentwise plan: the contract's fixed count, or the
-    count the last plan of the same contract, shapes and dtypes needed; None: no guess."""
+    count the last plan of the same contract, shapes and dtypes needed; None: no guess, and
+    also when that plan's width lay beyond the device's table (the device could not confirm it,
+    every call would run twice)."""
+    with _GUESSES_LOCK:
+        last = _GUESSES.get(key)
+    if last is not None and last[1] >= _SPEC_BETA_HI:
+        return None
     if contract.moduli != "auto":
         return int(contract.moduli)
-    return _GUESSES.get(key)
+    return None if last is None else last[0]
 
 
-def _remember(key, nmod: int):
-    _GUESSES[key] = int(nmod)
-    _GUESSES.move_to_end(key)
-    while len(_GUESSES) > _GUESSES_MAX:
-        _GUESSES.popitem(last=False)
+def _remember(key, nmod: int, beta: int):
+    with _GUESSES_LOCK:
+        _GUESSES[key] = (int(nmod), int(beta))
+        _GUESSES.move_to_end(key)
+        while len(_GUESSES) > _GUESSES_MAX:
+            _GUESSES.popitem(last=False)
 
 
-@functools.lru_cache(maxsize=64)
+def forget_guess(plan: Plan):
+    """Drop the guess a speculative plan was made from (its product failed before confirmation)."""
+    with _GUESSES_LOCK:
+        _GUESSES.pop(plan._key, None)
+
+
+@functools.lru_cache(maxsize=1024)
 def speculative_thresholds(nmod: int, k: int, cpow: int = 1):
     """Exact integer thresholds of ``nmod`` moduli for widths b = 0.._SPEC_BETA_HI: an int64
     array (hi + 1, 3) with M > 2 Cmax(b) (:func:`_cmax`, S = num/den) exactly when
@@ -431,7 +446,7 @@ def confirm_plan(plan: Plan, engine) -> bool:
     sa, sb = plan._stats
     contract = plan.contract
     nmod, beta, widened = _componentwise_choice(contract, host[:6], sa, sb, plan.shape[1], 1)
-    _remember(plan._key, nmod)
+    _remember(plan._key, nmod, beta)
     ok = nmod == plan.n_moduli and beta == int(host[-1])
     plan.beta, plan.widened = int(beta), widened
     if not ok:
@@ -540,7 +555,7 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
         if nonfinite_flag is not None and host[-1]:
             raise NonFiniteInputs()
         nmod, beta, widened = _componentwise_choice(contract, host, sa, sb, k, cpow)
-        _remember(key, nmod)
+        _remember(key, nmod, beta)
     else:
         nmod = contract.moduli
         if nmod > len(MODULI):
