@@ -451,14 +451,19 @@ def confirm_plan(plan: Plan, engine) -> bool:
     plan.beta, plan.widened = int(beta), widened
     if not ok:
         plan.moduli = MODULI[:nmod]
-        shifts = getattr(engine, "shifts", None)
-        if shifts is not None:
-            plan.s, plan.t = shifts(beta, sa, sb)
-        else:
-            xp = engine.xp
-            plan.s = xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64, copy=False)
-            plan.t = xp.where(sb.zero_row, 0, beta - sb.E).astype(xp.int64, copy=False)
+        plan.s, plan.t = _shifts(engine, beta, sa, sb)
     return ok
+
+
+def _shifts(engine, beta: int, sa: RowStats, sb: RowStats):
+    """Row shifts of A and column shifts of B, ``where(zero_row, 0, beta - E)`` as int64: the
+    engine's one-launch ``shifts`` where it has one (CUDA engine), else two array expressions."""
+    shifts = getattr(engine, "shifts", None)
+    if shifts is not None:
+        return shifts(beta, sa, sb)
+    xp = engine.xp
+    return (xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64, copy=False),
+            xp.where(sb.zero_row, 0, beta - sb.E).astype(xp.int64, copy=False))
 
 
 def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None, nonfinite_flag=None,
@@ -569,11 +574,6 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
                 f"{contract.bits + 3} the normwise bound needs. Fix: moduli = {need} (or split k).")
         widened = f"fixed: {nmod} moduli"
 
-    shifts = getattr(engine, "shifts", None)  # both operands' shifts in one launch (CUDA engine)
-    if shifts is not None:
-        s, t = shifts(beta, sa, sb)
-    else:
-        s = xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64, copy=False)
-        t = xp.where(sb.zero_row, 0, beta - sb.E).astype(xp.int64, copy=False)
+    s, t = _shifts(engine, beta, sa, sb)
     return Plan(contract=contract, shape=(m, k, n), beta=int(beta), moduli=MODULI[:nmod], s=s, t=t,
                 E=sa.E, F=sb.E, widened=widened, _stats=(sa, sb))
