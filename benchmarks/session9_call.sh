@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 9 device calls: GPU tests, then A/Bs, each step with its own timeout and log under
+# Session 9-10 device calls: GPU tests, then A/Bs, each step with its own timeout and log under
 # $OUT and one summary line. STEPS picks the steps (default: tests pairs); PAIRS_VARIANTS the
 # variant_pairs.py variants (NAME:settings ...), PAIRS_SIZES, ROUNDS.
 #   REV=<commit> STEPS="tests pairs" bash benchmarks/session9_call.sh
@@ -16,6 +16,11 @@ for s in $STEPS; do case $s in
     step test_gpu 200 python3 -m pytest -q -p no:cacheprovider -rf tests/test_gpu.py
     grep -E "^FAILED|Error" "$OUT/test_gpu.txt" | head -10
     step test_ozaki_gpu 150 python3 -m pytest -q -p no:cacheprovider -rf tests/test_ozaki_gpu.py ;;
+  wide)
+    step test_wide 150 python3 -m pytest -q -p no:cacheprovider -rf tests/test_wide.py ;;
+  bside)  # session 10: B's statistics + residues through its columns vs a transposed copy
+    step bside_ab 150 python3 benchmarks/bside_ab.py --sizes 4096 8192 16384 --rounds 5
+    cat "$OUT/bside_ab.txt" ;;
   pairs)
     vs=(); for v in ${PAIRS_VARIANTS:-spec: nospec:precision.planner._SPECULATE=0}; do vs+=(--variant "$v"); done
     step pairs 300 python3 benchmarks/variant_pairs.py --sizes ${PAIRS_SIZES:-4096 8192} --contract ${CONTRACT:-fp64} \

@@ -203,16 +203,18 @@ def test_plan_scalars_layouts_match_numpy():
             assert np.array_equal(want, got), (m, n, bits, "unaligned", want, got)
 
 
-@pytest.mark.parametrize("split", [True, False])
-def test_row_stats_long_rows_match_numpy(split, monkeypatch):
+@pytest.mark.parametrize("split,columns", [(True, True), (False, True), (True, False)])
+def test_row_stats_long_rows_match_numpy(split, columns, monkeypatch):
     """Rows longer than the kernel's register cache (16 entries x 512 threads) and than one
     streaming chunk (2048), float32 and float64, row- and column-major, subnormals and
-    extremes; both statistics paths, and the NaN/Inf flag of both."""
+    extremes; every statistics path (column-major rows read through the columns, or
+    transposed first), and the NaN/Inf flag of each."""
     from ozgemm.kernels import cuda as kc
     from ozgemm.kernels import get_engine
     from ozgemm.precision.stats import row_stats
 
     monkeypatch.setattr(kc, "_STATS_SPLIT", split)  # streaming kernels, or one block per row
+    monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
     eng = get_engine("cuda")
     rng = np.random.default_rng(12)
     for dt in (np.float64, np.float32):  # float32 rows are read as float32 and widened in the kernel
@@ -229,9 +231,55 @@ def test_row_stats_long_rows_match_numpy(split, monkeypatch):
                 assert int(flag[0]) == 0
             bad = x.copy()
             bad[4, k - 1] = np.inf if k % 2 else np.nan
-            flag = cp.zeros((1,), dtype=cp.int32)
-            eng.row_stats(cp.asarray(bad), nonfinite=flag)
-            assert int(flag[0]) == 1, (dt, k)
+            for xs in (bad, np.asfortranarray(bad)):
+                flag = cp.zeros((1,), dtype=cp.int32)
+                eng.row_stats(cp.asarray(xs), nonfinite=flag)
+                assert int(flag[0]) == 1, (dt, k)
+
+
+def _residue_reference(x, shift, moduli, rp, kp):
+    """Symmetric residues of round-half-up(x_il 2**s_i) (rows of x), padded to (N, rp, kp),
+    from Python integers (independent of the kernels and of crt/residues.py)."""
+    from fractions import Fraction
+
+    r, k = x.shape
+    out = np.zeros((len(moduli), rp, kp), dtype=np.int8)
+    for i in range(r):
+        for l in range(k):
+            v = Fraction(float(x[i, l])) * Fraction(2) ** int(shift[i])
+            X = (v + Fraction(1, 2)).__floor__()
+            for q, m in enumerate(moduli):
+                out[q, i, l] = (X + m // 2) % m - m // 2
+    return out
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("columns", [True, False])
+def test_residues_of_column_major_rows(dt, columns, monkeypatch):
+    """Residues of the rows of a column-major view (B^T of a row-major B with a row stride
+    wider than n) against Python integers: read through the columns (crt.cu
+    scaled_residues_cols, tiles of 32 rows x 64 entries, moduli stored eight at a time) or
+    copied first; moduli counts around the batch of 8, padding rows and entries, tails of
+    both tile dimensions, rounded and left-shifted entries, subnormals and zeros."""
+    from ozgemm.crt.moduli import MODULI
+    from ozgemm.kernels import cuda as kc
+    from ozgemm.kernels import get_engine
+
+    monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
+    eng = get_engine("cuda")
+    rng = np.random.default_rng(21)
+    for k, n, N in ((45, 70, 9), (130, 33, 16), (7, 5, 8), (70, 40, 17)):
+        wide = ((rng.random((k, n + 5)) - 0.5) * np.exp2(rng.integers(-30, 30, (k, n + 5)))).astype(dt)
+        wide[0, :3] = [0.0, -0.0, (1.4e-45 if dt == np.float32 else 5e-324)]
+        wide[:, 1] = 0.0
+        b = wide[:, :n]
+        shift = rng.integers(-5, 80, n).astype(np.int64)  # some entries rounded, some exact/shifted
+        rp, kp = -(-n // 16) * 16 + 16, -(-k // 16) * 16
+        bt = cp.asarray(wide)[:, :n].T
+        assert (kc._columns_ld(bt) is not None) == columns
+        got = cp.asnumpy(eng.residues_padded(bt, cp.asarray(shift), N, rp, kp))
+        want = _residue_reference(b.T.astype(np.float64), shift, MODULI[:N], rp, kp)
+        assert np.array_equal(got, want), (k, n, N)
 
 
 def test_semantics_rows_and_specials_on_gpu():

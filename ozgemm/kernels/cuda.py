@@ -50,6 +50,24 @@ _RS_THREADS, _RS_CHUNK = 256, 256 * 8  # stats.cu RS_THREADS, RS_CHUNK (row_exte
 # one-component rows go through the three streaming kernels (row_extent, row_sums, row_finish)
 # instead of one block per row (kept for dd/binary128 components and very long rows)
 _STATS_SPLIT = True
+# a column-major operand (B^T, as the planner passes it: columns of a row-major B) is read
+# through its columns by the statistics and residue kernels (stats.cu col_extent / col_sums,
+# crt.cu scaled_residues_cols) instead of being copied by a transpose kernel first; False:
+# the transposed copy (kept for A/B measurements)
+_READ_COLUMNS = True
+_CS_CHUNK = 8 * 16  # stats.cu CS_CHUNK (col_extent / col_sums)
+
+
+def _columns_ld(x):
+    """Row stride (in elements) of the row-major matrix whose columns are the rows of ``x``,
+    when ``x`` is a 2-D float32/float64 column-major view (e.g. ``b.T`` of a row-major ``b``)
+    that the column kernels read directly; else None."""
+    if not _READ_COLUMNS or x.ndim != 2 or x.dtype not in (cp.float64, cp.float32) or x.flags.c_contiguous:
+        return None
+    it = x.itemsize
+    if x.strides[0] == it and x.strides[1] > 0 and x.strides[1] % it == 0 and x.size:
+        return x.strides[1] // it
+    return None
 
 
 def _ceil(x, a):
@@ -297,7 +315,11 @@ class CudaEngine(Engine):
         ``nonfinite``: an int32 device array whose element 0 is set to 1 when ``x`` holds
         NaN/Inf (checked at no cost from the row maxima; the statistics are then meaningless)."""
         C = x.shape[0] if x.ndim == 3 else 1
-        x = cp.ascontiguousarray(x) if x.ndim == 3 else _rows_contiguous(x)
+        ldc = _columns_ld(x)
+        if ldc is not None and -(-x.shape[1] // _CS_CHUNK) > 65535:
+            ldc = None
+        if ldc is None:
+            x = cp.ascontiguousarray(x) if x.ndim == 3 else _rows_contiguous(x)
         r, k = x.shape[-2:]
         # the kernel writes every entry when r and k are non-zero (no memset then)
         alloc, alloc1 = (cp.empty, cp.empty) if r and k else (cp.zeros, cp.ones)
@@ -310,10 +332,21 @@ class CudaEngine(Engine):
         n2 = alloc((r,), dtype=cp.int64)
         qsum = alloc((r,), dtype=cp.int64)
         chunks = -(-k // _RS_CHUNK)
-        ldx = x.strides[-2] // x.itemsize
+        ldx = x.strides[-2] // x.itemsize if ldc is None else 0
         flag = nonfinite if nonfinite is not None else np.uint64(0)  # a null pointer
         sfx = "_f32" if x.dtype == cp.float32 else ""
-        if r and k and C == 1 and chunks <= 65535 and _STATS_SPLIT:
+        if ldc is not None:
+            # rows of x = columns of a row-major matrix: the same two passes read through its
+            # columns (stats.cu col_extent / col_sums; same bits as row_stats), then row_finish
+            acc = cp.zeros((5, r), dtype=cp.int64)
+            grid = (-(-r // 32), -(-k // _CS_CHUNK))
+            _fn("col_extent" + sfx)(grid, (32, 8), (x, np.int64(ldc), np.int32(r), np.int32(k), acc))
+            vec = int(k % 16 == 0 and q.data.ptr % 16 == 0)
+            _fn("col_sums" + sfx)(grid, (32, 8), (x, np.int64(ldc), np.int32(r), np.int32(k), q, np.int64(k),
+                                                  np.int32(k), np.int32(vec), acc))
+            _fn("row_finish")(((r + 255) // 256,), (256,), (acc, np.int32(r), E, width, norm1, zero,
+                                                           n1, n2, qsum, flag))
+        elif r and k and C == 1 and chunks <= 65535 and _STATS_SPLIT:
             # one-component rows: two streaming passes over (row, chunk) blocks and a per-row
             # finish (stats.cu row_extent / row_sums / row_finish; same bits as row_stats)
             acc = cp.zeros((5, r), dtype=cp.int64)
@@ -420,11 +453,19 @@ class CudaEngine(Engine):
     def residues_padded(self, x, shift, n_moduli, rp, kp):
         """Scaled residues of the rows of float64 or float32 ``x`` (r, k) into (N, rp, kp) int8
         (float32 rows are read as they are and widened exactly in the kernel)."""
-        if x.dtype != cp.float32 or x.ndim != 2 or x.strides[1] != 4:
+        ldc = _columns_ld(x)
+        if ldc is None and (x.dtype != cp.float32 or x.ndim != 2 or x.strides[1] != 4):
             x = as_float64(x, contiguous=True)
         r, k = x.shape
         out = cp.empty((n_moduli, rp, kp), dtype=cp.int8)
-        if rp * kp:
+        if rp * kp and ldc is not None:
+            # rows of x = columns of a row-major matrix, read in place (crt.cu scaled_residues_cols)
+            tab = _pow2_table(n_moduli)
+            f = _fn("scaled_residues_cols_f32" if x.dtype == cp.float32 else "scaled_residues_cols", n_moduli)
+            grid = (-(-rp // 32), min(-(-kp // 64), 65535))
+            f(grid, (32, 8), (x, np.int64(ldc), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r),
+                              np.int32(k), np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]), out))
+        elif rp * kp:
             tab = _pow2_table(n_moduli)
             f32 = x.dtype == cp.float32
             f = _fn("scaled_residues_f32" if f32 else "scaled_residues", n_moduli)

@@ -98,6 +98,50 @@ __device__ __forceinline__ void load_row8(const float* row, int l0, int k, bool 
     }
 }
 
+// The symmetric residues of RES_PER_THREAD consecutive entries xv of one row, scaled by
+// 2^sh, as one 8-byte word per modulus (low bytes of the residues, entry e in byte e), handed
+// to store(q, word) for q = 0, 1, ..., NMOD - 1 in order (every thread of a block calls it
+// for every q, so store may hold block barriers). Shared by the row and column kernels below.
+template <typename Store>
+__device__ __forceinline__ void residues8(const double* xv, i64 sh, const short* __restrict__ pow2tab,
+                                          int tabw, Store store) {
+    // pow2tab[q * tabw + d] = 2^d mod MOD[q], for 0 <= d < tabw
+    unsigned int ulo[RES_PER_THREAD], uhi[RES_PER_THREAD];
+    int d2[RES_PER_THREAD];
+    int any_d2 = 0;
+#pragma unroll
+    for (int e = 0; e < RES_PER_THREAD; ++e) {
+        const u64 u = (u64)(split_scaled(xv[e], sh, &d2[e]) + (1LL << 62));  // 0 < u < 2^63
+        ulo[e] = (unsigned int)u;
+        uhi[e] = (unsigned int)(u >> 32);
+        any_d2 |= d2[e];
+    }
+#pragma unroll
+    for (int q = 0; q < NMOD; ++q) {
+        const unsigned int m = MOD[q], h = m / 2;
+        int b[RES_PER_THREAD];
+#pragma unroll
+        for (int e = 0; e < RES_PER_THREAD; ++e) {
+            // < 2^20 (checked in the header): (v + h) mod m
+            const unsigned int s = __dp4a(ulo[e], RB[q][0], __dp4a(uhi[e], RB[q][1], RC[q]));
+            b[e] = (int)fastmod(s, FM[q], m);
+        }
+        if (any_d2) {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
+#pragma unroll
+            for (int e = 0; e < RES_PER_THREAD; ++e) {
+                const unsigned int t = d2[e] ? (unsigned int)pow2tab[q * tabw + d2[e]] : 1u;  // < m
+                b[e] = (int)fastmod(((unsigned int)b[e] + m - h) * t + h, FM[q], m);  // < 2^17
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < RES_PER_THREAD; ++e) b[e] -= (int)h;  // symmetric; low byte stored
+        uint2 w;
+        w.x = __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410);
+        w.y = __byte_perm(__byte_perm(b[4], b[5], 0x0040), __byte_perm(b[6], b[7], 0x0040), 0x5410);
+        store(q, w);
+    }
+}
+
 // One thread: RES_PER_THREAD consecutive entries of a row (kp is a multiple of 16), one
 // 8-byte store per modulus. 2-D launch: x over column groups, y over rows (grid-stride).
 // T: double, or float (widened exactly: the fp32 contract reads its operands as they are).
@@ -108,7 +152,6 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
                                                      int r, int k, int rp, int kp,
                                                      const short* __restrict__ pow2tab, int tabw, int vec,
                                                      uint2* __restrict__ out) {
-    // pow2tab[q * tabw + d] = 2^d mod MOD[q], for 0 <= d < tabw
     const int l0 = (blockIdx.x * blockDim.x + threadIdx.x) * RES_PER_THREAD;
     if (l0 >= kp) return;
     const i64 slab8 = (i64)rp * kp / RES_PER_THREAD;  // one modulus slab in uint2 units
@@ -116,41 +159,54 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
         double xv[RES_PER_THREAD];
         load_row8(x + (i64)i * ldx, l0, k, i < r, vec, xv);
         const i64 sh = i < r ? shift[i] : 0;
-        unsigned int ulo[RES_PER_THREAD], uhi[RES_PER_THREAD];
-        int d2[RES_PER_THREAD];
-        int any_d2 = 0;
-#pragma unroll
-        for (int e = 0; e < RES_PER_THREAD; ++e) {
-            const u64 u = (u64)(split_scaled(xv[e], sh, &d2[e]) + (1LL << 62));  // 0 < u < 2^63
-            ulo[e] = (unsigned int)u;
-            uhi[e] = (unsigned int)(u >> 32);
-            any_d2 |= d2[e];
-        }
         uint2* o = out + ((i64)i * kp + l0) / RES_PER_THREAD;
+        residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) { o[q * slab8] = w; });
+    }
+}
+
+// The same residues for the rows of x^T, read from x's columns (no transposed copy): x is
+// k x r row-major (ldx: row stride in elements), row i of the output comes from column i of
+// x, out is (NMOD, rp, kp) as above. Block (32, 8) = a tile of 32 output rows x 64 entries:
+// threadIdx.x picks the column (each load is 32 consecutive elements of one row of x),
+// threadIdx.y the group of 8 entries; the tile's 8-byte words go through shared memory, eight
+// moduli at a time, so that each warp stores 64-byte segments of four output rows.
+// Grid: x over ceil(rp / 32) tiles, y over 64-entry groups (grid-stride).
+#define RC_BATCH 8
+template <typename T>
+__device__ __forceinline__ void scaled_residues_cols_impl(const T* __restrict__ x, i64 ldx,
+                                                          const i64* __restrict__ shift,
+                                                          int r, int k, int rp, int kp,
+                                                          const short* __restrict__ pow2tab, int tabw,
+                                                          uint2* __restrict__ out) {
+    __shared__ uint2 tile[RC_BATCH][32][9];  // [modulus][output row][entry group] (+1: no bank conflicts)
+    const int tx = threadIdx.x, ty = threadIdx.y, t = ty * 32 + tx;
+    const int i = blockIdx.x * 32 + tx;
+    const i64 slab8 = (i64)rp * kp / RES_PER_THREAD;
+    const i64 row8 = kp / RES_PER_THREAD;  // one output row in uint2 units
+    const i64 sh = i < r ? shift[i] : 0;
+    for (int l0 = (blockIdx.y * 8 + ty) * RES_PER_THREAD, g0 = blockIdx.y * 8 * RES_PER_THREAD; g0 < kp;
+         l0 += gridDim.y * 8 * RES_PER_THREAD, g0 += gridDim.y * 8 * RES_PER_THREAD) {
+        double xv[RES_PER_THREAD];
 #pragma unroll
-        for (int q = 0; q < NMOD; ++q) {
-            const unsigned int m = MOD[q], h = m / 2;
-            int b[RES_PER_THREAD];
+        for (int e = 0; e < RES_PER_THREAD; ++e)
+            xv[e] = (i < r && l0 + e < k) ? load_f64(x + (i64)(l0 + e) * ldx + i) : 0.0;
+        // in the stores, thread t moves word g = t % 8 of output row t / 8 for each modulus
+        // of the batch: a warp writes 64-byte segments of four rows
+        const int orow = blockIdx.x * 32 + (t >> 3);
+        const i64 og = g0 / RES_PER_THREAD + (t & 7);
+        const bool st_ok = orow < rp && og < row8;
+        uint2* o = out + (i64)orow * row8 + og;
+        residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) {
+            const int q0 = q - q % RC_BATCH;
+            tile[q - q0][tx][ty] = w;
+            if (q - q0 == RC_BATCH - 1 || q == NMOD - 1) {  // a batch is complete: store it
+                __syncthreads();
 #pragma unroll
-            for (int e = 0; e < RES_PER_THREAD; ++e) {
-                // < 2^20 (checked in the header): (v + h) mod m
-                const unsigned int s = __dp4a(ulo[e], RB[q][0], __dp4a(uhi[e], RB[q][1], RC[q]));
-                b[e] = (int)fastmod(s, FM[q], m);
+                for (int qq = 0; qq < RC_BATCH; ++qq)
+                    if (q0 + qq <= q && st_ok) o[(i64)(q0 + qq) * slab8] = tile[qq][t >> 3][t & 7];
+                __syncthreads();  // before the next batch overwrites the tile
             }
-            if (any_d2) {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
-#pragma unroll
-                for (int e = 0; e < RES_PER_THREAD; ++e) {
-                    const unsigned int t = d2[e] ? (unsigned int)pow2tab[q * tabw + d2[e]] : 1u;  // < m
-                    b[e] = (int)fastmod(((unsigned int)b[e] + m - h) * t + h, FM[q], m);  // < 2^17
-                }
-            }
-#pragma unroll
-            for (int e = 0; e < RES_PER_THREAD; ++e) b[e] -= (int)h;  // symmetric; low byte stored
-            uint2 w;
-            w.x = __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410);
-            w.y = __byte_perm(__byte_perm(b[4], b[5], 0x0040), __byte_perm(b[6], b[7], 0x0040), 0x5410);
-            o[q * slab8] = w;
-        }
+        });
     }
 }
 
@@ -162,6 +218,15 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
     }
 SCALED_RESIDUES_KERNEL(scaled_residues, double)
 SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
+
+#define SCALED_RESIDUES_COLS_KERNEL(NAME, T)                                                          \
+    extern "C" __global__ void __launch_bounds__(256) NAME(                                         \
+        const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp, \
+        const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out) {                       \
+        scaled_residues_cols_impl<T>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);                \
+    }
+SCALED_RESIDUES_COLS_KERNEL(scaled_residues_cols, double)
+SCALED_RESIDUES_COLS_KERNEL(scaled_residues_cols_f32, float)
 
 // --- CRT reconstruction + final rounding ------------------------------------------------
 // c: NMOD slabs of int32 exact products (row-major, row stride ldc, slab stride sc), or

@@ -281,6 +281,112 @@ __device__ __forceinline__ void row_sums_impl(const T* __restrict__ x, i64 ldx, 
 ROW_SPLIT_KERNELS(, double)
 ROW_SPLIT_KERNELS(_f32, float)
 
+// The same two passes for the rows of x^T, read from x's columns (no transposed copy): x is
+// k x r row-major (row stride ldx), statistics row i is column i of x, q is r x kq (row
+// stride ldq) as above, acc as above (then row_finish). Block (32, CS_Y): threadIdx.x picks
+// the column (each load is 32 consecutive elements of a row of x), threadIdx.y a run of
+// CS_PER consecutive entries (its q bytes are one 16-byte store where aligned); the block's
+// values are reduced through shared memory, one atomic per column and quantity.
+// Grid (ceil(r / 32), ceil(kq / CS_CHUNK) <= 65535).
+#define CS_Y 8
+#define CS_PER 16
+#define CS_CHUNK (CS_Y * CS_PER)
+
+template <typename T>
+__device__ __forceinline__ void load_col_run(const T* x, i64 ldx, int i, int r, int l0, int k,
+                                             double (&v)[CS_PER]) {
+#pragma unroll
+    for (int p = 0; p < CS_PER; ++p) v[p] = (i < r && l0 + p < k) ? load_f64(x + (i64)(l0 + p) * ldx + i) : 0.0;
+}
+
+template <typename T>
+__device__ __forceinline__ void col_extent_impl(const T* __restrict__ x, i64 ldx, int r, int k,
+                                                u64* __restrict__ acc) {
+    __shared__ int sh[2][CS_Y][33];
+    const int tx = threadIdx.x, ty = threadIdx.y, i = blockIdx.x * 32 + tx;
+    double v[CS_PER];
+    load_col_run(x, ldx, i, r, blockIdx.y * CS_CHUNK + ty * CS_PER, k, v);
+    int tmax = -100000, lmin = 100000;
+#pragma unroll
+    for (int p = 0; p < CS_PER; ++p) extent(v[p], tmax, lmin);
+    sh[0][ty][tx] = tmax;
+    sh[1][ty][tx] = lmin;
+    __syncthreads();
+    if (ty == 0 && i < r) {
+        for (int y = 1; y < CS_Y; ++y) {
+            tmax = max(tmax, sh[0][y][tx]);
+            lmin = min(lmin, sh[1][y][tx]);
+        }
+        if (tmax > -100000) atomicMax((unsigned long long*)(acc + 3 * (i64)r + i), (unsigned long long)(tmax + 2048));
+        if (lmin < 100000) atomicMax((unsigned long long*)(acc + 4 * (i64)r + i), (unsigned long long)(2048 - lmin));
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void col_sums_impl(const T* __restrict__ x, i64 ldx, int r, int k,
+                                              signed char* __restrict__ q, i64 ldq, int kq, int vec,
+                                              u64* __restrict__ acc) {
+    __shared__ i64 sh[3][CS_Y][33];
+    const int tx = threadIdx.x, ty = threadIdx.y, i = blockIdx.x * 32 + tx;
+    const int l0 = blockIdx.y * CS_CHUNK + ty * CS_PER;
+    const i64 tenc = i < r ? (i64)acc[3 * (i64)r + i] : 0;
+    const int E = tenc == 0 ? 0 : (int)(tenc - 2048);
+    const Pow2 f30(NORM_BITS - E), f15(NORM_BITS / 2 - E), f7(LB_BITS - E);
+    double v[CS_PER];
+    load_col_run(x, ldx, i, r, l0, k, v);
+    i64 s1 = 0, s2 = 0, sq = 0;
+    unsigned int w[CS_PER / 4];
+#pragma unroll
+    for (int p = 0; p < CS_PER; ++p) {
+        unsigned int qq = 0;
+        if (l0 + p < k) {  // (v = 0 for a column i >= r: all sums 0)
+            const EntryQ eq = entry_quant(fabs(v[p]), f30, f15, f7);
+            s1 += eq.n1;
+            s2 += eq.h * eq.h;
+            qq = (unsigned int)eq.fq;
+        }
+        sq += qq;
+        if (p % 4 == 0) w[p / 4] = qq; else w[p / 4] |= qq << (8 * (p % 4));
+    }
+    if (i < r && l0 < kq) {
+        signed char* dst = q + (i64)i * ldq + l0;
+        if (vec && l0 + CS_PER <= kq) {
+            *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+        } else {
+#pragma unroll
+            for (int p = 0; p < CS_PER; ++p)
+                if (l0 + p < kq) dst[p] = (signed char)((w[p / 4] >> (8 * (p % 4))) & 255u);
+        }
+    }
+    sh[0][ty][tx] = s1;
+    sh[1][ty][tx] = s2;
+    sh[2][ty][tx] = sq;
+    __syncthreads();
+    if (ty == 0 && i < r) {
+        for (int y = 1; y < CS_Y; ++y) {
+            s1 += sh[0][y][tx];
+            s2 += sh[1][y][tx];
+            sq += sh[2][y][tx];
+        }
+        if (s1) atomicAdd((unsigned long long*)(acc + i), (unsigned long long)s1);
+        if (s2) atomicAdd((unsigned long long*)(acc + (i64)r + i), (unsigned long long)s2);
+        if (sq) atomicAdd((unsigned long long*)(acc + 2 * (i64)r + i), (unsigned long long)sq);
+    }
+}
+
+#define COL_SPLIT_KERNELS(SUFFIX, T)                                                                  \
+    extern "C" __global__ void __launch_bounds__(32 * CS_Y) col_extent##SUFFIX(                        \
+        const T* __restrict__ x, i64 ldx, int r, int k, u64* __restrict__ acc) {                      \
+        col_extent_impl<T>(x, ldx, r, k, acc);                                                        \
+    }                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(32 * CS_Y) col_sums##SUFFIX(                          \
+        const T* __restrict__ x, i64 ldx, int r, int k, signed char* __restrict__ q, i64 ldq, int kq, \
+        int vec, u64* __restrict__ acc) {                                                             \
+        col_sums_impl<T>(x, ldx, r, k, q, ldq, kq, vec, acc);                                         \
+    }
+COL_SPLIT_KERNELS(, double)
+COL_SPLIT_KERNELS(_f32, float)
+
 // per row: E, width, norm1, zero_row, n1, n2, qsum from the accumulators; the NaN/Inf flag
 // (top = 1025, see row_stats_impl). One thread per row.
 extern "C" __global__ void row_finish(const u64* __restrict__ acc, int r, i64* __restrict__ E_out,
