@@ -258,7 +258,7 @@ def _residue_reference(x, shift, moduli, rp, kp):
 def test_residues_of_column_major_rows(dt, columns, monkeypatch):
     """Residues of the rows of a column-major view (B^T of a row-major B with a row stride
     wider than n) against Python integers: read through the columns (crt.cu
-    scaled_residues_cols, tiles of 32 rows x 64 entries, moduli stored eight at a time) or
+    scaled_residues_cols, tiles of 16 rows x 256 entries, moduli stored eight at a time) or
     copied first; moduli counts around the batch of 8, padding rows and entries, tails of
     both tile dimensions, rounded and left-shifted entries, subnormals and zeros."""
     from ozgemm.crt.moduli import MODULI
@@ -268,7 +268,7 @@ def test_residues_of_column_major_rows(dt, columns, monkeypatch):
     monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
     eng = get_engine("cuda")
     rng = np.random.default_rng(21)
-    for k, n, N in ((45, 70, 9), (130, 33, 16), (7, 5, 8), (70, 40, 17)):
+    for k, n, N in ((45, 70, 9), (300, 33, 16), (7, 5, 8), (70, 40, 17)):
         wide = ((rng.random((k, n + 5)) - 0.5) * np.exp2(rng.integers(-30, 30, (k, n + 5)))).astype(dt)
         wide[0, :3] = [0.0, -0.0, (1.4e-45 if dt == np.float32 else 5e-324)]
         wide[:, 1] = 0.0

@@ -462,8 +462,8 @@ class CudaEngine(Engine):
             # rows of x = columns of a row-major matrix, read in place (crt.cu scaled_residues_cols)
             tab = _pow2_table(n_moduli)
             f = _fn("scaled_residues_cols_f32" if x.dtype == cp.float32 else "scaled_residues_cols", n_moduli)
-            grid = (-(-rp // 32), min(-(-kp // 64), 65535))
-            f(grid, (32, 8), (x, np.int64(ldc), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r),
+            grid = (-(-rp // 16), min(-(-kp // 256), 65535))  # tiles of 16 rows x 256 entries
+            f(grid, (16, 32), (x, np.int64(ldc), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r),
                               np.int32(k), np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]), out))
         elif rp * kp:
             tab = _pow2_table(n_moduli)

@@ -166,34 +166,39 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
 
 // The same residues for the rows of x^T, read from x's columns (no transposed copy): x is
 // k x r row-major (ldx: row stride in elements), row i of the output comes from column i of
-// x, out is (NMOD, rp, kp) as above. Block (32, 8) = a tile of 32 output rows x 64 entries:
-// threadIdx.x picks the column (each load is 32 consecutive elements of one row of x),
+// x, out is (NMOD, rp, kp) as above. Block (16, 32) = a tile of 16 output rows x 256 entries:
+// threadIdx.x picks the column (a warp's loads are two 128-byte runs of rows of x),
 // threadIdx.y the group of 8 entries; the tile's 8-byte words go through shared memory, eight
-// moduli at a time, so that each warp stores 64-byte segments of four output rows.
-// Grid: x over ceil(rp / 32) tiles, y over 64-entry groups (grid-stride).
+// moduli at a time, so that each warp stores a 256-byte segment of one output row (as the
+// row kernel does; 64-byte segments measured 27 % slower, NOTES.md GPU v7).
+// Grid: x over ceil(rp / 16) tiles, y over 256-entry groups (grid-stride).
 #define RC_BATCH 8
+#define RC_ROWS 16
+#define RC_GROUPS 32
 template <typename T>
 __device__ __forceinline__ void scaled_residues_cols_impl(const T* __restrict__ x, i64 ldx,
                                                           const i64* __restrict__ shift,
                                                           int r, int k, int rp, int kp,
                                                           const short* __restrict__ pow2tab, int tabw,
                                                           uint2* __restrict__ out) {
-    __shared__ uint2 tile[RC_BATCH][32][9];  // [modulus][output row][entry group] (+1: no bank conflicts)
-    const int tx = threadIdx.x, ty = threadIdx.y, t = ty * 32 + tx;
-    const int i = blockIdx.x * 32 + tx;
+    // [modulus][output row][entry group]; +1 keeps the stride odd (half-warps conflict-free)
+    __shared__ uint2 tile[RC_BATCH][RC_ROWS][RC_GROUPS + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y, t = ty * RC_ROWS + tx;
+    const int i = blockIdx.x * RC_ROWS + tx;
     const i64 slab8 = (i64)rp * kp / RES_PER_THREAD;
     const i64 row8 = kp / RES_PER_THREAD;  // one output row in uint2 units
     const i64 sh = i < r ? shift[i] : 0;
-    for (int l0 = (blockIdx.y * 8 + ty) * RES_PER_THREAD, g0 = blockIdx.y * 8 * RES_PER_THREAD; g0 < kp;
-         l0 += gridDim.y * 8 * RES_PER_THREAD, g0 += gridDim.y * 8 * RES_PER_THREAD) {
+    const int span = RC_GROUPS * RES_PER_THREAD;  // entries per tile
+    for (int g0 = blockIdx.y * span; g0 < kp; g0 += gridDim.y * span) {  // block-uniform
+        const int l0 = g0 + ty * RES_PER_THREAD;
         double xv[RES_PER_THREAD];
 #pragma unroll
         for (int e = 0; e < RES_PER_THREAD; ++e)
             xv[e] = (i < r && l0 + e < k) ? load_f64(x + (i64)(l0 + e) * ldx + i) : 0.0;
-        // in the stores, thread t moves word g = t % 8 of output row t / 8 for each modulus
-        // of the batch: a warp writes 64-byte segments of four rows
-        const int orow = blockIdx.x * 32 + (t >> 3);
-        const i64 og = g0 / RES_PER_THREAD + (t & 7);
+        // in the stores, thread t moves word t % 32 of output row t / 32 for each modulus
+        // of the batch
+        const int orow = blockIdx.x * RC_ROWS + (t >> 5);
+        const i64 og = g0 / RES_PER_THREAD + (t & 31);
         const bool st_ok = orow < rp && og < row8;
         uint2* o = out + (i64)orow * row8 + og;
         residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) {
@@ -203,7 +208,7 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const T* __restrict__ 
                 __syncthreads();
 #pragma unroll
                 for (int qq = 0; qq < RC_BATCH; ++qq)
-                    if (q0 + qq <= q && st_ok) o[(i64)(q0 + qq) * slab8] = tile[qq][t >> 3][t & 7];
+                    if (q0 + qq <= q && st_ok) o[(i64)(q0 + qq) * slab8] = tile[qq][t >> 5][t & 31];
                 __syncthreads();  // before the next batch overwrites the tile
             }
         });
@@ -220,7 +225,7 @@ SCALED_RESIDUES_KERNEL(scaled_residues, double)
 SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
 
 #define SCALED_RESIDUES_COLS_KERNEL(NAME, T)                                                          \
-    extern "C" __global__ void __launch_bounds__(256) NAME(                                         \
+    extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS) NAME(                                       \
         const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp, \
         const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out) {                       \
         scaled_residues_cols_impl<T>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);                \
