@@ -1,5 +1,6 @@
 """A/B of B's path on the GPU (NOTES.md, GPU v7): statistics + residues of B^T read through
-B's columns (``_READ_COLUMNS = True``) against a transposed copy first (False), same process,
+B's columns (``_READ_COLUMNS = True``; ``--variants``: tile geometries of the column residue
+kernel) against a transposed copy first (False), same process,
 interleaved rounds, outputs compared byte for byte.
 
 Timed per variant (CUDA events, median over rounds of the per-round median of --reps):
@@ -38,6 +39,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--dtypes", nargs="+", default=["float64", "float32"])
+    ap.add_argument("--variants", nargs="+", default=["16x32"], help="column residue kernels (float64)")
     args = ap.parse_args()
     eng = get_engine("cuda")
     print("| dtype | n | variant | stats ms | residues ms | sum ms |")
@@ -48,11 +50,14 @@ def main():
             _, b = _inputs(n, 0.5, 0, np.dtype(dt))
             bt = b.T
             kp = np_ = -(-n // 16) * 16
-            times = {True: ([], []), False: ([], [])}
+            vs = ["transpose"] + (args.variants if dt == "float64" else ["f32"])
+            times = {v: ([], []) for v in vs}
             outs = {}
             for r in range(args.rounds):
-                for v in ((True, False) if r % 2 == 0 else (False, True)):
-                    kc._READ_COLUMNS = v
+                for v in (vs if r % 2 == 0 else vs[::-1]):
+                    kc._READ_COLUMNS = v != "transpose"
+                    if v != "transpose":
+                        kc._COLS_RES = v
                     st = eng.row_stats(bt)
                     t = cp.where(st.zero_row, 0, beta - st.E)
                     src = st.src
@@ -64,10 +69,10 @@ def main():
                     times[v][0].append(_ms(lambda: eng.row_stats(bt), args.reps))
                     times[v][1].append(_ms(lambda: eng.residues_padded(src, t, N, np_, kp), args.reps))
                     del st, src
-            same = outs[True] == outs[False]
-            for v in (False, True):
+            same = all(outs[v] == outs["transpose"] for v in vs)
+            for v in vs:
                 s, rr = statistics.median(times[v][0]), statistics.median(times[v][1])
-                print(f"| {dt} | {n} | {'columns' if v else 'transpose'} | {s:.3f} | {rr:.3f} | {s + rr:.3f} |")
+                print(f"| {dt} | {n} | {v} | {s:.3f} | {rr:.3f} | {s + rr:.3f} |")
             print(f"| {dt} | {n} | identical bytes: {same} | | | |", flush=True)
             del b, bt
             cp.get_default_memory_pool().free_all_blocks()

@@ -268,7 +268,7 @@ def test_residues_of_column_major_rows(dt, columns, monkeypatch):
     monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
     eng = get_engine("cuda")
     rng = np.random.default_rng(21)
-    for k, n, N in ((45, 70, 9), (300, 33, 16), (7, 5, 8), (70, 40, 17)):
+    for k, n, N in ((45, 70, 9), (300, 33, 16), (7, 5, 8), (70, 40, 17), (1100, 20, 16)):
         wide = ((rng.random((k, n + 5)) - 0.5) * np.exp2(rng.integers(-30, 30, (k, n + 5)))).astype(dt)
         wide[0, :3] = [0.0, -0.0, (1.4e-45 if dt == np.float32 else 5e-324)]
         wide[:, 1] = 0.0
@@ -277,9 +277,12 @@ def test_residues_of_column_major_rows(dt, columns, monkeypatch):
         rp, kp = -(-n // 16) * 16 + 16, -(-k // 16) * 16
         bt = cp.asarray(wide)[:, :n].T
         assert (kc._columns_ld(bt) is not None) == columns
-        got = cp.asnumpy(eng.residues_padded(bt, cp.asarray(shift), N, rp, kp))
         want = _residue_reference(b.T.astype(np.float64), shift, MODULI[:N], rp, kp)
-        assert np.array_equal(got, want), (k, n, N)
+        for name in (kc._COLS_RES_GEOM if dt == np.float64 and columns else [kc._COLS_RES]):
+            if name != "f32":
+                monkeypatch.setattr(kc, "_COLS_RES", name)
+            got = cp.asnumpy(eng.residues_padded(bt, cp.asarray(shift), N, rp, kp))
+            assert np.array_equal(got, want), (k, n, N, name)
 
 
 def test_semantics_rows_and_specials_on_gpu():

@@ -56,6 +56,10 @@ _STATS_SPLIT = True
 # the transposed copy (kept for A/B measurements)
 _READ_COLUMNS = True
 _CS_CHUNK = 8 * 16  # stats.cu CS_CHUNK (col_extent / col_sums)
+# crt.cu scaled_residues_cols_<name>: (tile rows, 8-entry groups, prefetch)
+_COLS_RES_GEOM = {"16x32": (16, 32, False), "16x16": (16, 16, False), "16x16p": (16, 16, True),
+                  "32x8p": (32, 8, True), "32x16p": (32, 16, True), "f32": (16, 32, False)}
+_COLS_RES = "16x32"
 
 
 def _columns_ld(x):
@@ -461,9 +465,12 @@ class CudaEngine(Engine):
         if rp * kp and ldc is not None:
             # rows of x = columns of a row-major matrix, read in place (crt.cu scaled_residues_cols)
             tab = _pow2_table(n_moduli)
-            f = _fn("scaled_residues_cols_f32" if x.dtype == cp.float32 else "scaled_residues_cols", n_moduli)
-            grid = (-(-rp // 16), min(-(-kp // 256), 65535))  # tiles of 16 rows x 256 entries
-            f(grid, (16, 32), (x, np.int64(ldc), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r),
+            name = "f32" if x.dtype == cp.float32 else _COLS_RES
+            rows, groups, pf = _COLS_RES_GEOM[name]
+            f = _fn("scaled_residues_cols_" + name, n_moduli)
+            ty = -(-kp // (8 * groups))
+            grid = (-(-rp // rows), min(-(-ty // 4) if pf else ty, 65535))  # pf: each block loops ~4 tiles
+            f(grid, (rows, groups), (x, np.int64(ldc), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r),
                               np.int32(k), np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]), out))
         elif rp * kp:
             tab = _pow2_table(n_moduli)
