@@ -1,6 +1,5 @@
 """A/B of B's path on the GPU (NOTES.md, GPU v7): statistics + residues of B^T read through
-B's columns (``_READ_COLUMNS = True``; ``--variants``: tile geometries of the column residue
-kernel) against a transposed copy first (False), same process,
+B's columns (``_READ_COLUMNS = True``, float64 only) against a transposed copy first (False), same process,
 interleaved rounds, outputs compared byte for byte.
 
 Timed per variant (CUDA events, median over rounds of the per-round median of --reps):
@@ -38,8 +37,7 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--dtypes", nargs="+", default=["float64", "float32"])
-    ap.add_argument("--variants", nargs="+", default=["16x32"], help="column residue kernels (float64)")
+    ap.add_argument("--dtypes", nargs="+", default=["float64"])
     args = ap.parse_args()
     eng = get_engine("cuda")
     print("| dtype | n | variant | stats ms | residues ms | sum ms |")
@@ -50,14 +48,12 @@ def main():
             _, b = _inputs(n, 0.5, 0, np.dtype(dt))
             bt = b.T
             kp = np_ = -(-n // 16) * 16
-            vs = ["transpose"] + (args.variants if dt == "float64" else ["f32"])
+            vs = ["transpose", "columns"]
             times = {v: ([], []) for v in vs}
             outs = {}
             for r in range(args.rounds):
                 for v in (vs if r % 2 == 0 else vs[::-1]):
                     kc._READ_COLUMNS = v != "transpose"
-                    if v != "transpose":
-                        kc._COLS_RES = v
                     st = eng.row_stats(bt)
                     t = cp.where(st.zero_row, 0, beta - st.E)
                     src = st.src

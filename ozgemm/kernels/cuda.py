@@ -50,23 +50,21 @@ _RS_THREADS, _RS_CHUNK = 256, 256 * 8  # stats.cu RS_THREADS, RS_CHUNK (row_exte
 # one-component rows go through the three streaming kernels (row_extent, row_sums, row_finish)
 # instead of one block per row (kept for dd/binary128 components and very long rows)
 _STATS_SPLIT = True
-# a column-major operand (B^T, as the planner passes it: columns of a row-major B) is read
-# through its columns by the statistics and residue kernels (stats.cu col_extent / col_sums,
-# crt.cu scaled_residues_cols) instead of being copied by a transpose kernel first; False:
-# the transposed copy (kept for A/B measurements)
+# a float64 column-major operand (B^T, as the planner passes it: columns of a row-major B) is
+# read through its columns by the statistics and residue kernels (stats.cu col_extent /
+# col_sums, crt.cu scaled_residues_cols) instead of being copied by a transpose kernel first
+# (fp64 8192: B's statistics + residues 1.06 -> 0.92 ms, NOTES.md GPU v7); False: the
+# transposed copy (kept for A/B measurements)
 _READ_COLUMNS = True
 _CS_CHUNK = 8 * 16  # stats.cu CS_CHUNK (col_extent / col_sums)
-# crt.cu scaled_residues_cols_<name>: (tile rows, 8-entry groups, prefetch)
-_COLS_RES_GEOM = {"16x32": (16, 32, False), "16x16": (16, 16, False), "16x16p": (16, 16, True),
-                  "32x8p": (32, 8, True), "32x16p": (32, 16, True), "f32": (16, 32, False)}
-_COLS_RES = "16x32"
 
 
 def _columns_ld(x):
     """Row stride (in elements) of the row-major matrix whose columns are the rows of ``x``,
-    when ``x`` is a 2-D float32/float64 column-major view (e.g. ``b.T`` of a row-major ``b``)
-    that the column kernels read directly; else None."""
-    if not _READ_COLUMNS or x.ndim != 2 or x.dtype not in (cp.float64, cp.float32) or x.flags.c_contiguous:
+    when ``x`` is a 2-D float64 column-major view (e.g. ``b.T`` of a row-major ``b``) that the
+    column kernels read directly; else None. (float32 operands are transposed first: their
+    column kernels measured slower than the copy they save, NOTES.md GPU v7.)"""
+    if not _READ_COLUMNS or x.ndim != 2 or x.dtype != cp.float64 or x.flags.c_contiguous:
         return None
     it = x.itemsize
     if x.strides[0] == it and x.strides[1] > 0 and x.strides[1] % it == 0 and x.size:
@@ -465,12 +463,9 @@ class CudaEngine(Engine):
         if rp * kp and ldc is not None:
             # rows of x = columns of a row-major matrix, read in place (crt.cu scaled_residues_cols)
             tab = _pow2_table(n_moduli)
-            name = "f32" if x.dtype == cp.float32 else _COLS_RES
-            rows, groups, pf = _COLS_RES_GEOM[name]
-            f = _fn("scaled_residues_cols_" + name, n_moduli)
-            ty = -(-kp // (8 * groups))
-            grid = (-(-rp // rows), min(-(-ty // 4) if pf else ty, 65535))  # pf: each block loops ~4 tiles
-            f(grid, (rows, groups), (x, np.int64(ldc), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r),
+            f = _fn("scaled_residues_cols", n_moduli)
+            grid = (-(-rp // 16), min(-(-kp // 128), 65535))  # tiles of 16 rows x 128 entries
+            f(grid, (16, 16), (x, np.int64(ldc), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r),
                               np.int32(k), np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]), out))
         elif rp * kp:
             tab = _pow2_table(n_moduli)

@@ -165,52 +165,41 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
 }
 
 // The same residues for the rows of x^T, read from x's columns (no transposed copy): x is
-// k x r row-major (ldx: row stride in elements), row i of the output comes from column i of
-// x, out is (NMOD, rp, kp) as above. Block (ROWS, GROUPS) = a tile of ROWS output rows x
-// 8 GROUPS entries: threadIdx.x picks the column (a warp's loads are runs of 8 ROWS bytes of
-// rows of x), threadIdx.y the group of 8 entries; the tile's 8-byte words go through shared
-// memory, eight moduli at a time, so that a warp stores runs of 8 GROUPS bytes of output rows.
-// PF: the next tile's entries are loaded before this tile's residues are computed (the grid
-// then holds fewer blocks than tiles). Grid: x over ceil(rp / ROWS) tiles, y over entry
-// groups (grid-stride, block-uniform).
+// k x r row-major float64 (ldx: row stride in elements), row i of the output comes from
+// column i of x, out is (NMOD, rp, kp) as above. Block (RC_ROWS, RC_GROUPS) = a tile of 16
+// output rows x 128 entries: threadIdx.x picks the column (a warp's loads are two 128-byte
+// runs of rows of x), threadIdx.y the group of 8 entries; the tile's 8-byte words go through
+// shared memory, RC_BATCH moduli at a time, so that a warp stores 128-byte runs of two output
+// rows. (Measured against 16 x 256, 32 x 64 and 32 x 128 tiles and a prefetch of the next
+// tile: this geometry was the fastest, still ~20 % slower than the row kernel on a
+// transposed copy, but without the copy; NOTES.md GPU v7.)
+// Grid: x over ceil(rp / RC_ROWS) tiles, y over 128-entry groups (grid-stride, block-uniform).
 #define RC_BATCH 8
-template <typename T, int ROWS, int GROUPS, bool PF>
-__device__ __forceinline__ void scaled_residues_cols_impl(const T* __restrict__ x, i64 ldx,
+#define RC_ROWS 16
+#define RC_GROUPS 16
+__device__ __forceinline__ void scaled_residues_cols_impl(const double* __restrict__ x, i64 ldx,
                                                           const i64* __restrict__ shift,
                                                           int r, int k, int rp, int kp,
                                                           const short* __restrict__ pow2tab, int tabw,
                                                           uint2* __restrict__ out) {
     // [modulus][output row][entry group]; +1 keeps half-warp accesses conflict-free
-    __shared__ uint2 tile[RC_BATCH][ROWS][GROUPS + 1];
-    const int tx = threadIdx.x, ty = threadIdx.y, t = ty * ROWS + tx;
-    const int i = blockIdx.x * ROWS + tx;
+    __shared__ uint2 tile[RC_BATCH][RC_ROWS][RC_GROUPS + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y, t = ty * RC_ROWS + tx;
+    const int i = blockIdx.x * RC_ROWS + tx;
     const i64 slab8 = (i64)rp * kp / RES_PER_THREAD;
     const i64 row8 = kp / RES_PER_THREAD;  // one output row in uint2 units
     const i64 sh = i < r ? shift[i] : 0;
-    const int span = GROUPS * RES_PER_THREAD;  // entries per tile
-    // in the stores, thread t moves word t % GROUPS of tile row t / GROUPS for each modulus
-    const int orow = blockIdx.x * ROWS + t / GROUPS;
-    const bool row_ok = orow < rp;
-    auto load = [&](int g0, double* xv) {
+    const int span = RC_GROUPS * RES_PER_THREAD;  // entries per tile
+    // in the stores, thread t moves word t % RC_GROUPS of tile row t / RC_GROUPS per modulus
+    const int orow = blockIdx.x * RC_ROWS + t / RC_GROUPS;
+    for (int g0 = blockIdx.y * span; g0 < kp; g0 += gridDim.y * span) {
         const int l0 = g0 + ty * RES_PER_THREAD;
+        double xv[RES_PER_THREAD];
 #pragma unroll
         for (int e = 0; e < RES_PER_THREAD; ++e)
-            xv[e] = (i < r && l0 + e < k) ? load_f64(x + (i64)(l0 + e) * ldx + i) : 0.0;
-    };
-    double nx[RES_PER_THREAD];
-    int g0 = blockIdx.y * span;
-    if (PF && g0 < kp) load(g0, nx);
-    for (; g0 < kp; g0 += gridDim.y * span) {
-        double xv[RES_PER_THREAD];
-        if (PF) {
-#pragma unroll
-            for (int e = 0; e < RES_PER_THREAD; ++e) xv[e] = nx[e];
-            if (g0 + gridDim.y * span < kp) load(g0 + gridDim.y * span, nx);
-        } else {
-            load(g0, xv);
-        }
-        const i64 og = g0 / RES_PER_THREAD + t % GROUPS;
-        const bool st_ok = row_ok && og < row8;
+            xv[e] = (i < r && l0 + e < k) ? x[(i64)(l0 + e) * ldx + i] : 0.0;
+        const i64 og = g0 / RES_PER_THREAD + t % RC_GROUPS;
+        const bool st_ok = orow < rp && og < row8;
         uint2* o = out + (i64)orow * row8 + og;
         residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) {
             const int q0 = q - q % RC_BATCH;
@@ -219,7 +208,7 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const T* __restrict__ 
                 __syncthreads();
 #pragma unroll
                 for (int qq = 0; qq < RC_BATCH; ++qq)
-                    if (q0 + qq <= q && st_ok) o[(i64)(q0 + qq) * slab8] = tile[qq][t / GROUPS][t % GROUPS];
+                    if (q0 + qq <= q && st_ok) o[(i64)(q0 + qq) * slab8] = tile[qq][t / RC_GROUPS][t % RC_GROUPS];
                 __syncthreads();  // before the next batch overwrites the tile
             }
         });
@@ -235,18 +224,12 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const T* __restrict__ 
 SCALED_RESIDUES_KERNEL(scaled_residues, double)
 SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
 
-#define SCALED_RESIDUES_COLS_KERNEL(NAME, T, ROWS, GROUPS, PF, MINB)                                  \
-    extern "C" __global__ void __launch_bounds__(ROWS * GROUPS, MINB) NAME(                                 \
-        const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp, \
-        const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out) {                       \
-        scaled_residues_cols_impl<T, ROWS, GROUPS, PF>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out); \
-    }
-SCALED_RESIDUES_COLS_KERNEL(scaled_residues_cols_16x32, double, 16, 32, false, 2)
-SCALED_RESIDUES_COLS_KERNEL(scaled_residues_cols_16x16, double, 16, 16, false, 4)
-SCALED_RESIDUES_COLS_KERNEL(scaled_residues_cols_16x16p, double, 16, 16, true, 3)
-SCALED_RESIDUES_COLS_KERNEL(scaled_residues_cols_32x8p, double, 32, 8, true, 3)
-SCALED_RESIDUES_COLS_KERNEL(scaled_residues_cols_32x16p, double, 32, 16, true, 2)
-SCALED_RESIDUES_COLS_KERNEL(scaled_residues_cols_f32, float, 16, 32, false, 2)
+// (at most 64 registers: four blocks of 256 threads per SM)
+extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 4) scaled_residues_cols(
+    const double* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp,
+    const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out) {
+    scaled_residues_cols_impl(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);
+}
 
 // --- CRT reconstruction + final rounding ------------------------------------------------
 // c: NMOD slabs of int32 exact products (row-major, row stride ldc, slab stride sc), or

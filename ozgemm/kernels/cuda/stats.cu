@@ -282,7 +282,7 @@ ROW_SPLIT_KERNELS(, double)
 ROW_SPLIT_KERNELS(_f32, float)
 
 // The same two passes for the rows of x^T, read from x's columns (no transposed copy): x is
-// k x r row-major (row stride ldx), statistics row i is column i of x, q is r x kq (row
+// k x r row-major float64 (row stride ldx), statistics row i is column i of x, q is r x kq (row
 // stride ldq) as above, acc as above (then row_finish). Block (32, CS_Y): threadIdx.x picks
 // the column (each load is 32 consecutive elements of a row of x), threadIdx.y a run of
 // CS_PER consecutive entries (its q bytes are one 16-byte store where aligned); the block's
@@ -384,8 +384,7 @@ __device__ __forceinline__ void col_sums_impl(const T* __restrict__ x, i64 ldx, 
         int vec, u64* __restrict__ acc) {                                                             \
         col_sums_impl<T>(x, ldx, r, k, q, ldq, kq, vec, acc);                                         \
     }
-COL_SPLIT_KERNELS(, double)
-COL_SPLIT_KERNELS(_f32, float)
+COL_SPLIT_KERNELS(, double)  // (float32 measured slower than transposing first: NOTES.md GPU v7)
 
 // per row: E, width, norm1, zero_row, n1, n2, qsum from the accumulators; the NaN/Inf flag
 // (top = 1025, see row_stats_impl). One thread per row.
