@@ -177,6 +177,7 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
 #define RC_BATCH 8
 #define RC_ROWS 16
 #define RC_GROUPS 16
+template <bool SWAP>
 __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restrict__ x, i64 ldx,
                                                           const i64* __restrict__ shift,
                                                           int r, int k, int rp, int kp,
@@ -185,50 +186,53 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
     // [modulus][output row][entry group]; +1 keeps half-warp accesses conflict-free
     __shared__ uint2 tile[RC_BATCH][RC_ROWS][RC_GROUPS + 1];
     const int tx = threadIdx.x, ty = threadIdx.y, t = ty * RC_ROWS + tx;
-    const int i = blockIdx.x * RC_ROWS + tx;
     const i64 slab8 = (i64)rp * kp / RES_PER_THREAD;
     const i64 row8 = kp / RES_PER_THREAD;  // one output row in uint2 units
-    const i64 sh = i < r ? shift[i] : 0;
     const int span = RC_GROUPS * RES_PER_THREAD;  // entries per tile
-    // in the stores, thread t moves word t % RC_GROUPS of tile row t / RC_GROUPS per modulus
-    const int orow = blockIdx.x * RC_ROWS + t / RC_GROUPS;
-    for (int g0 = blockIdx.y * span; g0 < kp; g0 += gridDim.y * span) {
-        const int l0 = g0 + ty * RES_PER_THREAD;
-        double xv[RES_PER_THREAD];
+    // SWAP: blockIdx.x over entry groups, y over row tiles (blocks running together then
+    // write whole output rows); else x over row tiles, y over entry groups. Both loops are
+    // grid-stride and block-uniform.
+    const int bt0 = SWAP ? blockIdx.y : blockIdx.x, nbt = SWAP ? gridDim.y : gridDim.x;
+    const int bg0 = SWAP ? blockIdx.x : blockIdx.y, nbg = SWAP ? gridDim.x : gridDim.y;
+    for (int bt = bt0; bt * RC_ROWS < rp; bt += nbt) {
+        const int i = bt * RC_ROWS + tx;
+        const i64 sh = i < r ? shift[i] : 0;
+        // in the stores, thread t moves word t % RC_GROUPS of tile row t / RC_GROUPS per modulus
+        const int orow = bt * RC_ROWS + t / RC_GROUPS;
+        for (int g0 = bg0 * span; g0 < kp; g0 += nbg * span) {
+            const int l0 = g0 + ty * RES_PER_THREAD;
+            double xv[RES_PER_THREAD];
 #pragma unroll
-        for (int e = 0; e < RES_PER_THREAD; ++e)
-            xv[e] = (i < r && l0 + e < k) ? x[(i64)(l0 + e) * ldx + i] : 0.0;
-        const i64 og = g0 / RES_PER_THREAD + t % RC_GROUPS;
-        const bool st_ok = orow < rp && og < row8;
-        uint2* o = out + (i64)orow * row8 + og;
-        residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) {
-            const int q0 = q - q % RC_BATCH;
-            tile[q - q0][tx][ty] = w;
-            if (q - q0 == RC_BATCH - 1 || q == NMOD - 1) {  // a batch is complete: store it
-                __syncthreads();
+            for (int e = 0; e < RES_PER_THREAD; ++e)
+                xv[e] = (i < r && l0 + e < k) ? x[(i64)(l0 + e) * ldx + i] : 0.0;
+            const i64 og = g0 / RES_PER_THREAD + t % RC_GROUPS;
+            const bool st_ok = orow < rp && og < row8;
+            uint2* o = out + (i64)orow * row8 + og;
+            residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) {
+                const int q0 = q - q % RC_BATCH;
+                tile[q - q0][tx][ty] = w;
+                if (q - q0 == RC_BATCH - 1 || q == NMOD - 1) {  // a batch is complete: store it
+                    __syncthreads();
 #pragma unroll
-                for (int qq = 0; qq < RC_BATCH; ++qq)
-                    if (q0 + qq <= q && st_ok) o[(i64)(q0 + qq) * slab8] = tile[qq][t / RC_GROUPS][t % RC_GROUPS];
-                __syncthreads();  // before the next batch overwrites the tile
-            }
-        });
+                    for (int qq = 0; qq < RC_BATCH; ++qq)
+                        if (q0 + qq <= q && st_ok) o[(i64)(q0 + qq) * slab8] = tile[qq][t / RC_GROUPS][t % RC_GROUPS];
+                    __syncthreads();  // before the next batch overwrites the tile
+                }
+            });
+        }
     }
 }
-
-#define SCALED_RESIDUES_KERNEL(NAME, T)                                                              \
-    extern "C" __global__ void NAME(const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, \
-                                    int r, int k, int rp, int kp, const short* __restrict__ pow2tab, \
-                                    int tabw, int vec, uint2* __restrict__ out) {                   \
-        scaled_residues_impl<T>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, vec, out);               \
-    }
-SCALED_RESIDUES_KERNEL(scaled_residues, double)
-SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
 
 // (at most 64 registers: four blocks of 256 threads per SM)
 extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 4) scaled_residues_cols(
     const double* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp,
     const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out) {
-    scaled_residues_cols_impl(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);
+    scaled_residues_cols_impl<false>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);
+}
+extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 4) scaled_residues_cols_t(
+    const double* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp,
+    const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out) {
+    scaled_residues_cols_impl<true>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);
 }
 
 // --- CRT reconstruction + final rounding ------------------------------------------------
