@@ -343,9 +343,9 @@ class CudaEngine(Engine):
             # columns (stats.cu col_extent / col_sums; same bits as row_stats), then row_finish
             acc = cp.zeros((5, r), dtype=cp.int64)
             grid = (-(-r // 32), -(-k // _CS_CHUNK))
-            _fn("col_extent" + sfx)(grid, (32, 8), (x, np.int64(ldc), np.int32(r), np.int32(k), acc))
+            _fn("col_extent")(grid, (32, 8), (x, np.int64(ldc), np.int32(r), np.int32(k), acc))
             vec = int(k % 16 == 0 and q.data.ptr % 16 == 0)
-            _fn("col_sums" + sfx)(grid, (32, 8), (x, np.int64(ldc), np.int32(r), np.int32(k), q, np.int64(k),
+            _fn("col_sums")(grid, (32, 8), (x, np.int64(ldc), np.int32(r), np.int32(k), q, np.int64(k),
                                                   np.int32(k), np.int32(vec), acc))
             _fn("row_finish")(((r + 255) // 256,), (256,), (acc, np.int32(r), E, width, norm1, zero,
                                                            n1, n2, qsum, flag))

@@ -223,6 +223,15 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
     }
 }
 
+#define SCALED_RESIDUES_KERNEL(NAME, T)                                                              \
+    extern "C" __global__ void NAME(const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, \
+                                    int r, int k, int rp, int kp, const short* __restrict__ pow2tab, \
+                                    int tabw, int vec, uint2* __restrict__ out) {                   \
+        scaled_residues_impl<T>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, vec, out);               \
+    }
+SCALED_RESIDUES_KERNEL(scaled_residues, double)
+SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
+
 // (at most 64 registers: four blocks of 256 threads per SM)
 extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 4) scaled_residues_cols(
     const double* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp,

@@ -1,0 +1,47 @@
+"""The CUDA engine's kernel sources compile with nvcc (where installed: no GPU needed) and
+define every kernel name that ozgemm/kernels/cuda.py launches.
+
+NVRTC compiles these sources at run time on the GPU; a kernel name lost in an edit would only
+show there (it did once, in session 10, before a device run caught it)."""
+import re
+import shutil
+import subprocess
+from importlib import resources
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+
+def _entries(src: str, tmp_path, name: str) -> set:
+    f = tmp_path / f"{name}.cu"
+    f.write_text(src)
+    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v", "-o",
+                        str(tmp_path / f"{name}.cubin"), str(f)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return set(re.findall(r"Compiling entry function '(\w+)'", p.stderr))
+
+
+def _launched() -> set:
+    """Kernel names in the engine's _fn(...) calls: every string literal in the call, and each
+    with the "_f32" suffix where a suffix variable is appended."""
+    text = (resources.files("ozgemm.kernels") / "cuda.py").read_text()
+    names = set()
+    for call in re.findall(r"_fn\(([^()]*)\)", text):
+        lits = re.findall(r'"(\w+)"', call)
+        names.update(lits)
+        if "sfx" in call:
+            names.update(n + "_f32" for n in lits)
+    return names
+
+
+@pytest.mark.parametrize("n_moduli", [9, 16, 40])
+def test_kernel_sources_define_every_launched_name(tmp_path, n_moduli):
+    from ozgemm.kernels.cuda_src import common_source, kernel_source
+
+    crt = kernel_source(n_moduli).replace("__device__ __constant__ const", "__device__ const")  # as _module
+    stats = common_source() + (resources.files("ozgemm.kernels") / "cuda" / "stats.cu").read_text()
+    defined = _entries(crt, tmp_path, "crt") | _entries(stats, tmp_path, "stats")
+    launched = _launched()
+    assert {"scaled_residues", "scaled_residues_cols", "row_extent", "col_sums", "plan_shifts"} <= launched
+    assert launched <= defined, sorted(launched - defined)
