@@ -48,13 +48,12 @@ def main():
             _, b = _inputs(n, 0.5, 0, np.dtype(dt))
             bt = b.T
             kp = np_ = -(-n // 16) * 16
-            vs = ["transpose", "columns", "columns_t"]
+            vs = ["transpose", "columns"]
             times = {v: ([], []) for v in vs}
             outs = {}
             for r in range(args.rounds):
                 for v in (vs if r % 2 == 0 else vs[::-1]):
                     kc._READ_COLUMNS = v != "transpose"
-                    kc._COLS_SWAP = v == "columns_t"
                     st = eng.row_stats(bt)
                     t = cp.where(st.zero_row, 0, beta - st.E)
                     src = st.src

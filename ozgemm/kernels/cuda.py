@@ -57,7 +57,6 @@ _STATS_SPLIT = True
 # transposed copy (kept for A/B measurements)
 _READ_COLUMNS = True
 _CS_CHUNK = 8 * 16  # stats.cu CS_CHUNK (col_extent / col_sums)
-_COLS_SWAP = False  # scaled_residues_cols_t: grid x over entry groups (A/B, session 10)
 
 
 def _columns_ld(x):
@@ -464,9 +463,9 @@ class CudaEngine(Engine):
         if rp * kp and ldc is not None:
             # rows of x = columns of a row-major matrix, read in place (crt.cu scaled_residues_cols)
             tab = _pow2_table(n_moduli)
-            f = _fn("scaled_residues_cols_t" if _COLS_SWAP else "scaled_residues_cols", n_moduli)
-            tiles, groups = -(-rp // 16), -(-kp // 128)  # tiles of 16 rows x 128 entries
-            grid = (groups, min(tiles, 65535)) if _COLS_SWAP else (tiles, min(groups, 65535))
+            f = _fn("scaled_residues_cols", n_moduli)
+            # tiles of 16 rows x 128 entries (grid-stride in the kernel beyond the grid)
+            grid = (min(-(-rp // 16), 2**31 - 1), min(-(-kp // 128), 65535))
             f(grid, (16, 16), (x, np.int64(ldc), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r),
                               np.int32(k), np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]), out))
         elif rp * kp:

@@ -170,14 +170,13 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
 // output rows x 128 entries: threadIdx.x picks the column (a warp's loads are two 128-byte
 // runs of rows of x), threadIdx.y the group of 8 entries; the tile's 8-byte words go through
 // shared memory, RC_BATCH moduli at a time, so that a warp stores 128-byte runs of two output
-// rows. (Measured against 16 x 256, 32 x 64 and 32 x 128 tiles and a prefetch of the next
-// tile: this geometry was the fastest, still ~20 % slower than the row kernel on a
-// transposed copy, but without the copy; NOTES.md GPU v7.)
+// rows. (Measured against 16 x 256, 32 x 64 and 32 x 128 tiles, a prefetch of the next tile
+// and a swapped grid: this geometry was the fastest or equal, still ~20 % slower than the
+// row kernel on a transposed copy, but without the copy; NOTES.md GPU v7.)
 // Grid: x over ceil(rp / RC_ROWS) tiles, y over 128-entry groups (grid-stride, block-uniform).
 #define RC_BATCH 8
 #define RC_ROWS 16
 #define RC_GROUPS 16
-template <bool SWAP>
 __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restrict__ x, i64 ldx,
                                                           const i64* __restrict__ shift,
                                                           int r, int k, int rp, int kp,
@@ -189,17 +188,15 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
     const i64 slab8 = (i64)rp * kp / RES_PER_THREAD;
     const i64 row8 = kp / RES_PER_THREAD;  // one output row in uint2 units
     const int span = RC_GROUPS * RES_PER_THREAD;  // entries per tile
-    // SWAP: blockIdx.x over entry groups, y over row tiles (blocks running together then
-    // write whole output rows); else x over row tiles, y over entry groups. Both loops are
-    // grid-stride and block-uniform.
-    const int bt0 = SWAP ? blockIdx.y : blockIdx.x, nbt = SWAP ? gridDim.y : gridDim.x;
-    const int bg0 = SWAP ? blockIdx.x : blockIdx.y, nbg = SWAP ? gridDim.x : gridDim.y;
-    for (int bt = bt0; bt * RC_ROWS < rp; bt += nbt) {
+    // blockIdx.x over row tiles, y over entry groups; both loops grid-stride and block-uniform
+    // (x over entry groups instead, so that the blocks running together write whole output
+    // rows, measured the same: NOTES.md GPU v7)
+    for (int bt = blockIdx.x; bt * RC_ROWS < rp; bt += gridDim.x) {
         const int i = bt * RC_ROWS + tx;
         const i64 sh = i < r ? shift[i] : 0;
         // in the stores, thread t moves word t % RC_GROUPS of tile row t / RC_GROUPS per modulus
         const int orow = bt * RC_ROWS + t / RC_GROUPS;
-        for (int g0 = bg0 * span; g0 < kp; g0 += nbg * span) {
+        for (int g0 = blockIdx.y * span; g0 < kp; g0 += gridDim.y * span) {
             const int l0 = g0 + ty * RES_PER_THREAD;
             double xv[RES_PER_THREAD];
 #pragma unroll
@@ -236,12 +233,7 @@ SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
 extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 4) scaled_residues_cols(
     const double* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp,
     const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out) {
-    scaled_residues_cols_impl<false>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);
-}
-extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 4) scaled_residues_cols_t(
-    const double* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp,
-    const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out) {
-    scaled_residues_cols_impl<true>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);
+    scaled_residues_cols_impl(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);
 }
 
 // --- CRT reconstruction + final rounding ------------------------------------------------
