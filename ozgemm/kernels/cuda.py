@@ -315,7 +315,10 @@ class CudaEngine(Engine):
         """Fused :class:`~ozgemm.precision.stats.RowStats` of the rows of ``x`` (r, k), or of
         (C, r, k) components (dd / binary128 operands, same rules as precision/stats.py).
         ``nonfinite``: an int32 device array whose element 0 is set to 1 when ``x`` holds
-        NaN/Inf (checked at no cost from the row maxima; the statistics are then meaningless)."""
+        NaN/Inf (checked at no cost from the row maxima; the statistics are then meaningless).
+        A float64 column-major ``x`` (the planner's ``b.T`` of a row-major B) is read through
+        B's columns, without a transposed copy, and kept as ``src`` (a view); other layouts are
+        made contiguous rows first."""
         C = x.shape[0] if x.ndim == 3 else 1
         ldc = _columns_ld(x)
         if ldc is not None and -(-x.shape[1] // _CS_CHUNK) > 65535:
@@ -454,7 +457,9 @@ class CudaEngine(Engine):
     # -- fused phases ------------------------------------------------------------------
     def residues_padded(self, x, shift, n_moduli, rp, kp):
         """Scaled residues of the rows of float64 or float32 ``x`` (r, k) into (N, rp, kp) int8
-        (float32 rows are read as they are and widened exactly in the kernel)."""
+        (float32 rows are read as they are and widened exactly in the kernel; a float64
+        column-major ``x`` is read through the columns of the matrix it transposes,
+        ``scaled_residues_cols``; the same bytes either way)."""
         ldc = _columns_ld(x)
         if ldc is None and (x.dtype != cp.float32 or x.ndim != 2 or x.strides[1] != 4):
             x = as_float64(x, contiguous=True)
