@@ -1,11 +1,12 @@
-"""A/B of B's path on the GPU (NOTES.md, GPU v7): statistics + residues of B^T read through
-B's columns (``_READ_COLUMNS = True``, float64 only) against a transposed copy first (False), same process,
-interleaved rounds, outputs compared byte for byte.
+"""A/B of B's path on the GPU (NOTES.md, GPU v7): statistics + residues of a float64 B^T read
+through B's columns (``_READ_COLUMNS = True``) against a transposed copy first (False), same
+process, interleaved rounds, outputs compared byte for byte. (float32 B always takes the copy
+since GPU v7; call 2's float32 figures came from the removed float32 column kernels.)
 
 Timed per variant (CUDA events, median over rounds of the per-round median of --reps):
 ``eng.row_stats(b.T)`` (the planner's B statistics, including the transposed copy where it
 is made) and ``eng.residues_padded`` of the same rows (execute's B residues) for a width of
-58 (float64, 16 moduli) or 31 bits (float32, 9 moduli).
+58 bits and 16 moduli.
 
 Usage (device, repo root): python3 benchmarks/bside_ab.py --sizes 4096 8192 16384 --rounds 5
 """
@@ -37,7 +38,8 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--dtypes", nargs="+", default=["float64"])
+    ap.add_argument("--dtypes", nargs="+", default=["float64"],
+                    help="float64 only takes the column path (float32 would time the copy twice)")
     args = ap.parse_args()
     eng = get_engine("cuda")
     print("| dtype | n | variant | stats ms | residues ms | sum ms |")

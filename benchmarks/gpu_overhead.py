@@ -89,7 +89,7 @@ def main():
     # planning pieces
     rec("make_plan (v2)", timed(lambda: make_plan(contract, a, b, eng), reps))
     rec("row_stats A (v2)", timed(lambda: eng.row_stats(a), reps))
-    rec("B^T copy (v2 tiled transpose)", timed(lambda: kc._rows_contiguous(b.T), reps))
+    rec("B^T copy (v2 tiled transpose; float64 B is read in place since GPU v7)", timed(lambda: kc._rows_contiguous(b.T), reps))
     rec("B^T copy (v1 ascontiguousarray)", timed(lambda: cp.ascontiguousarray(b.T), reps))
     bt = kc._rows_contiguous(b.T)
     assert cp.array_equal(bt, cp.ascontiguousarray(b.T))
@@ -104,7 +104,7 @@ def main():
     print(f"  plan: {N} moduli, beta {p.beta}")
     kp = np_ = mp = kc._ceil(n, kc._PAD)
     rec("residues A (v2)", timed(lambda: eng.residues_padded(a, p.s, N, mp, kp), reps))
-    rec("residues B (v2)", timed(lambda: eng.residues_padded(sb.src, p.t, N, np_, kp), reps))
+    rec("residues B (v2; float64: the column kernel since GPU v7)", timed(lambda: eng.residues_padded(sb.src, p.t, N, np_, kp), reps))
     ra = eng.residues_padded(a, p.s, N, mp, kp)
     rb = eng.residues_padded(sb.src, p.t, N, np_, kp)
     c = cp.empty((N, mp, np_), dtype=cp.int32)

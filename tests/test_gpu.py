@@ -237,6 +237,39 @@ def test_row_stats_long_rows_match_numpy(split, columns, monkeypatch):
                 assert int(flag[0]) == 1, (dt, k)
 
 
+def test_column_stats_match_numpy_and_row_kernels(monkeypatch):
+    """Statistics of column-major float64 views (B^T of a row-major B: more than one block of
+    32 columns, a row stride wider than n, a single column, k off the 128-row chunks) read
+    through the columns, against numpy; and against the GPU row kernels on a transposed copy
+    for a column holding Inf (the statistics are discarded there, NaN/Inf flag set, but both
+    paths give the same bytes)."""
+    from ozgemm.kernels import cuda as kc
+    from ozgemm.kernels import get_engine
+    from ozgemm.precision.stats import row_stats
+
+    eng = get_engine("cuda")
+    rng = np.random.default_rng(41)
+    fields = ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum")
+    for k, n, extra in ((300, 70, 5), (5000, 1, 0), (129, 33, 3), (1, 40, 0)):
+        wide = (rng.random((k, n + extra)) - 0.5) * np.exp2(rng.integers(-40, 40, (k, n + extra)))
+        wide[:, 0] = 0.0
+        bt = cp.asarray(wide)[:, :n].T
+        assert kc._columns_ld(bt) is not None
+        s_np, s_gpu = row_stats(wide[:, :n].T, np), eng.row_stats(bt)
+        for f in fields:
+            assert np.array_equal(getattr(s_np, f), cp.asnumpy(getattr(s_gpu, f))), (k, n, f)
+    b = rng.standard_normal((70, 40))
+    b[0, 3], b[1, 3], b[5, 7] = np.inf, 2.0 ** 1020, -np.inf
+    got = {}
+    for columns in (True, False):
+        monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
+        flag = cp.zeros((1,), dtype=cp.int32)
+        st = eng.row_stats(cp.asarray(b).T, nonfinite=flag)
+        assert int(flag[0]) == 1
+        got[columns] = [cp.asnumpy(getattr(st, f)).tobytes() for f in fields if f != "norm1"]
+    assert got[True] == got[False]
+
+
 def _residue_reference(x, shift, moduli, rp, kp):
     """Symmetric residues of round-half-up(x_il 2**s_i) (rows of x), padded to (N, rp, kp),
     from Python integers (independent of the kernels and of crt/residues.py)."""
@@ -268,7 +301,8 @@ def test_residues_of_column_major_rows(dt, columns, monkeypatch):
     monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
     eng = get_engine("cuda")
     rng = np.random.default_rng(21)
-    for k, n, N in ((45, 70, 9), (300, 33, 16), (7, 5, 8), (70, 40, 17), (1100, 20, 16)):
+    for k, n, N in ((45, 70, 9), (300, 33, 16), (7, 5, 8), (70, 40, 17), (1100, 20, 16), (37, 20, 12),
+                    (20, 20, 23), (20, 17, 40)):
         wide = ((rng.random((k, n + 5)) - 0.5) * np.exp2(rng.integers(-30, 30, (k, n + 5)))).astype(dt)
         wide[0, :3] = [0.0, -0.0, (1.4e-45 if dt == np.float32 else 5e-324)]
         wide[:, 1] = 0.0

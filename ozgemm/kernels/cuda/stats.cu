@@ -338,15 +338,16 @@ __device__ __forceinline__ void col_sums_impl(const T* __restrict__ x, i64 ldx, 
     unsigned int w[CS_PER / 4];
 #pragma unroll
     for (int p = 0; p < CS_PER; ++p) {
-        unsigned int qq = 0;
+        signed char qq = 0;
         if (l0 + p < k) {  // (v = 0 for a column i >= r: all sums 0)
             const EntryQ eq = entry_quant(fabs(v[p]), f30, f15, f7);
             s1 += eq.n1;
             s2 += eq.h * eq.h;
-            qq = (unsigned int)eq.fq;
-        }
+            qq = (signed char)eq.fq;  // as row_sums (0..127 for finite rows; a byte of garbage
+        }                             // beside an Inf, where the flag discards the statistics)
         sq += qq;
-        if (p % 4 == 0) w[p / 4] = qq; else w[p / 4] |= qq << (8 * (p % 4));
+        const unsigned int b8 = (unsigned char)qq;
+        if (p % 4 == 0) w[p / 4] = b8; else w[p / 4] |= b8 << (8 * (p % 4));
     }
     if (i < r && l0 < kq) {
         signed char* dst = q + (i64)i * ldq + l0;
