@@ -97,8 +97,11 @@ def row_stats(x, xp) -> RowStats:
         E = xp.zeros((r,), dtype=xp.int64)
         width = xp.zeros((r,), dtype=xp.int64)
     ax = xp.abs(as_float64(xs))
-    # ceil(|x| 2**(30-E)) <= 2**30 is exact (ldexp by a power of two; a subnormal result rounds,
-    # but then ceil gives 1 >= the true value); the int64 sum is exact and order-independent.
+    # ceil(|x| 2**(30-E)) <= 2**30 is exact (ldexp by a power of two; a subnormal result rounds:
+    # ceil then gives 1 >= the true value, or 0 below half the smallest subnormal, for an entry
+    # under 2**-1075 of these units, which scales to the integer 0 at every width the planner
+    # allows (beta <= 1000) and lies far inside the 2**-40 factor of its bound checks); the
+    # int64 sum is exact and order-independent.
     if k:
         sh = (NORM_BITS - E)[None, :, None].astype(xp.int32)
         qs = xp.ceil(xp.ldexp(ax, sh)).astype(xp.int64).sum(axis=(0, 2))
