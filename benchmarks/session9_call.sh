@@ -18,6 +18,11 @@ for s in $STEPS; do case $s in
     step test_ozaki_gpu 150 python3 -m pytest -q -p no:cacheprovider -rf tests/test_ozaki_gpu.py ;;
   wide)
     step test_wide 150 python3 -m pytest -q -p no:cacheprovider -rf tests/test_wide.py ;;
+  ncu_res)  # the row (A) and column (B) residue kernels of one fp64 8192 product under Nsight Compute
+    step ncu_res 200 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section WarpStateStats --section Occupancy -k regex:"scaled_residues" -c 4 \
+      python3 benchmarks/gpu_ncu_probe.py 8192
+    grep -E "scaled_residues|Throughput|Duration|Stall|Eligible|Issued Warp|Achieved Occupancy" "$OUT/ncu_res.txt" | head -60 ;;
   bside)  # session 10: B's statistics + residues through its columns vs a transposed copy
     step bside_ab 150 python3 benchmarks/bside_ab.py --sizes 4096 8192 16384 --rounds 5
     cat "$OUT/bside_ab.txt" ;;
