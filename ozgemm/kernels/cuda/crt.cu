@@ -68,6 +68,43 @@ __device__ __forceinline__ i64 split_scaled(double xv, i64 sh, int* d2) {
     return (mant + (1LL << (rsh - 1))) >> rsh;  // round half up (arithmetic shift), |v| <= 2^52 + 1
 }
 
+// The same u = v + 2^62 for d2 = 0, on the FP64 pipe (7 operations instead of ~30 integer
+// ones; NOTES.md GPU v8): y = x 2^sh (scale = 2^sh, a normal double: exact, or |y| < 2^-1022
+// where v = 0 anyway), v = floor(y + 1/2) = hi 2^32 + lo with
+//   hi = floor(RD(y 2^-32)), rem = RD(y - hi 2^32) in [0, 2^32], lo = floor(RD(rem + 1/2)),
+// each floor taken by a round-down addition of T = 1.5 2^52 (the sum's ulp is 1, and its bit
+// pattern is 0x4338000000000000 + the integer, |integer| < 2^51). A round-down first step
+// keeps the floor: floor(RD(r)) = floor(r) and floor(RD(RD(r) + 1/2)) = floor(r + 1/2), because
+// the integers and half-integers involved are doubles. Valid for |y| < 2^61 (then d2 = 0 in
+// split_scaled and |v| < 2^62); returns false otherwise (Inf, NaN, huge), and the caller
+// takes split_scaled. The result is the same integer, so the residues are the same bytes.
+__device__ __forceinline__ bool split_scaled_fp(double xv, double scale, unsigned int* ulo, unsigned int* uhi) {
+    const double T = 6755399441055744.0;  // 1.5 2^52
+    const double y = xv * scale;
+    const double t1 = __dadd_rd(__dmul_rd(y, 2.3283064365386963e-10), T);  // T + floor(y 2^-32)
+    const double hi = t1 - T;
+    const double t2 = __dadd_rd(__dadd_rd(__fma_rd(-hi, 4294967296.0, y), 0.5), T);  // T + lo
+    *ulo = (unsigned int)__double2loint(t2);
+    // u_hi = hi + floor(lo / 2^32) + 2^30: floor(lo / 2^32) = (t2's high word) - 0x43380000
+    *uhi = (unsigned int)__double2loint(t1) + (unsigned int)__double2hiint(t2) + (0x40000000u - 0x43380000u);
+    return fabs(y) < 2305843009213693952.0;  // 2^61
+}
+
+// build options (benchmarks/residue_ab.py): 0 takes the integer split / a separate subtraction
+#ifndef RES_FP_SPLIT
+#define RES_FP_SPLIT 1
+#endif
+#ifndef RES_MADHI
+#define RES_MADHI 1
+#endif
+
+// (x + c) with x = hi32(a b): one IMAD.HI with an addend
+__device__ __forceinline__ unsigned int mad_hi(unsigned int a, unsigned int b, unsigned int c) {
+    unsigned int r;
+    asm("mad.hi.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
 #define RES_PER_THREAD 8
 
 // RES_PER_THREAD consecutive inputs of a row as float64 (float32 widened exactly); vec: the
@@ -109,32 +146,37 @@ __device__ __forceinline__ void residues8(const double* xv, i64 sh, const short*
     unsigned int ulo[RES_PER_THREAD], uhi[RES_PER_THREAD];
     int d2[RES_PER_THREAD];
     int any_d2 = 0;
+    const bool fp_row = sh >= -1022 && sh <= 1023;  // 2^sh a normal double
+    const double scale = __longlong_as_double((fp_row ? sh + 1023 : 1023) << 52);
 #pragma unroll
     for (int e = 0; e < RES_PER_THREAD; ++e) {
-        const u64 u = (u64)(split_scaled(xv[e], sh, &d2[e]) + (1LL << 62));  // 0 < u < 2^63
-        ulo[e] = (unsigned int)u;
-        uhi[e] = (unsigned int)(u >> 32);
-        any_d2 |= d2[e];
+        d2[e] = 0;
+        if (!(RES_FP_SPLIT && split_scaled_fp(xv[e], scale, &ulo[e], &uhi[e]) && fp_row)) {
+            const u64 u = (u64)(split_scaled(xv[e], sh, &d2[e]) + (1LL << 62));  // 0 < u < 2^63
+            ulo[e] = (unsigned int)u;
+            uhi[e] = (unsigned int)(u >> 32);
+            any_d2 |= d2[e];
+        }
     }
 #pragma unroll
     for (int q = 0; q < NMOD; ++q) {
         const unsigned int m = MOD[q], h = m / 2;
         int b[RES_PER_THREAD];
+        unsigned int sm[RES_PER_THREAD];
 #pragma unroll
-        for (int e = 0; e < RES_PER_THREAD; ++e) {
-            // < 2^20 (checked in the header): (v + h) mod m
-            const unsigned int s = __dp4a(ulo[e], RB[q][0], __dp4a(uhi[e], RB[q][1], RC[q]));
-            b[e] = (int)fastmod(s, FM[q], m);
-        }
-        if (any_d2) {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
+        for (int e = 0; e < RES_PER_THREAD; ++e)  // < 2^20 (checked in the header), = v + h mod m
+            sm[e] = __dp4a(ulo[e], RB[q][0], __dp4a(uhi[e], RB[q][1], RC[q]));
+        if (RES_MADHI && !any_d2) {  // ((v + h) mod m) - h, the symmetric residue (fastmod with the -h fused)
+#pragma unroll
+            for (int e = 0; e < RES_PER_THREAD; ++e) b[e] = (int)mad_hi(FM[q] * sm[e], m, 0u - h);
+        } else {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
 #pragma unroll
             for (int e = 0; e < RES_PER_THREAD; ++e) {
                 const unsigned int t = d2[e] ? (unsigned int)pow2tab[q * tabw + d2[e]] : 1u;  // < m
-                b[e] = (int)fastmod(((unsigned int)b[e] + m - h) * t + h, FM[q], m);  // < 2^17
+                b[e] = (int)fastmod((fastmod(sm[e], FM[q], m) + m - h) * t + h, FM[q], m) - (int)h;  // < 2^17
             }
         }
-#pragma unroll
-        for (int e = 0; e < RES_PER_THREAD; ++e) b[e] -= (int)h;  // symmetric; low byte stored
+        // low bytes stored
         uint2 w;
         w.x = __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410);
         w.y = __byte_perm(__byte_perm(b[4], b[5], 0x0040), __byte_perm(b[6], b[7], 0x0040), 0x5410);
@@ -174,7 +216,9 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
 // and a swapped grid: this geometry was the fastest or equal, still ~20 % slower than the
 // row kernel on a transposed copy, but without the copy; NOTES.md GPU v7.)
 // Grid: x over ceil(rp / RC_ROWS) tiles, y over 128-entry groups (grid-stride, block-uniform).
+#ifndef RC_BATCH
 #define RC_BATCH 8
+#endif
 #define RC_ROWS 16
 #define RC_GROUPS 16
 __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restrict__ x, i64 ldx,
@@ -220,8 +264,21 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
     }
 }
 
+// RS_MINB / RC_MINB: blocks per SM for __launch_bounds__ (0: unspecified); build options for
+// benchmarks/residue_ab.py (defaults measured fastest: NOTES.md GPU v8)
+#ifndef RS_MINB
+#define RS_MINB 0
+#endif
+#ifndef RC_MINB
+#define RC_MINB 4
+#endif
+#if RS_MINB > 0
+#define RS_BOUNDS __launch_bounds__(256, RS_MINB)
+#else
+#define RS_BOUNDS
+#endif
 #define SCALED_RESIDUES_KERNEL(NAME, T)                                                              \
-    extern "C" __global__ void NAME(const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, \
+    extern "C" __global__ void RS_BOUNDS NAME(const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, \
                                     int r, int k, int rp, int kp, const short* __restrict__ pow2tab, \
                                     int tabw, int vec, uint2* __restrict__ out) {                   \
         scaled_residues_impl<T>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, vec, out);               \
@@ -229,8 +286,8 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
 SCALED_RESIDUES_KERNEL(scaled_residues, double)
 SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
 
-// (at most 64 registers: four blocks of 256 threads per SM)
-extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 4) scaled_residues_cols(
+// (RC_MINB = 4: at most 64 registers, four blocks of 256 threads per SM)
+extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, RC_MINB) scaled_residues_cols(
     const double* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp,
     const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out) {
     scaled_residues_cols_impl(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);

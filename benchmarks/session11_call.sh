@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Session 11 device calls: SASS opcode counts of the residue kernels (carried cubins, compiled
+# locally by nvcc 13.0), the residue-kernel A/B (benchmarks/residue_ab.py) and GPU test suites.
+#   STEPS="sass ab tests" bash benchmarks/session11_call.sh
+set -uo pipefail
+source benchmarks/device_env.sh || exit 1
+STEPS=${STEPS:-sass ab tests}
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/nvidia_smi.txt"
+step() { local name=$1 t=$2; shift 2; local s=$SECONDS
+  timeout "$t" "$@" > "$OUT/$name.txt" 2>&1; local rc=$?
+  echo "$name: rc=$rc $((SECONDS - s)) s | $(tail -1 "$OUT/$name.txt")"; }
+for s in $STEPS; do case $s in
+  sass)
+    for c in benchmarks/results/session11/*.cubin; do for f in scaled_residues scaled_residues_cols; do
+      o="$OUT/sass_$(basename $c .cubin)_$f.txt"; cuobjdump -sass -fun $f $c > "$o" 2>&1
+      echo "== $(basename $c) $f: $(grep -cE '^\s+/\*[0-9a-f]{4}\*/' $o) instrs:" \
+        $(grep -oE '^\s+/\*[0-9a-f]{4}\*/\s+(@!?U?P[0-9T] )?[A-Z0-9]+(\.[A-Z0-9]+)*' $o | awk '{print $NF}' | sort | uniq -c | sort -rn | head -14 | awk '{printf "%s:%s ", $2, $1}')
+    done; done ;;
+  ab)
+    step residue_ab 200 python3 benchmarks/residue_ab.py --sizes 4096 8192 16384 --rounds ${ROUNDS:-5} \
+      --variant new: --variant old:RES_FP_SPLIT=0,RES_MADHI=0 ${AB_EXTRA:-}
+    cat "$OUT/residue_ab.txt" ;;
+  tests)
+    step test_gpu 200 python3 -m pytest -q -p no:cacheprovider -rf tests/test_gpu.py
+    grep -E "^FAILED|Error" "$OUT/test_gpu.txt" | head -10
+    step test_ozaki_gpu 150 python3 -m pytest -q -p no:cacheprovider -rf tests/test_ozaki_gpu.py
+    step test_wide 150 python3 -m pytest -q -p no:cacheprovider -rf tests/test_wide.py ;;
+  bench48)
+    for i in 1 2 3; do
+      step bench48_$i 120 python3 -m ozgemm bench --device gpu --sizes 4096 8192 --contracts fp64 --json "$OUT/bench48_$i.json"
+      grep -E "^fp64 +(4096|8192) +0.5" "$OUT/bench48_$i.txt"
+    done ;;
+  bench)
+    step bench 400 python3 -m ozgemm bench --device gpu --sizes 1024 2048 4096 8192 16384 \
+      --contracts fp64 fp64-fast fp32 --json "$OUT/bench.json"
+    sed -n '/^ozgemm bench/,$p' "$OUT/bench.txt" ;;
+esac; done
