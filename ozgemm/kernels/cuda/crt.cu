@@ -166,15 +166,18 @@ __device__ __forceinline__ void residues8(const double* xv, i64 sh, const short*
 #pragma unroll
         for (int e = 0; e < RES_PER_THREAD; ++e)  // < 2^20 (checked in the header), = v + h mod m
             sm[e] = __dp4a(ulo[e], RB[q][0], __dp4a(uhi[e], RB[q][1], RC[q]));
-        if (RES_MADHI && !any_d2) {  // ((v + h) mod m) - h, the symmetric residue (fastmod with the -h fused)
-#pragma unroll
-            for (int e = 0; e < RES_PER_THREAD; ++e) b[e] = (int)mad_hi(FM[q] * sm[e], m, 0u - h);
-        } else {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
+        if (any_d2) {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
 #pragma unroll
             for (int e = 0; e < RES_PER_THREAD; ++e) {
                 const unsigned int t = d2[e] ? (unsigned int)pow2tab[q * tabw + d2[e]] : 1u;  // < m
                 b[e] = (int)fastmod((fastmod(sm[e], FM[q], m) + m - h) * t + h, FM[q], m) - (int)h;  // < 2^17
             }
+        } else if (RES_MADHI) {  // ((v + h) mod m) - h, the symmetric residue (fastmod with the -h fused)
+#pragma unroll
+            for (int e = 0; e < RES_PER_THREAD; ++e) b[e] = (int)mad_hi(FM[q] * sm[e], m, 0u - h);
+        } else {
+#pragma unroll
+            for (int e = 0; e < RES_PER_THREAD; ++e) b[e] = (int)fastmod(sm[e], FM[q], m) - (int)h;
         }
         // low bytes stored
         uint2 w;
