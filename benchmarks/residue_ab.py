@@ -1,4 +1,4 @@
-"""A/B of the residue kernels' build options (crt.cu RS_MINB, RC_MINB, ...; NOTES.md GPU v8):
+"""A/B of the residue kernels' build options (crt.cu RES_FP_SPLIT, RC_MINB, RC_BATCH; NOTES.md GPU v8):
 the same ``eng.residues_padded`` calls with the CRT module built with each variant's -D
 defines, same process, interleaved rounds, outputs compared byte for byte.
 
@@ -7,7 +7,7 @@ residues of A's rows (``scaled_residues``) and of B^T read through B's columns
 (``scaled_residues_cols``) for a width of 58 bits and 16 moduli, float64 bench inputs.
 
 Usage (device, repo root):
-  python3 benchmarks/residue_ab.py --sizes 4096 8192 --variant base: --variant old:RES_FP_SPLIT=0,RES_MADHI=0
+  python3 benchmarks/residue_ab.py --sizes 4096 8192 --variant fp: --variant int:RES_FP_SPLIT=0
 """
 import argparse
 import statistics

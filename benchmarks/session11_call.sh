@@ -18,7 +18,7 @@ for s in $STEPS; do case $s in
     done; done ;;
   ab)
     step residue_ab 200 python3 benchmarks/residue_ab.py --sizes 4096 8192 16384 --rounds ${ROUNDS:-5} \
-      --variant new: --variant old:RES_FP_SPLIT=0,RES_MADHI=0 --variant fp:RES_MADHI=0 --variant madhi:RES_FP_SPLIT=0 ${AB_EXTRA:-}
+      --variant fp: --variant int:RES_FP_SPLIT=0 ${AB_EXTRA:---variant b16:RC_BATCH=16}
     cat "$OUT/residue_ab.txt" ;;
   ncu)  # the row (A) and column (B) residue kernels of one fp64 8192 product under Nsight Compute
     step ncu_res 200 ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis \

@@ -320,6 +320,49 @@ def test_residues_of_column_major_rows(dt, columns, monkeypatch):
         assert np.array_equal(got, want), (k, n, N)
 
 
+@pytest.mark.parametrize("columns", [True, False])
+def test_residues_fp_split_edges(columns, monkeypatch):
+    """The FP64 split of crt.cu (split_scaled_fp) and its integer fallback against Python
+    integers: exact ties k + 1/2 of both signs and their neighbours, values just off a tie by
+    bits far below 1, tiny and subnormal products, |x 2^sh| around 2^61 (fallback above),
+    row shifts at the ends of a double's exponent range and beyond (fallback rows)."""
+    import math
+
+    from ozgemm.crt.moduli import MODULI
+    from ozgemm.kernels import cuda as kc
+    from ozgemm.kernels import get_engine
+
+    monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
+    eng = get_engine("cuda")
+    rng = np.random.default_rng(8)
+    vals = [0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999999999999994, -0.49999999999999994, 5e-324, -5e-324,
+            2.2250738585072014e-308, -1e-300, 0.0, -0.0]
+    for k in (0, 1, 1000, 2**20, 2**40):
+        for j in (25, 40, 52, 60):
+            vals += [sg * (k + 0.5 + d) for sg in (1, -1) for d in (2.0**-j, -(2.0**-j), 0.0)]
+    for k in rng.integers(-(2**50), 2**50, 40):
+        t = math.ldexp(float(k) + 0.5, int(rng.integers(-40, 10)))
+        vals += [t, math.nextafter(t, math.inf), math.nextafter(t, -math.inf)]
+    vals += [2.0**61 - 2.0**8, -(2.0**61 - 2.0**8), 2.0**61, -(2.0**61), 2.0**62 - 2.0**9, 3.0 * 2.0**60]
+    k = len(vals)
+    # row shifts: 0 (the values as given), the double range's ends, beyond them (fallback rows)
+    shifts = [0, 0, -1022, -1023, 1023, 1024, 1100, -3, 7]
+    x = np.empty((len(shifts), k))
+    for i, sh in enumerate(shifts):
+        x[i] = np.array(vals) * (1.0 if abs(sh) < 64 else 0.0)
+        if abs(sh) >= 64:  # values that land near ties / tiny / large after a huge shift
+            x[i] = [math.ldexp(v, -sh) if v == 0 or math.frexp(v)[1] - sh <= 1024 else 0.0 for v in vals]
+    x[1] = -x[0][::-1]
+    shift = np.array(shifts, dtype=np.int64)
+    for N in (16, 9):
+        rp, kp = -(-len(shifts) // 16) * 16, -(-k // 16) * 16
+        want = _residue_reference(x, shift, MODULI[:N], rp, kp)
+        src = cp.asarray(np.ascontiguousarray(x.T)).T if columns else cp.asarray(x)
+        assert (kc._columns_ld(src) is not None) == columns
+        got = cp.asnumpy(eng.residues_padded(src, cp.asarray(shift), N, rp, kp))
+        assert np.array_equal(got, want), N
+
+
 def test_semantics_rows_and_specials_on_gpu():
     """Every row of docs/semantics.md gives the CPU engine's bits on the GPU."""
     from test_semantics import CONTRACTS, rows

@@ -26,7 +26,8 @@
 // x: r x k row-major doubles (ld = ldx). shift[i] = s_i. out: NMOD slabs of rp x kp int8
 // (row-major, K-contiguous); padding (i >= r or l >= k) is written as 0.
 //
-// Residues without division (v3). For one entry, X' = v 2^d2 (see split_scaled). With
+// Residues without division (v3). For one entry, X' = v 2^d2 (see split_scaled; for |X'| < 2^61
+// split_scaled_fp computes the same u on the FP64 pipe). With
 // u = v + 2^62 in [0, 2^63) (|v| < 2^62) and its bytes u_0..u_7, for d2 = 0
 //   X' + h ≡ RC_q + sum_j u_j (2^(8 j) mod m)  (mod m),
 // h = m/2 (integer part), RC_q = (h - 2^62) mod m, so that ((X' + h) mod m) - h is the
@@ -90,20 +91,10 @@ __device__ __forceinline__ bool split_scaled_fp(double xv, double scale, unsigne
     return fabs(y) < 2305843009213693952.0;  // 2^61
 }
 
-// build options (benchmarks/residue_ab.py): 0 takes the integer split / a separate subtraction
+// build option (benchmarks/residue_ab.py): 0 takes the integer split_scaled for every entry
 #ifndef RES_FP_SPLIT
 #define RES_FP_SPLIT 1
 #endif
-#ifndef RES_MADHI
-#define RES_MADHI 1
-#endif
-
-// (x + c) with x = hi32(a b): one IMAD.HI with an addend
-__device__ __forceinline__ unsigned int mad_hi(unsigned int a, unsigned int b, unsigned int c) {
-    unsigned int r;
-    asm("mad.hi.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-    return r;
-}
 
 #define RES_PER_THREAD 8
 
@@ -170,15 +161,13 @@ __device__ __forceinline__ void residues8(const double* xv, i64 sh, const short*
 #pragma unroll
             for (int e = 0; e < RES_PER_THREAD; ++e) {
                 const unsigned int t = d2[e] ? (unsigned int)pow2tab[q * tabw + d2[e]] : 1u;  // < m
-                b[e] = (int)fastmod((fastmod(sm[e], FM[q], m) + m - h) * t + h, FM[q], m) - (int)h;  // < 2^17
+                sm[e] = (fastmod(sm[e], FM[q], m) + m - h) * t + h;  // < 2^17
             }
-        } else if (RES_MADHI) {  // ((v + h) mod m) - h, the symmetric residue (fastmod with the -h fused)
-#pragma unroll
-            for (int e = 0; e < RES_PER_THREAD; ++e) b[e] = (int)mad_hi(FM[q] * sm[e], m, 0u - h);
-        } else {
-#pragma unroll
-            for (int e = 0; e < RES_PER_THREAD; ++e) b[e] = (int)fastmod(sm[e], FM[q], m) - (int)h;
         }
+        // (v + h) mod m - h, the symmetric residue. (Measured and dropped: the -h fused into
+        // the fastmod's IMAD.HI as its addend, mad.hi.u32, slower: NOTES.md GPU v8.)
+#pragma unroll
+        for (int e = 0; e < RES_PER_THREAD; ++e) b[e] = (int)fastmod(sm[e], FM[q], m) - (int)h;
         // low bytes stored
         uint2 w;
         w.x = __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410);
@@ -267,21 +256,12 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
     }
 }
 
-// RS_MINB / RC_MINB: blocks per SM for __launch_bounds__ (0: unspecified); build options for
-// benchmarks/residue_ab.py (defaults measured fastest: NOTES.md GPU v8)
-#ifndef RS_MINB
-#define RS_MINB 0
-#endif
+// RC_MINB, RC_BATCH: build options for benchmarks/residue_ab.py (defaults: NOTES.md GPU v7-v8)
 #ifndef RC_MINB
 #define RC_MINB 4
 #endif
-#if RS_MINB > 0
-#define RS_BOUNDS __launch_bounds__(256, RS_MINB)
-#else
-#define RS_BOUNDS
-#endif
 #define SCALED_RESIDUES_KERNEL(NAME, T)                                                              \
-    extern "C" __global__ void RS_BOUNDS NAME(const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, \
+    extern "C" __global__ void NAME(const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, \
                                     int r, int k, int rp, int kp, const short* __restrict__ pow2tab, \
                                     int tabw, int vec, uint2* __restrict__ out) {                   \
         scaled_residues_impl<T>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, vec, out);               \
