@@ -1,4 +1,4 @@
-"""A/B of the residue kernels' build options (crt.cu RES_FP_SPLIT, RC_MINB, RC_BATCH; NOTES.md GPU v8):
+"""A/B of the residue kernels' build options (crt.cu RES_FP_SPLIT; NOTES.md GPU v8):
 the same ``eng.residues_padded`` calls with the CRT module built with each variant's -D
 defines, same process, interleaved rounds, outputs compared byte for byte.
 

@@ -18,13 +18,19 @@ for s in $STEPS; do case $s in
     done; done ;;
   ab)
     step residue_ab 200 python3 benchmarks/residue_ab.py --sizes 4096 8192 16384 --rounds ${ROUNDS:-5} \
-      --variant fp: --variant int:RES_FP_SPLIT=0 ${AB_EXTRA:---variant b16:RC_BATCH=16}
+      --variant fp: --variant int:RES_FP_SPLIT=0 ${AB_EXTRA:-}
     cat "$OUT/residue_ab.txt" ;;
   ncu)  # the row (A) and column (B) residue kernels of one fp64 8192 product under Nsight Compute
     step ncu_res 200 ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section WarpStateStats --section Occupancy -k regex:"scaled_residues" -c 3 \
       python3 benchmarks/gpu_ncu_probe.py 8192
     grep -E "^  [a-z_]+ \(|DRAM Throughput|Duration|Compute \(SM\)|Issue Slots Busy|Executed Ipc A|Pipe|Warp Cycles Per Issued" "$OUT/ncu_res.txt" | head -40 ;;
+  ktimes)  # per-kernel times of one warm fp64 product per size (ncu, serialised)
+    for n in ${KT_SIZES:-8192 4096}; do
+      step ktimes_$n 150 ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
+        python3 benchmarks/gpu_kernel_times.py $n ${CONTRACT:-fp64}
+      python3 benchmarks/kernel_times_table.py "$OUT/ktimes_$n.txt" | tee "$OUT/ktimes_${n}_table.txt"
+    done ;;
   tests)
     step test_gpu 200 python3 -m pytest -q -p no:cacheprovider -rf tests/test_gpu.py
     grep -E "^FAILED|Error" "$OUT/test_gpu.txt" | head -10

@@ -208,9 +208,7 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
 // and a swapped grid: this geometry was the fastest or equal, still ~20 % slower than the
 // row kernel on a transposed copy, but without the copy; NOTES.md GPU v7.)
 // Grid: x over ceil(rp / RC_ROWS) tiles, y over 128-entry groups (grid-stride, block-uniform).
-#ifndef RC_BATCH
 #define RC_BATCH 8
-#endif
 #define RC_ROWS 16
 #define RC_GROUPS 16
 __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restrict__ x, i64 ldx,
@@ -256,10 +254,6 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
     }
 }
 
-// RC_MINB, RC_BATCH: build options for benchmarks/residue_ab.py (defaults: NOTES.md GPU v7-v8)
-#ifndef RC_MINB
-#define RC_MINB 4
-#endif
 #define SCALED_RESIDUES_KERNEL(NAME, T)                                                              \
     extern "C" __global__ void NAME(const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, \
                                     int r, int k, int rp, int kp, const short* __restrict__ pow2tab, \
@@ -269,8 +263,8 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
 SCALED_RESIDUES_KERNEL(scaled_residues, double)
 SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
 
-// (RC_MINB = 4: at most 64 registers, four blocks of 256 threads per SM)
-extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, RC_MINB) scaled_residues_cols(
+// (at most 64 registers: four blocks of 256 threads per SM; with five, ptxas spills)
+extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 4) scaled_residues_cols(
     const double* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp,
     const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out) {
     scaled_residues_cols_impl(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);
