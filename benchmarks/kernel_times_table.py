@@ -15,7 +15,7 @@ for r in body:
     if r[im] != "gpu__time_duration.sum":
         continue
     v = float(r[iv].replace(",", ""))
-    v *= {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}[r[iu]]
+    v *= {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}[r[iu]]
     name = r[ik].split("(")[0][:60]
     tot[name] += v
     cnt[name] += 1

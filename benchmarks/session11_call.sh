@@ -25,6 +25,11 @@ for s in $STEPS; do case $s in
       --section WarpStateStats --section Occupancy -k regex:"scaled_residues" -c 3 \
       python3 benchmarks/gpu_ncu_probe.py 8192
     grep -E "^  [a-z_]+ \(|DRAM Throughput|Duration|Compute \(SM\)|Issue Slots Busy|Executed Ipc A|Pipe|Warp Cycles Per Issued" "$OUT/ncu_res.txt" | head -40 ;;
+  ncu_plan)  # plan_scalars_i32 of one warm fp64 8192 product under Nsight Compute
+    step ncu_plan 120 ncu --profile-from-start off --clock-control none --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --section SchedulerStats --section LaunchStats --section MemoryWorkloadAnalysis \
+      -k regex:"plan_scalars" python3 benchmarks/gpu_kernel_times.py 8192 fp64
+    grep -E "DRAM Throughput|Duration|Compute \(SM\)|Registers Per|Achieved Occupancy|Theoretical Occ|Eligible|Issued Warp|No Eligible|Warp Cycles Per Issued|Stall|Grid Size|Block Limit Reg|L2 Hit|Mem Busy|Max Bandwidth" "$OUT/ncu_plan.txt" | head -30 ;;
   ktimes)  # per-kernel times of one warm fp64 product per size (ncu, serialised)
     for n in ${KT_SIZES:-8192 4096}; do
       step ktimes_$n 150 ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
