@@ -18,19 +18,12 @@ import numpy as np
 
 import ozgemm.kernels.cuda as kc
 from ozgemm.kernels import get_engine
-from ozgemm.kernels.cuda_bench import _inputs
+from ozgemm.kernels.cuda_bench import _event_seconds, _inputs
 
 
 def _ms(fn, reps):
-    ts = []
-    for _ in range(reps):
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        e0.record()
-        fn()
-        e1.record()
-        e1.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(e0, e1))
-    return statistics.median(ts)
+    """Median milliseconds of ``reps`` calls, each between two CUDA events."""
+    return 1e3 * statistics.median(_event_seconds(fn) for _ in range(reps))
 
 
 def main():

@@ -19,24 +19,14 @@ import ozgemm.kernels.cuda as kc
 from ozgemm.kernels import get_engine
 from ozgemm.kernels.cuda_bench import _inputs
 
+from bside_ab import _ms  # benchmarks/bside_ab.py (this script's folder is on sys.path)
+
 _ORIG_MODULE = kc._module
 
 
 def _use(defines):
     kc._fn_on.cache_clear()
     kc._module = lambda n, d=(): _ORIG_MODULE(n, tuple(defines) + tuple(d))
-
-
-def _ms(fn, reps):
-    ts = []
-    for _ in range(reps):
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        e0.record()
-        fn()
-        e1.record()
-        e1.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(e0, e1))
-    return statistics.median(ts)
 
 
 def main():

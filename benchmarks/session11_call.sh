@@ -41,13 +41,6 @@ for s in $STEPS; do case $s in
     grep -E "^FAILED|Error" "$OUT/test_gpu.txt" | head -10
     step test_ozaki_gpu 150 python3 -m pytest -q -p no:cacheprovider -rf tests/test_ozaki_gpu.py
     step test_wide 150 python3 -m pytest -q -p no:cacheprovider -rf tests/test_wide.py ;;
-  bench48)
-    for i in 1 2 3; do
-      step bench48_$i 120 python3 -m ozgemm bench --device gpu --sizes 4096 8192 --contracts fp64 --json "$OUT/bench48_$i.json"
-      grep -E "^fp64 +(4096|8192) +0.5" "$OUT/bench48_$i.txt"
-    done ;;
-  bench)
-    step bench 400 python3 -m ozgemm bench --device gpu --sizes 1024 2048 4096 8192 16384 \
-      --contracts fp64 fp64-fast fp32 --json "$OUT/bench.json"
-    sed -n '/^ozgemm bench/,$p' "$OUT/bench.txt" ;;
+  bench48|bench)  # the same steps as session 9-10 (separate bench processes / the full bench)
+    STEPS=$s bash benchmarks/session9_call.sh | tail -n +2 ;;
 esac; done
