@@ -27,7 +27,7 @@
 // (row-major, K-contiguous); padding (i >= r or l >= k) is written as 0.
 //
 // Residues without division (v3). For one entry, X' = v 2^d2 (see split_scaled; for |X'| < 2^61
-// split_scaled_fp computes the same u on the FP64 pipe). With
+// and row shifts in [-1022, 1023], split_scaled_fp computes the same u on the FP64 pipe). With
 // u = v + 2^62 in [0, 2^63) (|v| < 2^62) and its bytes u_0..u_7, for d2 = 0
 //   X' + h ≡ RC_q + sum_j u_j (2^(8 j) mod m)  (mod m),
 // h = m/2 (integer part), RC_q = (h - 2^62) mod m, so that ((X' + h) mod m) - h is the
@@ -72,13 +72,15 @@ __device__ __forceinline__ i64 split_scaled(double xv, i64 sh, int* d2) {
 // The same u = v + 2^62 for d2 = 0, on the FP64 pipe (7 operations instead of ~30 integer
 // ones; NOTES.md GPU v8): y = x 2^sh (scale = 2^sh, a normal double: exact, or |y| < 2^-1022
 // where v = 0 anyway), v = floor(y + 1/2) = hi 2^32 + lo with
-//   hi = floor(RD(y 2^-32)), rem = RD(y - hi 2^32) in [0, 2^32], lo = floor(RD(rem + 1/2)),
+//   hi = floor(RD(y 2^-32)), rem = RD(y - hi 2^32) in [0, 2^32), lo = floor(RD(rem + 1/2)),
 // each floor taken by a round-down addition of T = 1.5 2^52 (the sum's ulp is 1, and its bit
 // pattern is 0x4338000000000000 + the integer, |integer| < 2^51). A round-down first step
 // keeps the floor: floor(RD(r)) = floor(r) and floor(RD(RD(r) + 1/2)) = floor(r + 1/2), because
-// the integers and half-integers involved are doubles. Valid for |y| < 2^61 (then d2 = 0 in
-// split_scaled and |v| < 2^62); returns false otherwise (Inf, NaN, huge), and the caller
-// takes split_scaled. The result is the same integer, so the residues are the same bytes.
+// the integers and half-integers involved are doubles. (Only the last three round-downs are
+// needed: y 2^-32 is exact unless it underflows, and a nearest hi only makes lo negative, which
+// the carry word handles.) Valid for |y| < 2^61 (then d2 = 0 in split_scaled and |v| < 2^62;
+// 2^62 would do, 2^61 leaves a margin); returns false otherwise (Inf, NaN, huge), and the
+// caller takes split_scaled. The result is the same integer, so the residues are the same bytes.
 __device__ __forceinline__ bool split_scaled_fp(double xv, double scale, unsigned int* ulo, unsigned int* uhi) {
     const double T = 6755399441055744.0;  // 1.5 2^52
     const double y = xv * scale;
