@@ -11,7 +11,7 @@ step() { local name=$1 t=$2; shift 2; local s=$SECONDS
   echo "$name: rc=$rc $((SECONDS - s)) s | $(tail -1 "$OUT/$name.txt")"; }
 for s in $STEPS; do case $s in
   sass)
-    for c in benchmarks/results/session11/*.cubin; do for f in scaled_residues scaled_residues_cols; do
+    for c in benchmarks/results/session11/*.cubin; do for f in ${SASS_FUNS:-scaled_residues scaled_residues_cols}; do
       o="$OUT/sass_$(basename $c .cubin)_$f.txt"; cuobjdump -sass -fun $f $c > "$o" 2>&1
       echo "== $(basename $c) $f: $(grep -cE '^\s+/\*[0-9a-f]{4}\*/' $o) instrs:" \
         $(grep -oE '^\s+/\*[0-9a-f]{4}\*/\s+(@!?U?P[0-9T] )?[A-Z0-9]+(\.[A-Z0-9]+)*' $o | awk '{print $NF}' | sort | uniq -c | sort -rn | head -14 | awk '{printf "%s:%s ", $2, $1}')
