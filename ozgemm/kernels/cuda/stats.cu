@@ -375,17 +375,16 @@ __device__ __forceinline__ void col_sums_impl(const T* __restrict__ x, i64 ldx, 
     }
 }
 
-#define COL_SPLIT_KERNELS(SUFFIX, T)                                                                  \
-    extern "C" __global__ void __launch_bounds__(32 * CS_Y) col_extent##SUFFIX(                        \
-        const T* __restrict__ x, i64 ldx, int r, int k, u64* __restrict__ acc) {                      \
-        col_extent_impl<T>(x, ldx, r, k, acc);                                                        \
-    }                                                                                                 \
-    extern "C" __global__ void __launch_bounds__(32 * CS_Y) col_sums##SUFFIX(                          \
-        const T* __restrict__ x, i64 ldx, int r, int k, signed char* __restrict__ q, i64 ldq, int kq, \
-        int vec, u64* __restrict__ acc) {                                                             \
-        col_sums_impl<T>(x, ldx, r, k, q, ldq, kq, vec, acc);                                         \
-    }
-COL_SPLIT_KERNELS(, double)  // (float32 measured slower than transposing first: NOTES.md GPU v7)
+// float64 only (float32 measured slower than transposing first: NOTES.md GPU v7)
+extern "C" __global__ void __launch_bounds__(32 * CS_Y) col_extent(const double* __restrict__ x, i64 ldx, int r, int k,
+                                                                 u64* __restrict__ acc) {
+    col_extent_impl<double>(x, ldx, r, k, acc);
+}
+extern "C" __global__ void __launch_bounds__(32 * CS_Y) col_sums(const double* __restrict__ x, i64 ldx, int r, int k,
+                                                               signed char* __restrict__ q, i64 ldq, int kq, int vec,
+                                                               u64* __restrict__ acc) {
+    col_sums_impl<double>(x, ldx, r, k, q, ldq, kq, vec, acc);
+}
 
 // per row: E, width, norm1, zero_row, n1, n2, qsum from the accumulators; the NaN/Inf flag
 // (top = 1025, see row_stats_impl). One thread per row.
