@@ -465,15 +465,17 @@ class CudaEngine(Engine):
             x = as_float64(x, contiguous=True)
         r, k = x.shape
         out = cp.empty((n_moduli, rp, kp), dtype=cp.int8)
-        tab = _pow2_table(n_moduli) if rp * kp else None
-        if rp * kp and ldc is not None:
+        if not rp * kp:
+            return out
+        tab = _pow2_table(n_moduli)
+        if ldc is not None:
             # rows of x = columns of a row-major matrix, read in place (crt.cu scaled_residues_cols)
             f = _fn("scaled_residues_cols", n_moduli)
             # tiles of 16 rows x 128 entries (grid-stride in the kernel beyond the grid)
             grid = (min(-(-rp // 16), 2**31 - 1), min(-(-kp // 128), 65535))
             f(grid, (16, 16), (x, np.int64(ldc), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r),
                               np.int32(k), np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]), out))
-        elif rp * kp:
+        else:
             f32 = x.dtype == cp.float32
             f = _fn("scaled_residues_f32" if f32 else "scaled_residues", n_moduli)
             vec = int(x.strides[0] % 16 == 0 and x.data.ptr % 16 == 0)  # 16-byte vector loads
