@@ -203,6 +203,37 @@ def test_plan_scalars_layouts_match_numpy():
             assert np.array_equal(want, got), (m, n, bits, "unaligned", want, got)
 
 
+def test_plan_scalars_small_products_match_numpy():
+    """Many tiny products, so that single entries decide the maximum width: each entry's width
+    (plan_scalars_i32's need_bits, every regime: exact rows/columns, zero rows/columns, ties of
+    widths, wide spreads) against the numpy planner, for several promised bit counts."""
+    from ozgemm.kernels import get_engine
+    from ozgemm.precision.planner import plan_scalars
+    from ozgemm.precision.stats import row_stats
+
+    eng = get_engine("cuda")
+    cpu = get_engine("cpu")
+    rng = np.random.default_rng(31)
+    for trial in range(300):
+        m, k, n = (int(v) for v in rng.integers(1, 6, 3))
+        spread = int(rng.choice([0, 3, 20, 200]))
+        x = rng.standard_normal((m, k)) * np.exp2(rng.integers(-spread, spread + 1, (m, k)))
+        y = rng.standard_normal((k, n)) * np.exp2(rng.integers(-spread, spread + 1, (k, n)))
+        if trial % 3 == 0:  # exact (integer-valued, short) rows and columns: small widths
+            x[0] = np.round(x[0] * 4)
+            y[:, -1] = np.round(y[:, -1] * 8)
+        if trial % 7 == 0:
+            x[-1] = 0.0
+        s_np, t_np = row_stats(x, np), row_stats(y.T, np)
+        s_gpu, t_gpu = eng.row_stats(cp.asarray(x)), eng.row_stats(cp.asarray(y.T))
+        lb_np = cpu.gemm_exact(s_np.q, t_np.q)
+        lb_gpu = eng.gemm_exact(s_gpu.q, t_gpu.q)
+        for bits in (53, 24, 113, 2):
+            want = plan_scalars(s_np, t_np, lb_np, bits, k, 2.0 ** -bits, np)
+            got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_gpu, bits, k, 2.0 ** -bits, cp))
+            assert np.array_equal(want, got), (trial, m, k, n, bits, want, got)
+
+
 @pytest.mark.parametrize("split,columns", [(True, True), (False, True), (True, False)])
 def test_row_stats_long_rows_match_numpy(split, columns, monkeypatch):
     """Rows longer than the kernel's register cache (16 entries x 512 threads) and than one

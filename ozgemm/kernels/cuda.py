@@ -401,6 +401,7 @@ class CudaEngine(Engine):
             # <= 127 kq < 2**31 and the kernel's 32-bit sums L + ra_i stay < 2**32; four columns per
             # thread, ~2 resident waves of 256-thread blocks (stats.cu, v3)
             assert sa.q.shape[-1] <= KBLOCK_INT32
+            assert bits <= 1000  # R and the per-entry z are normal doubles (stats.cu, need_bits)
             grid, block = _grid2d(-(-n // 4), m)
             grid = (grid[0], min(grid[1], max(1, 2048 // grid[0])))
             vec = int(ld % 4 == 0 and lb.data.ptr % 16 == 0)

@@ -580,25 +580,35 @@ extern "C" __global__ void plan_scalars(PLAN_SCALARS_ARGS(i64)) {
     plan_scalars_impl(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, ra, cb, n1a, n1b, n2a, n2b, out);
 }
 
-// int32 products (one k-block, k <= 131071): plan_scalars_impl's integers from 32-bit
-// arithmetic, four adjacent columns per thread (one 16-byte load of lb where aligned), the
-// row terms computed once per row and the column terms once per thread (v3).
-//  * L > 0 has bit length eL <= 31; with Lp = L 2^(31-eL) in [2^30, 2^31), sR = Lp 2^22, so
-//    for z.s in [2^52, 2^53): z.s > sR  <=>  ceil(z.s / 2^22) > Lp   (ceil22 below);
-//  * need_s(z) = (z.e + eoff - 1) - eL + (z.s > sR): Z = z.e + eoff - 1 is per row / column;
+// int32 products (one k-block, k <= 131071): plan_scalars_impl's integers, four adjacent
+// columns per thread (one 16-byte load of lb where aligned), the row terms computed once per
+// row and the column terms once per thread (v3); each need from bit patterns (v4):
+//  * need_s(z) = ceil(log2(z / R)) - 1 with R = L 2^-eoff is floor((bits(z) - bits(R) - 1) / 2^52)
+//    for positive normal z and R (need_bits; R is normal for bits <= 1000, which the host
+//    checks, and bits(R) = bits(double(L)) - eoff 2^52 since double(L) is exact);
+//  * the per-entry double ((b + a) + K) fac is >= K, normal for bits <= 1000; a row's or
+//    column's z (a fac or b fac) may in principle be subnormal: zbits gives bits(z 2^64) - 64 2^52
+//    then, and need_bits is unchanged by scaling z and R by 2^64 (the difference is the same);
 //  * the widths are < 2^29 and every finite need value is < 2^12 in magnitude, so the
 //    sentinels +-2^40 become +-2^30 with the same comparisons (and the same maximum);
 //  * L + ra_i < 127^2 k + 127 k < 2^32: the upper-bound maximum is kept per column in u32
 //    over the rows, cb_j added in 64 bits at the end (max_i (L + ra_i) + cb_j is the maximum
-//    over i of L + ra_i + cb_j);
-//  * the per-entry double ((b + a) + K) fac is >= K (normal for bits <= 1000): its Sig comes
-//    from its bits directly; a subnormal (only possible beyond that) takes sig_pos.
+//    over i of L + ra_i + cb_j).
 // Launch: x over column quads (j0 = 4 (blockIdx.x blockDim.x + threadIdx.x)), y over rows
 // (grid-stride); vec != 0: lb 16-byte aligned and ldlb a multiple of 4.
-__device__ __forceinline__ u32 ceil22(u64 s) { return (u32)(s >> 22) + ((s & 0x3fffffULL) != 0 ? 1u : 0u); }
 
-__device__ __forceinline__ int need32(bool zpos, int Z, u32 cz, bool pos, int eL, u32 Lp) {
-    return !zpos ? -(1 << 30) : (!pos ? (1 << 30) : Z - eL + (cz > Lp ? 1 : 0));
+// need_s from bit patterns: for positive normal doubles z and R,
+//   ceil(log2(z / R)) - 1 = floor((bits(z) - bits(R) - 1) / 2^52)
+// (bits(z) - bits(R) = (e_z - e_R) 2^52 + (s_z - s_R) with |s_z - s_R| < 2^52, and the -1 sends
+// equal significands down, as the planner's (fz > fr)). zb: bits(z) (or zbits); rb: bits(R).
+__device__ __forceinline__ int need_bits(bool zpos, u64 zb, bool pos, u64 rb) {
+    return !zpos ? -(1 << 30) : (!pos ? (1 << 30) : (int)((i64)(zb - rb - 1ULL) >> 52));
+}
+
+// bits(z) for a normal z > 0; for a subnormal z, bits(z 2^64) - 64 2^52 (see above)
+__device__ __forceinline__ u64 zbits(double z) {
+    return z >= 2.2250738585072014e-308 ? (u64)__double_as_longlong(z)
+                                         : (u64)__double_as_longlong(z * 18446744073709551616.0) - (64ULL << 52);
 }
 
 extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
@@ -606,10 +616,11 @@ extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
     const int i_first = blockIdx.y * blockDim.y + threadIdx.y;
     i64 best = 1, ub = 0, m1a = 0, m1b = 0, m2a = 0, m2b = 0;
     if (j0 < n && i_first < m) {
-        const int eoff = (bits - 1) + 2 * LB_BITS;
+        const u64 eoff52 = (u64)((bits - 1) + 2 * LB_BITS) << 52;
         const int nv = min(4, n - j0);
-        int v[4], Zb[4];
-        u32 cbz[4], ubm[4];
+        int v[4];
+        u64 zbb[4];
+        u32 ubm[4];
         bool zposb[4];
         double b[4];
 #pragma unroll
@@ -619,9 +630,7 @@ extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
             b[e] = nb[j];
             const double zzb = __dmul_rn(b[e], fac);
             zposb[e] = zzb > 0;
-            const Sig sb = sig_pos(zposb[e] ? zzb : 1.0);
-            Zb[e] = sb.e + eoff - 1;
-            cbz[e] = ceil22(sb.s);
+            zbb[e] = zbits(zposb[e] ? zzb : 1.0);
             ubm[e] = 0u;
             if (i_first == 0 && e < nv) {
                 m1b = max(m1b, n1b[j]);
@@ -644,9 +653,7 @@ extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
             const u32 rai = (u32)ra[i];
             const double zza = __dmul_rn(a, fac);
             const bool zposa = zza > 0;
-            const Sig sa = sig_pos(zposa ? zza : 1.0);
-            const int Za = sa.e + eoff - 1;
-            const u32 caz = ceil22(sa.s);
+            const u64 zba = zbits(zposa ? zza : 1.0);
             if (j0 == 0) {
                 m1a = max(m1a, n1a[i]);
                 m2a = max(m2a, n2a[i]);
@@ -656,29 +663,15 @@ extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
                 if (e < nv) {
                     const int L = L4[e];
                     const bool pos = L > 0;
-                    const int lz = __clz(L);
-                    const int eL = 32 - lz;
-                    const u32 Lp = (u32)L << (lz - 1);  // L == 0: 0 (unused: need32 gives +2^30)
-                    const double zd = __dmul_rn(__dadd_rn(__dadd_rn(b[e], a), K), fac);  // > 0
-                    const int hi = __double2hiint(zd);
-                    int Zd;
-                    u32 cd;
-                    if (hi >= (1 << 20)) {  // normal (or Inf): s = 2^52 | fraction, e = biased - 1022
-                        const u32 lo = (u32)__double2loint(zd);
-                        Zd = (hi >> 20) - 1022 + eoff - 1;
-                        cd = __funnelshift_l(lo, ((u32)hi & 0xfffffu) | 0x100000u, 10) + ((lo & 0x3fffffu) != 0u ? 1u : 0u);
-                    } else {
-                        const Sig sd = sig_pos(zd);
-                        Zd = sd.e + eoff - 1;
-                        cd = ceil22(sd.s);
-                    }
-                    const int t_d = need32(true, Zd, cd, pos, eL, Lp);
+                    // bits(R): double(L) exactly (2^52 + L for 0 <= L < 2^31, less 2^52), less eoff 2^52
+                    const u64 rb = (u64)__double_as_longlong(__hiloint2double(0x43300000, L) - 4503599627370496.0) - eoff52;
+                    const double zd = __dmul_rn(__dadd_rn(__dadd_rn(b[e], a), K), fac);  // >= K: normal
+                    const int t_d = need_bits(true, (u64)__double_as_longlong(zd), pos, rb);
                     // planner.required_beta's regimes: w < v: min(max(w, need(na)), v); v < w:
                     // min(max(v, need(nb)), w); w == v: w -- all three are min(max(lo, need), hi)
                     const bool rowside = w < v[e];
                     const int lo = rowside ? w : v[e], hi_w = rowside ? v[e] : w;
-                    const int t_s = rowside ? need32(zposa, Za, caz, pos, eL, Lp)
-                                            : need32(zposb[e], Zb[e], cbz[e], pos, eL, Lp);
+                    const int t_s = need_bits(rowside ? zposa : zposb[e], rowside ? zba : zbb[e], pos, rb);
                     const int after = min(max(lo, t_s), hi_w);
                     bst = max(bst, t_d < lo ? t_d : after);
                     ubm[e] = max(ubm[e], (u32)L + rai);
