@@ -234,6 +234,61 @@ def test_plan_scalars_small_products_match_numpy():
             assert np.array_equal(want, got), (trial, m, k, n, bits, want, got)
 
 
+def _td_at_or_above_lo(s, t, lb, bits, k):
+    """Fraction of entries whose t_d (planner.required_beta) is >= min(w_i, v_j): the entries
+    for which plan_scalars_i32 takes its regime pass instead of t_d alone."""
+    from ozgemm.precision.planner import _ceil_log2_ratio
+    from ozgemm.precision.stats import LB_BITS
+
+    u = 2.0 ** -bits
+    fac = (1.0 + u) * (1.0 + 2.0 ** -40)
+    R = np.ldexp(lb.astype(np.float64), -(bits - 1) - 2 * LB_BITS)
+    z = (t.norm1[None, :] + s.norm1[:, None] + k * 2.0 ** (1 - bits)) * fac
+    td = np.where(R > 0, _ceil_log2_ratio(z, np.where(R > 0, R, 1.0), np) - 1, 1 << 40)
+    return float((td >= np.minimum(s.width[:, None], t.width[None, :])).mean())
+
+
+def test_plan_scalars_fast_and_regime_entries_mixed():
+    """plan_scalars_i32 takes t_d alone where t_d < min(w_i, v_j) and the regime value
+    elsewhere (v5): products whose rows and columns mix both kinds inside one column quad and
+    one warp (exact integer rows/columns of small width among wide random ones, zero rows), so
+    that the maximum comes from either kind, against the numpy planner."""
+    from ozgemm.kernels import get_engine
+    from ozgemm.precision.planner import plan_scalars
+    from ozgemm.precision.stats import row_stats
+
+    eng = get_engine("cuda")
+    cpu = get_engine("cpu")
+    rng = np.random.default_rng(41)
+    fractions = []
+    for trial in range(40):
+        m, k, n = int(rng.integers(30, 90)), int(rng.integers(8, 200)), int(rng.integers(5, 70))
+        spread = int(rng.choice([0, 4, 30]))
+        x = (rng.random((m, k)) - 0.5) * np.exp(0.5 * rng.standard_normal((m, k))) * np.exp2(
+            rng.integers(-spread, spread + 1, (m, k)))
+        y = (rng.random((k, n)) - 0.5) * np.exp(0.5 * rng.standard_normal((k, n))) * np.exp2(
+            rng.integers(-spread, spread + 1, (k, n)))
+        p_exact = float(rng.choice([0.0, 0.05, 0.3]))
+        rows = rng.random(m) < p_exact
+        cols = rng.random(n) < p_exact
+        x[rows] = np.round(x[rows] * float(rng.choice([1, 8, 2.0 ** 20])))
+        y[:, cols] = np.round(y[:, cols] * float(rng.choice([1, 8, 2.0 ** 20])))
+        if trial % 5 == 0:
+            x[rng.integers(0, m)] = 0.0
+        s_np, t_np = row_stats(x, np), row_stats(y.T, np)
+        s_gpu, t_gpu = eng.row_stats(cp.asarray(x)), eng.row_stats(cp.asarray(y.T))
+        lb_np = cpu.gemm_exact(s_np.q, t_np.q)
+        lb_gpu = eng.gemm_exact(s_gpu.q, t_gpu.q)
+        for bits in (53, 24, 113):
+            fractions.append(_td_at_or_above_lo(s_np, t_np, lb_np, bits, k))
+            want = plan_scalars(s_np, t_np, lb_np, bits, k, 2.0 ** -bits, np)
+            got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_gpu, bits, k, 2.0 ** -bits, cp))
+            assert np.array_equal(want, got), (trial, m, k, n, bits, want, got)
+    # both passes were exercised, and products where they mix
+    assert sum(f == 0.0 for f in fractions) >= 5 and sum(f == 1.0 for f in fractions) >= 5
+    assert sum(0.0 < f < 0.5 for f in fractions) >= 10
+
+
 @pytest.mark.parametrize("split,columns", [(True, True), (False, True), (True, False)])
 def test_row_stats_long_rows_match_numpy(split, columns, monkeypatch):
     """Rows longer than the kernel's register cache (16 entries x 512 threads) and than one

@@ -582,7 +582,9 @@ extern "C" __global__ void plan_scalars(PLAN_SCALARS_ARGS(i64)) {
 
 // int32 products (one k-block, k <= 131071): plan_scalars_impl's integers, four adjacent
 // columns per thread (one 16-byte load of lb where aligned), the row terms computed once per
-// row and the column terms once per thread (v3); each need from bit patterns (v4):
+// row and the column terms once per thread (v3); each need from bit patterns (v4); the
+// regime comparisons only for entries with t_d >= min(w_i, v_j), every other entry's width
+// is t_d itself (v5, see the loop):
 //  * need_s(z) = ceil(log2(z / R)) - 1 with R = L 2^-eoff is floor((bits(z) - bits(R) - 1) / 2^52)
 //    for positive normal z and R (need_bits; R is normal for bits <= 1000, which the host
 //    checks, and bits(R) = bits(double(L)) - eoff 2^52 since double(L) is exact);
@@ -609,6 +611,11 @@ __device__ __forceinline__ int need_bits(bool zpos, u64 zb, bool pos, u64 rb) {
 __device__ __forceinline__ u64 zbits(double z) {
     return z >= 2.2250738585072014e-308 ? (u64)__double_as_longlong(z)
                                          : (u64)__double_as_longlong(z * 18446744073709551616.0) - (64ULL << 52);
+}
+
+// bits(R) for R = L 2^-eoff: double(L) exactly (2^52 + L for 0 <= L < 2^31, less 2^52), less eoff 2^52
+__device__ __forceinline__ u64 rbits(int L, u64 eoff52) {
+    return (u64)__double_as_longlong(__hiloint2double(0x43300000, L) - 4503599627370496.0) - eoff52;
 }
 
 extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
@@ -651,30 +658,48 @@ extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
             const int w = (int)min(wa[i], (i64)(1 << 29));
             const double a = na[i];
             const u32 rai = (u32)ra[i];
-            const double zza = __dmul_rn(a, fac);
-            const bool zposa = zza > 0;
-            const u64 zba = zbits(zposa ? zza : 1.0);
             if (j0 == 0) {
                 m1a = max(m1a, n1a[i]);
                 m2a = max(m2a, n2a[i]);
             }
+            // v5: beta_ij = t_d when t_d < lo = min(w, v_j) (the usual case: row and column
+            // widths above every t_d), else the regime value min(max(lo, t_s), max(w, v_j)); the
+            // fast pass takes t_d of every entry, the exact regime pass runs only for the
+            // entries (and warps) that have t_d >= lo
+            bool slow = false;
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 if (e < nv) {
                     const int L = L4[e];
-                    const bool pos = L > 0;
-                    // bits(R): double(L) exactly (2^52 + L for 0 <= L < 2^31, less 2^52), less eoff 2^52
-                    const u64 rb = (u64)__double_as_longlong(__hiloint2double(0x43300000, L) - 4503599627370496.0) - eoff52;
                     const double zd = __dmul_rn(__dadd_rn(__dadd_rn(b[e], a), K), fac);  // >= K: normal
-                    const int t_d = need_bits(true, (u64)__double_as_longlong(zd), pos, rb);
-                    // planner.required_beta's regimes: w < v: min(max(w, need(na)), v); v < w:
-                    // min(max(v, need(nb)), w); w == v: w -- all three are min(max(lo, need), hi)
-                    const bool rowside = w < v[e];
-                    const int lo = rowside ? w : v[e], hi_w = rowside ? v[e] : w;
-                    const int t_s = need_bits(rowside ? zposa : zposb[e], rowside ? zba : zbb[e], pos, rb);
-                    const int after = min(max(lo, t_s), hi_w);
-                    bst = max(bst, t_d < lo ? t_d : after);
+                    const int t_d = need_bits(true, (u64)__double_as_longlong(zd), L > 0, rbits(L, eoff52));
+                    const bool s_e = t_d >= min(w, v[e]);
+                    slow |= s_e;
+                    bst = s_e ? bst : max(bst, t_d);
                     ubm[e] = max(ubm[e], (u32)L + rai);
+                }
+            }
+            if (slow) {
+                const double zza = __dmul_rn(a, fac);
+                const bool zposa = zza > 0;
+                const u64 zba = zbits(zposa ? zza : 1.0);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    if (e < nv) {
+                        const int L = L4[e];
+                        const bool pos = L > 0;
+                        const u64 rb = rbits(L, eoff52);
+                        const double zd = __dmul_rn(__dadd_rn(__dadd_rn(b[e], a), K), fac);
+                        const int t_d = need_bits(true, (u64)__double_as_longlong(zd), pos, rb);
+                        // planner.required_beta's regimes: w < v: min(max(w, need(na)), v); v < w:
+                        // min(max(v, need(nb)), w); w == v: w -- all three are min(max(lo, need), hi)
+                        const bool rowside = w < v[e];
+                        const int lo = rowside ? w : v[e], hi_w = rowside ? v[e] : w;
+                        if (t_d >= lo) {
+                            const int t_s = need_bits(rowside ? zposa : zposb[e], rowside ? zba : zbb[e], pos, rb);
+                            bst = max(bst, min(max(lo, t_s), hi_w));
+                        }
+                    }
                 }
             }
         }
