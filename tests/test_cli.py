@@ -62,3 +62,70 @@ def test_audit_nonfinite_and_refusal(capsys, tmp_path):
     assert rc == 3 and "REFUSED" in out and "BROKEN" not in out
     assert main(["audit", "--size", "0"]) == 2
     assert main(["audit", "--json", str(tmp_path / "missing" / "x.json")]) == 2
+
+
+def test_audit_bad_options_exit_2_not_1(capsys):
+    """Options no audit can run with are bad arguments (exit 2), never 'contract broken' (1)."""
+    for argv in (["--engine", "gpu"], ["--seed", "-1"], ["--phi", "nan"], ["--phi", "0.5", "inf"],
+                 ["--phi", "1e6"]):
+        capsys.readouterr()
+        rc = main(["audit", "--size", "4", *argv])
+        err = capsys.readouterr().err
+        assert rc == 2, (argv, rc, err)
+        assert "ozgemm audit:" in err and "Traceback" not in err
+
+
+def test_audit_failure_is_exit_4_not_1(capsys, monkeypatch):
+    """A failure of the audit itself (here: out of memory) gives no verdict: exit 4."""
+    import ozgemm.verify.audit as audit
+
+    def boom(*a, **k):
+        raise MemoryError("cannot allocate")
+
+    monkeypatch.setattr(audit, "audit_case", boom)
+    rc = main(["audit", "--size", "4", "--no-hilbert", "--phi", "1"])
+    err = capsys.readouterr().err
+    assert rc == 4 and "could not run to the end" in err and "MemoryError" in err
+
+
+def test_audit_result_measured_in_the_contract_format(capsys, tmp_path):
+    """A float32 result audited against fp64 is measured in binary64 units (u = 2^-53): its
+    error is ~2^29 times larger than in binary32 units, and the entries are not correctly
+    rounded binary64 values."""
+    rng = np.random.default_rng(9)
+    a, b = rng.standard_normal((8, 9)), rng.standard_normal((9, 7))
+    np.save(tmp_path / "A.npy", a)
+    np.save(tmp_path / "B.npy", b)
+    np.save(tmp_path / "C32.npy", (a @ b).astype(np.float32))
+    js = tmp_path / "r.json"
+    capsys.readouterr()
+    rc = main(["audit", str(tmp_path / "A.npy"), str(tmp_path / "B.npy"), "--result", str(tmp_path / "C32.npy"),
+               "--json", str(js)])
+    assert rc == 1
+    s = json.loads(js.read_text())["rows"][0]["summary"]
+    # rounding to float32 leaves relative errors up to 2^-24 = 2^29 u (u = 2^-53): in binary64
+    # units the largest of 56 such errors is far above 1e6 (in binary32 units it would be < 1)
+    assert s["max_err_u"] > 1e6 and s["correctly_rounded"] < 0.2
+    assert s["breaches"] == 56
+
+
+def test_audit_nonfinite_result_entry_reported(capsys, tmp_path):
+    """A NaN (or a wrong-sign infinity) in a given result shows as an infinite max error and
+    max/bound, not as 0 or 1 beside a breach."""
+    from ozgemm import matmul
+
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((5, 6)), rng.standard_normal((6, 4))
+    np.save(tmp_path / "A.npy", a)
+    np.save(tmp_path / "B.npy", b)
+    c = matmul(a, b)
+    c[1, 2] = np.nan
+    np.save(tmp_path / "C.npy", c)
+    js = tmp_path / "r.json"
+    rc = main(["audit", str(tmp_path / "A.npy"), str(tmp_path / "B.npy"), "--result", str(tmp_path / "C.npy"),
+               "--json", str(js)])
+    assert rc == 1
+    text = js.read_text()
+    s = json.loads(text)["rows"][0]["summary"]
+    assert s["breaches"] == 1 and s["max_err_u"] == "inf" and s["max_bound_ratio"] == "inf"
+    assert s["median_err_u"] < 1.0  # the other 19 entries are within ozgemm's bound

@@ -735,3 +735,16 @@ def test_speculative_width_on_device_matches_planner():
         assert np.array_equal(cp.asnumpy(si), shifts) and np.array_equal(cp.asnumpy(ti), shifts)
         checked += want > 0
     assert checked > 40
+
+
+@pytest.mark.parametrize("argv", [[], ["--contract", "dd", "--inputs", "dd"], ["--contract", "fp128", "--inputs", "binary128"],
+                                  ["--contract", "fp32", "--method", "both"]])
+def test_audit_cli_on_the_cuda_engine(argv, capsys):
+    """`ozgemm audit --engine cuda` moves the operands to the device (float, DD, binary128)
+    and keeps the contract, measured against the exact product as on the CPU."""
+    from ozgemm.cli import main
+
+    rc = main(["audit", "--engine", "cuda", "--size", "12", "--phi", "1", *argv])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "kept on all" in out

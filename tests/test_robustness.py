@@ -132,3 +132,20 @@ def test_grading_flat_in_n(contract):
     slope = np.polyfit(np.log2(ns), np.log2(errs), 1)[0]
     assert max(errs) <= 3.0
     assert slope < 0.25, (slope, errs)
+
+
+def test_contract_moduli_and_slices_out_of_range_are_contract_errors():
+    """A fixed moduli count beyond the table is refused when the contract is made; a slice
+    count far beyond the exact accumulator (whose truncation bound overflows float64) is a
+    ContractError at planning, not an OverflowError."""
+    import ozgemm
+    from ozgemm.crt import MODULI
+
+    for m in (len(MODULI) + 1, 100):
+        with pytest.raises(ozgemm.ContractError, match="moduli"):
+            ozgemm.Contract(name="x", moduli=m)
+    ozgemm.Contract(name="x", moduli=len(MODULI))  # the whole table is fine
+    a, b = np.ones((3, 4)), np.ones((4, 2))
+    for s in (377, 10**4):
+        with pytest.raises(ozgemm.ContractError, match="diagonals"):
+            ozgemm.matmul(a, b, contract=ozgemm.Contract(name="x", method="ozaki", slices=s))

@@ -55,5 +55,8 @@ def truncation_norm(s: int, beta: int, k: int, schedule: str, w: int = 8) -> flo
     import math
 
     v = truncation_norm_exact(s, beta, k, schedule, w)
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # beyond float64 (hundreds of slices): no bound any plan can meet
+        return math.inf
     return f if Fraction(f) >= v else math.nextafter(f, math.inf)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 
+from ..crt.moduli import MODULI
 from .formats import Format, get_format
 
 __all__ = ["Contract", "ContractError", "load_contract", "named_contracts", "as_contract"]
@@ -114,8 +115,11 @@ class Contract:
             raise ContractError(f"{where}: key 'exponent_range' must be an integer in [0, 4096], got {self.exponent_range!r}")
         if self.method not in _METHODS:
             raise ContractError(f"{where}: key 'method' must be one of {_METHODS}, got {self.method!r}")
-        if self.moduli != "auto" and (not isinstance(self.moduli, int) or isinstance(self.moduli, bool) or self.moduli < 1):
-            raise ContractError(f"{where}: key 'moduli' must be a positive integer or \"auto\", got {self.moduli!r}")
+        nmax = len(MODULI)
+        if self.moduli != "auto" and (not isinstance(self.moduli, int) or isinstance(self.moduli, bool)
+                                      or not 1 <= self.moduli <= nmax):
+            raise ContractError(f"{where}: key 'moduli' must be an integer in [1, {nmax}] (the moduli table) or "
+                                f"\"auto\", got {self.moduli!r}")
         if self.bound_kind not in _BOUND_KINDS:
             raise ContractError(f"{where}: key 'bound_kind' must be one of {_BOUND_KINDS}, got {self.bound_kind!r}")
         if self.specials not in _SPECIALS:

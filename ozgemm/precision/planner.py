@@ -562,9 +562,7 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
         nmod, beta, widened = _componentwise_choice(contract, host, sa, sb, k, cpow)
         _remember(key, nmod, beta)
     else:
-        nmod = contract.moduli
-        if nmod > len(MODULI):
-            raise ContractError(f"{where}: moduli = {nmod} exceeds the table ({len(MODULI)} moduli)")
+        nmod = contract.moduli  # within the table (Contract checks it)
         M = moduli_product(nmod)
         beta = _max_beta_for(M, S, k)
         if beta < contract.bits + 3:

@@ -198,6 +198,22 @@ def measure_any(c, a, b, contract, fmt=None, ref: Reference | None = None) -> di
     return summ
 
 
+def _on_engine(x, engine):
+    """Operand ``x`` (numpy float, DD of numpy arrays or numpy binary128) moved to the array
+    library of ``engine`` (cupy arrays / DD of cupy arrays / device Binary128 for "cuda")."""
+    from ..kernels import get_engine
+    from ..precision.formats import DD, Binary128, is_quad_array
+
+    if engine is None or get_engine(engine).xp is np:
+        return x
+    xp = get_engine(engine).xp
+    if isinstance(x, DD):
+        return DD(xp.asarray(x.hi), xp.asarray(x.lo))
+    if is_quad_array(x):
+        return Binary128.from_numpy(x, device=True)
+    return xp.asarray(x)
+
+
 def audit_case(name, a, b, contract: Contract, include_numpy=True, engine=None):
     """Audit ozgemm (and numpy's matmul, side by side) on one pair; returns AuditRows."""
     from ..api import matmul
@@ -209,9 +225,10 @@ def audit_case(name, a, b, contract: Contract, include_numpy=True, engine=None):
     shape = (a.shape[0], a.shape[1], b.shape[1])
     from ..precision.formats import DD
 
+    da, db = _on_engine(a, engine), _on_engine(b, engine)
     t0 = time.perf_counter()
     try:
-        c, plans = matmul(a, b, contract=contract, return_plan=True, engine=engine)
+        c, plans = matmul(da, db, contract=contract, return_plan=True, engine=engine)
         secs = time.perf_counter() - t0
         rows.append(AuditRow(name, shape, "ozgemm", measure_any(c, a, b, contract, fmt, ref), plans[0].info(),
                              seconds=secs))
@@ -230,9 +247,12 @@ def audit_case(name, a, b, contract: Contract, include_numpy=True, engine=None):
 
 
 def audit_result(a, b, c, contract: Contract, name="user"):
-    """Audit a given result ``c`` of ``a @ b`` (any matmul) against the exact product."""
+    """Audit a given result ``c`` of ``a @ b`` (any matmul) against the exact product, in the
+    units (u, ulp, correct rounding, under/overflow allowances) of the contract's format,
+    whatever ``c``'s dtype."""
     contract = as_contract(contract)
-    return AuditRow(name, (a.shape[0], a.shape[1], b.shape[1]), "given result", measure_any(c, a, b, contract))
+    return AuditRow(name, (a.shape[0], a.shape[1], b.shape[1]), "given result",
+                    measure_any(c, a, b, contract, contract.fmt.name))
 
 
 def moduli_sweep(a, b, contract: Contract, counts):
@@ -302,5 +322,14 @@ def to_json(rows, path, extra=None):
             "rows": [r.__dict__ | {"broken": r.broken, "refused": r.refused} for r in rows]}
     if extra:
         data.update(extra)
+    def plain(o):  # strict JSON: non-finite floats as the strings "inf", "-inf", "nan"
+        if isinstance(o, float) and not math.isfinite(o):
+            return str(o)
+        if isinstance(o, dict):
+            return {k: plain(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [plain(v) for v in o]
+        return o
+
     with open(path, "w") as f:
-        json.dump(data, f, indent=2, default=lambda o: o if not isinstance(o, tuple) else list(o))
+        json.dump(plain(data), f, indent=2, allow_nan=False)

@@ -17,14 +17,15 @@ def register(sub):
             "inverse Hilbert) side by side with numpy.matmul, or audit a user's data: "
             "'ozgemm audit A.npy B.npy [--result C.npy]'. Exit status: 0 contract kept, 1 contract "
             "broken (an entry beyond the promised bound), 2 bad arguments, 3 refused (ContractError: "
-            "the contract cannot be proven for these inputs)."),
+            "the contract cannot be proven for these inputs), 4 the audit could not run to the end "
+            "(e.g. out of memory; no verdict)."),
     )
     p.add_argument("arrays", nargs="*", metavar="A.npy B.npy", help="operands to audit (2-D .npy files)")
     p.add_argument("--result", metavar="C.npy", help="audit this result of A @ B (from any matmul) instead of ozgemm's")
     p.add_argument("--contract", default="fp64", help="contract name (fp64, fp64-fast, fp32, dd, fp128) or TOML file [fp64]")
     p.add_argument("--size", type=int, default=256, help="square size n of the standard inputs [256]")
     p.add_argument("--shape", type=int, nargs=3, metavar=("M", "K", "N"), help="shape of the standard inputs")
-    p.add_argument("--phi", type=float, nargs="+", default=[0.5, 1, 2, 3], help="phi values [0.5 1 2 3]")
+    p.add_argument("--phi", type=float, nargs="+", default=[0.5, 1, 2, 3], help="phi values in [0, 64]: entries (rand - 0.5) exp(phi randn) [0.5 1 2 3]")
     p.add_argument("--seed", type=int, default=0, help="random seed [0]")
     p.add_argument("--no-hilbert", action="store_true", help="skip the Hilbert x inverse Hilbert case")
     p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
@@ -99,6 +100,8 @@ def _load(path, name):
 
 
 def run_audit(args) -> int:
+    """The command's exit status (see the parser's description); a failure of the audit itself
+    is never reported as 1 (contract broken): it gives 4, with the error on stderr."""
     try:
         return _run_audit(args)
     except _BadArgument as exc:
@@ -107,6 +110,31 @@ def run_audit(args) -> int:
     except TypeError as exc:  # operands the contract does not take (e.g. --inputs dd with fp32)
         print(f"ozgemm audit: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # MemoryError included: no verdict was reached
+        print(f"ozgemm audit: the audit could not run to the end ({type(exc).__name__}: {exc}); no verdict",
+              file=sys.stderr)
+        return 4
+
+
+def _check_args(args):
+    """Raise _BadArgument for options no audit can run with (before any work)."""
+    import math
+
+    from ..kernels import get_engine
+
+    if args.size < 1 or (args.shape and min(args.shape) < 1):
+        raise _BadArgument("ozgemm audit: --size and --shape need positive integers")
+    if not 0 <= args.seed < 2**63:
+        raise _BadArgument(f"ozgemm audit: --seed must be a non-negative integer, got {args.seed}")
+    bad = [p for p in args.phi if not (math.isfinite(p) and 0 <= p <= 64)]
+    if bad:
+        raise _BadArgument(f"ozgemm audit: --phi values must be finite and in [0, 64], got {bad}")
+    try:
+        get_engine(args.engine)
+    except ValueError as exc:
+        raise _BadArgument(f"ozgemm audit: --engine {args.engine}: {exc}") from None
 
 
 def _run_audit(args) -> int:
@@ -121,9 +149,7 @@ def _run_audit(args) -> int:
     except ContractError as exc:
         print(f"ozgemm audit: {exc}", file=sys.stderr)
         return 2
-    if args.size < 1 or (args.shape and min(args.shape) < 1):
-        print("ozgemm audit: --size and --shape need positive integers", file=sys.stderr)
-        return 2
+    _check_args(args)
     import os
 
     for opt in ("json", "plot"):
@@ -164,6 +190,9 @@ def _run_audit(args) -> int:
             if c.shape != (a.shape[0], b.shape[1]):
                 print(f"ozgemm audit: result shape {c.shape} is not {(a.shape[0], b.shape[1])}", file=sys.stderr)
                 return 2
+            if c.dtype != (dtype if dtype is not None else np.float64):
+                print(f"note: result dtype {c.dtype} measured against contract {contract.name}'s format "
+                      f"{contract.fmt.name} (errors in its units)", file=sys.stderr)
             rows.append(audit_result(a, b, c, contract, name=args.result))
         else:
             wdt = dtype if dtype is not None else np.float64  # dd / fp128 results from float64 operands

@@ -279,10 +279,11 @@ class ErrorReport:
     breaches: int | None
 
     def summary(self) -> dict:
-        def st(x):
-            x = x[np.isfinite(x)] if x is not None else None
-            return (float(x.max()) if x is not None and x.size else 0.0,
-                    float(np.median(x)) if x is not None and x.size else 0.0)
+        def st(x):  # max over every entry (inf: a non-finite result entry), median over finite ones
+            if x is None or not x.size:
+                return 0.0, 0.0
+            fin = x[np.isfinite(x)]
+            return float(np.nanmax(x)), float(np.median(fin)) if fin.size else math.inf
 
         emax, emed = st(self.err_u)
         umax, umed = st(self.ulps.astype(np.float64))
