@@ -128,4 +128,5 @@ def test_audit_nonfinite_result_entry_reported(capsys, tmp_path):
     text = js.read_text()
     s = json.loads(text)["rows"][0]["summary"]
     assert s["breaches"] == 1 and s["max_err_u"] == "inf" and s["max_bound_ratio"] == "inf"
+    assert s["max_ulps"] == "inf"
     assert s["median_err_u"] < 1.0  # the other 19 entries are within ozgemm's bound

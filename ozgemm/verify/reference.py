@@ -434,6 +434,7 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
     else:
         ulps = np.abs(_ordinal(c.astype(cr.dtype)) - _ordinal(cr))
         ulps = np.array(ulps, dtype=np.float64)
+        ulps[np.isnan(c)] = math.inf  # a NaN's bit pattern is no distance (cr is finite or +-inf)
         share = float(np.mean(c.astype(cr.dtype) == cr)) if c.size else 1.0
     return ErrorReport(err_u=err_u, ulps=ulps, correctly_rounded=share, bound_ratio=ratio,
                        breaches=breaches if contract is not None else None)
