@@ -310,3 +310,115 @@ def test_cli_transform(tmp_path):
     assert args.func(args) == 0
     want = x @ _sequency_matrix(_hadamard(8)).T / 8.0
     np.testing.assert_array_equal(np.load(dst), want)
+
+
+# --- session 12 review fixes -----------------------------------------------------------------
+def _exact_ortho(x, L):
+    """fwht(x, norm="ortho") of a 1-D float row, exactly (mpmath, 80 digits): H x / 2**(L/2)."""
+    import mpmath
+
+    mpmath.mp.dps = 80
+    H = _hadamard(1 << L)
+    s = [sum(int(h) * mpmath.mpf(Fraction(float(v)).numerator) / Fraction(float(v)).denominator
+             for h, v in zip(row, x)) for row in H]
+    return [v / mpmath.sqrt(2) ** L for v in s]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("L", [1, 3, 5])
+def test_ortho_odd_length_bound_includes_the_rounded_factor(dtype, L):
+    """For odd L the ortho factor 2**(-L/2) is rounded and multiplies once more: the error
+    stays within gamma_(L+2) c ||x||_1 (the documented bound), against an exact reference;
+    some case exceeds gamma_L c ||x||_1, so the added terms are needed."""
+    import mpmath
+
+    u = {np.float32: 2.0**-24, np.float64: 2.0**-53}[dtype]
+    gamma = lambda m: m * u / (1 - m * u)  # noqa: E731
+    rng = np.random.default_rng(L)
+    worst = 0.0
+    for trial in range(60):
+        x = (rng.integers(-9, 10, 1 << L) if trial % 2 else rng.standard_normal(1 << L)).astype(dtype)
+        if trial == 0:
+            x[:] = 0
+            x[0] = 3
+        y = fwht(x, norm="ortho")
+        ex = _exact_ortho(x, L)
+        c_norm = mpmath.mpf(float(np.abs(x.astype(np.float64)).sum())) / mpmath.sqrt(2) ** L
+        if c_norm == 0:
+            continue
+        err = max(abs(mpmath.mpf(float(v)) - e) for v, e in zip(y, ex))
+        assert err <= gamma(L + 2) * c_norm, (trial, float(err / c_norm))
+        worst = max(worst, float(err / c_norm))
+    assert worst > gamma(L) or L > 1  # L = 1: [3, 0] alone exceeds gamma_1 (rounded factor)
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).nmant <= 52, reason="longdouble is float64 here")
+def test_longdouble_ortho_factor_in_longdouble_precision():
+    """The ortho factor of odd L is 2**(-L/2) correctly rounded in longdouble (not a float64
+    value widened): fwht([1, 0]) = 1/sqrt(2) to longdouble accuracy, and the ortho round trip
+    is accurate to a few longdouble ulps."""
+    import mpmath
+
+    mpmath.mp.dps = 50
+    eps = float(np.finfo(np.longdouble).eps)
+    for L in (1, 3, 5):
+        x = np.zeros(1 << L, np.longdouble)
+        x[0] = 1
+        y = fwht(x, norm="ortho")
+        n, d = y[0].as_integer_ratio()
+        assert abs(mpmath.mpf(n) / d - 1 / mpmath.sqrt(2) ** L) <= eps * mpmath.mpf(n) / d
+    x = np.arange(8, dtype=np.longdouble) + np.longdouble(1) / 3
+    r = ifwht(fwht(x, norm="ortho"), norm="ortho")
+    assert float(np.abs(r - x).max() / x.max()) < 20 * eps
+
+
+def test_misc_input_checks_name_the_problem():
+    with pytest.raises(TypeError, match="out must be a numpy or cupy array"):
+        fwht([1, 2], out=[0, 0])
+    with pytest.raises(TypeError, match="fwht: object arrays must hold numbers"):
+        fwht(np.array(["a", "b"], dtype=object))
+    with pytest.raises(ValueError, match="walsh_spectrum: truth table length 3"):
+        walsh_spectrum([0, 1, 0])
+    for n in (-4, 0, 12):
+        with pytest.raises(ValueError, match="sequency_permutation: n must be a power of two"):
+            sequency_permutation(n)
+    # row L1 norm 2**63 - 1 fits, but the conservative checks cannot guarantee it: the
+    # message says so instead of claiming the norm reaches 2**63
+    with pytest.raises(OverflowError, match="cannot be guaranteed") as e:
+        fwht(np.array([2**62, 2**62 - 1], np.int64))
+    assert ">= 2**63" not in str(e.value)
+
+
+def test_non_native_byte_order_gives_native_results():
+    x = np.arange(8, dtype=">f8")
+    y = fwht(x)
+    assert y.dtype == np.float64 and y.dtype.isnative
+    assert np.array_equal(y, fwht(x.astype(np.float64)))
+    out = np.empty(8)
+    assert fwht(x, out=out) is out and np.array_equal(out, y)
+
+
+def test_cli_transform_file_errors(tmp_path, capsys):
+    """Unreadable input, unwritable output and --gpu without CuPy: one 'ozgemm fwt:' line,
+    exit 1, no traceback."""
+    from ozgemm.cli import main
+
+    good = tmp_path / "x.npy"
+    np.save(good, np.arange(8.0))
+    (tmp_path / "junk.npy").write_bytes(b"not a numpy file")
+    np.save(tmp_path / "obj.npy", np.array([1, "a"], dtype=object), allow_pickle=True)
+    cases = [[str(tmp_path / "missing.npy"), str(tmp_path / "y.npy")],
+             [str(tmp_path / "junk.npy"), str(tmp_path / "y.npy")],
+             [str(tmp_path / "obj.npy"), str(tmp_path / "y.npy")],
+             [str(good), str(tmp_path / "no_such_dir" / "y.npy")]]
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        cases.append([str(good), str(tmp_path / "y.npy"), "--gpu"])
+    for argv in cases:
+        capsys.readouterr()
+        rc = main(["fwt", "transform", *argv])
+        err = capsys.readouterr().err
+        assert rc == 1 and err.startswith("ozgemm fwt: ") and "Traceback" not in err, (argv, rc, err)
+    assert main(["fwt", "transform", str(good), str(tmp_path / "y.npy")]) == 0
+    assert np.array_equal(np.load(tmp_path / "y.npy"), fwht(np.arange(8.0)))

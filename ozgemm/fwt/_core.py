@@ -50,7 +50,9 @@ def sequency_permutation(n: int, xp=np):
     ``k`` sign changes. ``n`` must be a power of two (ValueError otherwise).
     """
     n = operator.index(n)
-    L = _log2_exact(n, -1)
+    if n < 1 or (n & (n - 1)) != 0:
+        raise ValueError(f"sequency_permutation: n must be a power of two >= 1, got {n}")
+    L = n.bit_length() - 1
     k = np.arange(n, dtype=np.int64)
     g = k ^ (k >> 1)
     r = np.zeros_like(g)
@@ -92,13 +94,19 @@ def _check_args(x, axis, norm, order, out):
     return x, xp, axis, L
 
 
-def _scale_for(norm: str, L: int, inverse: bool):
+def _scale_for(norm: str, L: int, inverse: bool, wide=None):
     """Return ``(c, unit)``: the factor ``c`` applied to the unscaled sums, and ``unit``:
     whether this norm/direction is unscaled for every n (so integer results stay int64;
-    the result dtype never depends on n)."""
+    the result dtype never depends on n). ``wide``: a numpy float type wider than float64
+    (longdouble), in whose precision the "ortho" factor is then computed."""
     if norm == "ortho":
         # 2**(-L/2), correctly rounded: for odd L, sqrt(2) (rounded once) times a power of 2
-        s = 2.0 ** (-(L // 2)) if L % 2 == 0 else math.ldexp(math.sqrt(2.0), -(L + 1) // 2)
+        if L % 2 == 0:
+            s = 2.0 ** (-(L // 2))
+        elif wide is not None:
+            s = np.ldexp(np.sqrt(wide(2)), -(L + 1) // 2)
+        else:
+            s = math.ldexp(math.sqrt(2.0), -(L + 1) // 2)
         return s, False
     scaled = (norm == "forward") != inverse  # forward+forward or inverse+backward
     if scaled:
@@ -117,6 +125,8 @@ def _result_dtype(dt, unit_scale: bool):
 def _check_out(out, xp, shape, rdt):
     if out is None:
         return
+    if not (isinstance(out, np.ndarray) or is_cupy_array(out)):
+        raise TypeError(f"fwht: out must be a numpy or cupy array, got {type(out).__name__}")
     if array_namespace(out) is not xp:
         raise TypeError("fwht: out must belong to the same array library as x")
     if tuple(out.shape) != tuple(shape):
@@ -197,9 +207,11 @@ def _compute_dtype(dt):
 
 def _fwht_impl(x, axis, norm, order, out, inverse):
     x, xp, axis, L = _check_args(x, axis, norm, order, out)
+    if not x.dtype.isnative:  # results (and out) in native byte order, as numpy's arithmetic gives
+        x = x.astype(x.dtype.newbyteorder("="))
     n = 1 << L
-    scale, unit = _scale_for(norm, L, inverse)
     dt = x.dtype
+    scale, unit = _scale_for(norm, L, inverse, dt.type if dt.kind == "f" and dt.itemsize > 8 else None)
     rdt = _result_dtype(dt, unit)
     _check_out(out, xp, x.shape, rdt)
 
@@ -209,8 +221,9 @@ def _fwht_impl(x, axis, norm, order, out, inverse):
                                 "(exact Python integers, CPU) first")
         if not _int_bound_ok(xp, x, axis, n):
             raise OverflowError(
-                f"fwht: an exact int64 transform of length {n} could overflow for this input "
-                "(row L1 norm >= 2**63); use x.astype(object) on the CPU for exact Python integers")
+                f"fwht: an exact int64 transform of length {n} cannot be guaranteed for this input "
+                "(neither n * max|x| nor a rigorous bound on the row L1 norm is below 2**63; both "
+                "checks are conservative); use x.astype(object) on the CPU for exact Python integers")
 
     perm = sequency_permutation(n, xp) if order == "sequency" else None
     xm = xp.moveaxis(x, axis, -1)
@@ -243,7 +256,10 @@ def _generic(xp, xm, L, scale, unit, dt, rdt, perm, inverse):
         inv[perm] = xp.arange(n, dtype=perm.dtype)
         src = xp.take(xm, inv, axis=-1)
     a2 = xp.array(src, dtype=cdt, order="C", copy=True).reshape(-1, n)  # input never modified
-    y2 = _transform_rows_generic(xp, a2, L)
+    try:
+        y2 = _transform_rows_generic(xp, a2, L)
+    except TypeError as exc:  # object arrays of non-numbers
+        raise TypeError(f"fwht: object arrays must hold numbers (Python ints for exact results): {exc}") from None
     y = y2.reshape(shape)
     if perm is not None and not inverse:
         y = xp.take(y, perm, axis=-1)
@@ -293,9 +309,13 @@ def fwht(x, axis=-1, *, norm="backward", order="natural", out=None):
     --------
     Floating point: O(n log n) additions in radix-2 butterflies; with ``m = log2 n``
     stages in precision u every output satisfies ``|ŷ_k − y_k| ≤ γ_m · c · ||x||_1``
-    (γ_m = m·u/(1 − m·u)), since every butterfly output is a signed sum of inputs.
-    float16 is computed in float32 (u = 2**-24) and rounded once to float16 (plus one
-    float16 rounding between passes for rows longer than the single-pass size on the GPU).
+    (γ_m = m·u/(1 − m·u)), since every butterfly output is a signed sum of inputs; for
+    "ortho" with odd m, ``c = 2**(-m/2)`` is itself rounded and multiplies once more:
+    γ_(m+2) then. float16 is computed in float32 (u = 2**-24) and rounded once to float16
+    (plus one float16 rounding between passes for rows longer than the single-pass size on
+    the GPU), which adds ``2**-11 · |y_k|``. These bounds assume no underflow: a rounding
+    into the subnormal range adds at most half the smallest subnormal of its format (the
+    float16 output: 2**-25).
     Integers are exact: the int64 transform is used only after checking that no partial
     sum can reach 2**63 (|partial| ≤ row L1 norm); otherwise ``OverflowError``.
 

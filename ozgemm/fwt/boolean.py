@@ -47,5 +47,9 @@ def walsh_spectrum(truth_table, axis=-1):
         raise ValueError("walsh_spectrum: truth table must have at least one dimension")
     if t.dtype.kind != "b" and t.size and bool(((t != 0) & (t != 1)).any()):
         raise ValueError("walsh_spectrum: truth table entries must be 0 or 1")
+    ax = axis if -t.ndim <= axis < t.ndim else None
+    if ax is not None and (t.shape[ax] < 1 or t.shape[ax] & (t.shape[ax] - 1)):
+        raise ValueError(f"walsh_spectrum: truth table length {t.shape[ax]} along axis {axis} is not a power "
+                         "of two 2**n (one entry per input of n variables); padding would change the function")
     s = 1 - 2 * t.astype(xp.int8)  # (−1)^f as int8, a new array
     return fwht(s, axis=axis)

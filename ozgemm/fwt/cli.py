@@ -37,21 +37,37 @@ def register(subparsers) -> None:
 
 
 def _cmd_transform(args) -> int:
+    """Exit 0, or 1 with one ``ozgemm fwt: ...`` line (unreadable input, unwritable output,
+    a transform error, no CuPy for --gpu)."""
     from . import fwht, ifwht
 
-    x = np.load(args.input, allow_pickle=False)
+    try:
+        x = np.load(args.input, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        print(f"ozgemm fwt: cannot read {args.input}: {exc}", file=sys.stderr)
+        return 1
+    if not isinstance(x, np.ndarray):  # an .npz archive
+        print(f"ozgemm fwt: {args.input} holds several arrays (.npz); give one .npy array", file=sys.stderr)
+        return 1
     f = ifwht if args.inverse else fwht
     try:
         if args.gpu:
-            import cupy
-
+            try:
+                import cupy
+            except ImportError as exc:
+                print(f"ozgemm fwt: --gpu needs CuPy ({exc})", file=sys.stderr)
+                return 1
             y = cupy.asnumpy(f(cupy.asarray(x), axis=args.axis, norm=args.norm, order=args.order))
         else:
             y = f(x, axis=args.axis, norm=args.norm, order=args.order)
     except (ValueError, TypeError, OverflowError) as exc:
         print(f"ozgemm fwt: {exc}", file=sys.stderr)
         return 1
-    np.save(args.output, y)
+    try:
+        np.save(args.output, y)
+    except OSError as exc:
+        print(f"ozgemm fwt: cannot write {args.output}: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
