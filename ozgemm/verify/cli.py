@@ -100,8 +100,9 @@ def _load(path, name):
 
 
 def run_audit(args) -> int:
-    """The command's exit status (see the parser's description); a failure of the audit itself
-    is never reported as 1 (contract broken): it gives 4, with the error on stderr."""
+    """The command's exit status (see the parser's description). A failure of the audit itself
+    is never reported as 1 (contract broken): it gives 4 with the error on stderr, or 2 for a
+    TypeError (operands the contract does not take) and for bad options."""
     try:
         return _run_audit(args)
     except _BadArgument as exc:
