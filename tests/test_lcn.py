@@ -557,3 +557,111 @@ def test_resume_refuses_wrong_types_and_invalid_states(tmp_path):
     bad = dataclasses.replace(st, x=np.zeros_like(st.x), y=np.zeros_like(st.y))
     with pytest.raises(ValueError, match="not valid"):
         lcn.anneal(d, iterations=100, seed=1, device="cpu", resume=bad)
+
+
+def _ref_counts_loops(pts, edges):
+    """Per-edge counts by the documented definition for any graph: two edges cross iff they
+    share no endpoint and their closed segments share a point (a self-loop is the point of
+    its vertex), plain Python integers."""
+    out = []
+    for i, (a, b) in enumerate(edges):
+        out.append(sum(1 for j, (u, v) in enumerate(edges)
+                       if j != i and not {a, b} & {u, v} and ref_intersect(pts[a], pts[b], pts[u], pts[v])))
+    return out
+
+
+def test_move_delta_self_loops_and_far_points_against_reference():
+    """move_delta on invalid drawings (its documented domain): self-loops at the moved vertex
+    (the loop moves with it), and vertices and targets far outside the grid (beyond what
+    int64 orientation tests hold together), against the plain-integer reference."""
+    r = random.Random(5)
+    checked = 0
+    for trial in range(400):
+        n = r.randint(3, 7)
+        big = r.choice([0, 2**40, 2**58, 2**61])
+        pts = [(r.randint(-3, 6), r.randint(-3, 6)) for _ in range(n)]
+        if big and r.random() < 0.5:
+            pts[r.randrange(n)] = (r.randint(-3, 6), r.choice([-1, 1]) * big)
+        edges = [(r.randrange(n), r.randrange(n)) for _ in range(r.randint(1, 6))]
+        d = from_arrays([p[0] for p in pts], [p[1] for p in pts], edges, 5, 5)
+        v = r.randrange(n)
+        nx = r.choice([r.randint(-3, 6), -big, big]) if big else r.randint(-3, 6)
+        ny = r.randint(-3, 6)
+        moved = list(pts)
+        moved[v] = (nx, ny)
+        before, after = _ref_counts_loops(pts, edges), _ref_counts_loops(moved, edges)
+        assert lcn.crossings(d).per_edge.tolist() == before
+        assert lcn.move_delta(d, v, nx, ny).tolist() == [a - b for a, b in zip(after, before)], \
+            (pts, edges, v, nx, ny)
+        checked += any(a == b for a, b in edges) or big > 2**41
+    assert checked > 100
+
+
+def test_repair_hopeless_case_ends_in_bounded_work():
+    """A triangle on a one-row grid has no valid drawing: repair raises ValueError after at
+    most max_tries candidates per vertex, even on a 2**32-wide grid (it scanned every ring
+    before: quadratic in the grid side)."""
+    for w in (50, 2**32 - 2):
+        d = from_arrays([0, 1, 2], [0, 0, 0], [(0, 1), (1, 2), (0, 2)], w, 0)
+        with pytest.raises(ValueError, match="no valid position"):
+            lcn.repair(d, max_tries=2000)
+
+
+def test_anneal_parameters_out_of_range_are_typed_errors(tmp_path, capsys):
+    from ozgemm.cli import main
+    from ozgemm.lcn.solver import AnnealParams, check_anneal_args
+
+    d = from_arrays([0, 3, 5, 1], [0, 4, 1, 5], [(0, 1), (1, 2), (2, 3)], 10, 10)
+    for kw, err in ((dict(t_ratio=0), ValueError), (dict(reheat=0, t_floor=0), ValueError),
+                    (dict(t_ratio=-1), ValueError), (dict(r_min=-3), ValueError), (dict(r_max=-5), ValueError),
+                    (dict(p_global=0.8, p_bary=0.5), ValueError), (dict(batch=2.5), TypeError),
+                    (dict(cycle=10.0), TypeError), (dict(t_hi=float("nan")), ValueError)):
+        with pytest.raises(err, match="annealing parameter"):
+            check_anneal_args(d, iterations=5, device="cpu", params=AnnealParams(**kw))
+    check_anneal_args(d, iterations=5, device="cpu", params=AnnealParams())
+    src = tmp_path / "d.json"
+    lcn.save(d, src)
+    capsys.readouterr()
+    rc = main(["lcn", "solve", str(src), "-o", str(tmp_path / "o.json"), "--iterations", "5", "--quiet",
+               "--device", "cpu", "--params", '{"t_ratio": 0}'])
+    err = capsys.readouterr().err
+    assert rc == 2 and "t_ratio" in err and "Traceback" not in err
+    # an unwritable output path is reported before any work
+    rc = main(["lcn", "solve", str(src), "-o", str(tmp_path / "missing" / "o.json"), "--iterations", "5",
+               "--quiet", "--device", "cpu"])
+    assert rc == 2 and "cannot write -o/--output" in capsys.readouterr().err
+
+
+def test_from_arrays_rejects_what_it_would_change():
+    """Fractional or non-finite coordinates, strings, bools and values beyond int64 are
+    refused (they were truncated, wrapped or cast before); integral floats are accepted."""
+    bad = [dict(x=[0.5, 2.7]), dict(x=np.array([np.nan, 1.0])), dict(x=["3", 0]), dict(x=[2**63, 0]),
+           dict(x=np.array([True, False])), dict(edges=[(0, 1.5)]), dict(width=5.7), dict(height=True)]
+    for kw in bad:
+        args = dict(x=[0, 2], y=[0, 1], edges=[(0, 1)], width=5, height=5) | kw
+        with pytest.raises(lcn.DrawingFormatError):
+            from_arrays(**args)
+    d = from_arrays(np.array([0.0, 2.0]), [0, 1], np.array([[0, 1]], dtype=np.uint8), 5.0, 5)
+    assert d.x.tolist() == [0, 2] and d.width == 5 and d.edges.tolist() == [[0, 1]]
+
+
+def test_load_shapes_and_ids_give_format_errors(tmp_path):
+    """Wrong-shaped documents are DrawingFormatError (not TypeError), and node ids true and 1
+    are different ids (JSON boolean and number)."""
+    from ozgemm.lcn.drawing import from_document
+
+    base = {"width": 5, "height": 5, "nodes": [{"id": 0, "x": 0, "y": 0}, {"id": 1, "x": 1, "y": 2}],
+            "edges": [{"source": 0, "target": 1}]}
+    docs = [[], "x", base | {"nodes": 3}, base | {"nodes": {"a": 1}}, base | {"nodes": [[0, 0, 0]]},
+            base | {"edges": None}, base | {"edges": [[0, 1]]},
+            base | {"nodes": [{"id": [1], "x": 0, "y": 0}]},
+            base | {"edges": [{"source": {"a": 1}, "target": 1}]}]
+    for doc in docs:
+        with pytest.raises(lcn.DrawingFormatError):
+            from_document(doc)
+    d = from_document(base | {"nodes": [{"id": 1, "x": 0, "y": 0}, {"id": True, "x": 1, "y": 2}],
+                                  "edges": [{"source": True, "target": 1}]})
+    assert d.n == 2 and d.edges.tolist() == [[1, 0]]
+    with pytest.raises(lcn.DrawingFormatError) as e:
+        from_document(base | {"nodes": [{"id": 0, "x": 1e300, "y": 0}]})
+    assert len(str(e.value)) < 200

@@ -38,6 +38,13 @@ def _solve(args) -> int:
     from .solver import AnnealParams, anneal, check_anneal_args
 
     d = load(args.input)
+    import os
+
+    for opt, path in (("-o/--output", args.output), ("--history", args.history)):
+        if path:  # before any work: a run is not lost to an unwritable output path
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+                raise OSError(f"cannot write {opt} {path}: folder {folder} missing or not writable")
     if args.time is None and args.iterations is None:
         args.time = 60.0
     params = AnnealParams(**json.loads(args.params)) if args.params else None
@@ -124,7 +131,8 @@ def register(subparsers) -> None:
     s = sub.add_parser("solve", help="minimise k by simulated annealing (repairs invalid input first)")
     s.add_argument("input", metavar="IN")
     s.add_argument("-o", "--output", required=True, metavar="OUT")
-    s.add_argument("--time", type=float, default=None, help="seconds (default 60 unless --iterations)")
+    s.add_argument("--time", type=float, default=None, help="seconds for the start layout and the annealing (default 60 unless --iterations); "
+                                                            "loading, the final recount and saving come on top")
     s.add_argument("--iterations", type=int, default=None)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--device", choices=("cpu", "gpu", "auto"), default="auto")

@@ -26,10 +26,41 @@ class DrawingFormatError(ValueError):
     """The JSON document (or the arrays) do not describe a drawing."""
 
 
-def _frozen(a, dtype):
-    a = np.array(a, dtype=dtype, copy=True)
-    a.setflags(write=False)
-    return a
+def _short(c) -> str:
+    """An integer for a message (huge ones in scientific notation)."""
+    return str(c) if abs(c) < 10**20 else f"{float(c):.3e}"
+
+
+def _int_array(a, what) -> np.ndarray:
+    """A read-only int64 copy of integer-valued ``a``: integer dtypes within int64, or finite
+    integral floats / Python ints; anything else (fractions, NaN, strings, bools, values
+    beyond int64) raises DrawingFormatError instead of being truncated or wrapped."""
+    a = np.asarray(a)
+    k = a.dtype.kind
+    if k == "i" or (k == "u" and (a.size == 0 or int(a.max()) < 2**63)):
+        out = np.array(a, dtype=np.int64, copy=True)
+    elif k == "f" and bool(np.all(np.isfinite(a))) and bool(np.all(a == np.round(a))) \
+            and (a.size == 0 or float(np.abs(a).max()) < 2.0**63):
+        out = np.array(a, dtype=np.int64, copy=True)
+    elif k == "O" and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                          and -2**63 <= int(v) < 2**63 for v in a.ravel().tolist()):
+        out = np.array([int(v) for v in a.ravel().tolist()], dtype=np.int64).reshape(a.shape)
+    else:
+        bad = next((v for v in a.ravel().tolist()
+                    if isinstance(v, bool) or not isinstance(v, (int, float)) or
+                    (isinstance(v, float) and not v.is_integer()) or not -2**63 <= v < 2**63), None)
+        raise DrawingFormatError(f"{what} must hold integers within int64, got dtype {a.dtype}"
+                                 + (f" (e.g. {bad!r})" if bad is not None else ""))
+    out.setflags(write=False)
+    return out
+
+
+def _int_scalar(v, what) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise DrawingFormatError(f"{what} must be an integer, got {v!r}")
+    if isinstance(v, (float, np.floating)) and not float(v).is_integer():
+        raise DrawingFormatError(f"{what} must be an integer, got {v!r}")
+    return int(v)
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,22 +90,25 @@ class Drawing:
     doc: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
-        x = _frozen(self.x, np.int64)
-        y = _frozen(self.y, np.int64)
-        e = np.array(self.edges, dtype=np.int64, copy=True).reshape(-1, 2)
-        e.setflags(write=False)
+        x = _int_array(self.x, "x")
+        y = _int_array(self.y, "y")
+        e = _int_array(self.edges, "edges")
+        if e.size % 2:
+            raise DrawingFormatError(f"edges must be an (m, 2) array of vertex indices, got shape {e.shape}")
+        e = e.reshape(-1, 2)
         if x.ndim != 1 or y.shape != x.shape:
             raise DrawingFormatError(f"x and y must be 1-D of equal length, got {x.shape} and {y.shape}")
         n = x.shape[0]
         if e.size and (e.min() < 0 or e.max() >= n):
             raise DrawingFormatError(f"edge endpoint out of range 0..{n - 1}")
-        if int(self.width) < 0 or int(self.height) < 0:
+        width, height = _int_scalar(self.width, "width"), _int_scalar(self.height, "height")
+        if width < 0 or height < 0:
             raise DrawingFormatError("width and height must be non-negative")
         object.__setattr__(self, "x", x)
         object.__setattr__(self, "y", y)
         object.__setattr__(self, "edges", e)
-        object.__setattr__(self, "width", int(self.width))
-        object.__setattr__(self, "height", int(self.height))
+        object.__setattr__(self, "width", width)
+        object.__setattr__(self, "height", height)
 
     @property
     def n(self) -> int:
@@ -144,34 +178,53 @@ def load(path_or_file) -> Drawing:
     return from_document(doc)
 
 
+def _id_key(nid, what):
+    """Dictionary key of a JSON scalar node id: true and 1 (equal in Python) stay distinct."""
+    if nid is not None and not isinstance(nid, (str, int, float)):
+        raise DrawingFormatError(f"{what} must be a JSON scalar (string, number, boolean or null), got {nid!r}")
+    return (type(nid) is bool, nid)
+
+
 def from_document(doc: dict) -> Drawing:
     """Build a Drawing from an already parsed contest JSON document (see :func:`load`)."""
+    if not isinstance(doc, dict):
+        raise DrawingFormatError(f"a drawing document is a JSON object, got {type(doc).__name__}")
     try:
         nodes, edges = doc["nodes"], doc["edges"]
         width, height = _int(doc["width"], "width"), _int(doc["height"], "height")
     except KeyError as exc:
         raise DrawingFormatError(f"missing key {exc.args[0]!r} in drawing document") from None
+    for key, val in (("nodes", nodes), ("edges", edges)):
+        if not isinstance(val, list):
+            raise DrawingFormatError(f"'{key}' must be a JSON array, got {type(val).__name__}")
     index = {}
     xs, ys = [], []
     for i, nd in enumerate(nodes):
+        if not isinstance(nd, dict):
+            raise DrawingFormatError(f"nodes[{i}] must be a JSON object, got {type(nd).__name__}")
         try:
-            nid = nd["id"]
+            nid = _id_key(nd["id"], f"nodes[{i}].id")
             xs.append(_int(nd["x"], f"nodes[{i}].x"))
             ys.append(_int(nd["y"], f"nodes[{i}].y"))
         except KeyError as exc:
             raise DrawingFormatError(f"nodes[{i}] lacks {exc.args[0]!r}") from None
         if nid in index:
-            raise DrawingFormatError(f"duplicate node id {nid!r}")
+            raise DrawingFormatError(f"duplicate node id {nid[1]!r}")
         index[nid] = i
     pairs = []
     for j, ed in enumerate(edges):
+        if not isinstance(ed, dict):
+            raise DrawingFormatError(f"edges[{j}] must be a JSON object, got {type(ed).__name__}")
         try:
-            pairs.append((index[ed["source"]], index[ed["target"]]))
+            pairs.append((index[_id_key(ed["source"], f"edges[{j}].source")],
+                          index[_id_key(ed["target"], f"edges[{j}].target")]))
         except KeyError as exc:
-            raise DrawingFormatError(f"edges[{j}] refers to unknown node or lacks a key: {exc.args[0]!r}") from None
+            k = exc.args[0]
+            k = k[1] if isinstance(k, tuple) else k
+            raise DrawingFormatError(f"edges[{j}] refers to unknown node or lacks a key: {k!r}") from None
     for c in xs + ys:
         if abs(c) >= 2**62:
-            raise DrawingFormatError(f"coordinate {c} does not fit in int64 arithmetic (|c| < 2**62 required)")
+            raise DrawingFormatError(f"coordinate {_short(c)} does not fit in int64 arithmetic (|c| < 2**62 required)")
     return Drawing(np.array(xs, dtype=np.int64), np.array(ys, dtype=np.int64),
                    np.array(pairs, dtype=np.int64).reshape(-1, 2), width, height, copy.deepcopy(doc))
 

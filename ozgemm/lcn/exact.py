@@ -320,14 +320,20 @@ class MoveEvaluator:
     (:func:`int64_exact`), else Python integers (object arrays).
     """
 
-    def __init__(self, d: Drawing):
+    def __init__(self, d: Drawing, extra=()):
         self.d = d
         self.inc = _Inc(d)
         self.e = d.edges
         self.width, self.height = d.width, d.height
-        xs = np.concatenate([d.x, [0, d.width]])
-        ys = np.concatenate([d.y, [0, d.height]])
-        self.exact64 = int64_exact(xs, ys)
+        # extra: points (x, y) to be evaluated later, included in the int64 exactness decision
+        ex = [int(p[0]) for p in extra]
+        ey = [int(p[1]) for p in extra]
+        xs = [int(d.x.min()), int(d.x.max())] if d.n else []
+        ys = [int(d.y.min()), int(d.y.max())] if d.n else []
+        # the extent of every point involved so far (grid corners, drawing, extra points):
+        # a new point keeps int64 exact only together with all of them
+        self._ext = [min(xs + [0] + ex), max(xs + [d.width] + ex), min(ys + [0] + ey), max(ys + [d.height] + ey)]
+        self.exact64 = int64_exact(self._ext[:2], self._ext[2:])
         dt = np.int64 if self.exact64 else object
         self.x = d.x.astype(dt, copy=True)
         self.y = d.y.astype(dt, copy=True)
@@ -349,8 +355,10 @@ class MoveEvaluator:
     def _point(self, nx, ny):
         if not self.exact64:
             return int(nx), int(ny)
-        if not (0 <= nx <= self.width and 0 <= ny <= self.height) and not (int64_exact([int(nx), 0, self.width], [int(ny), 0, self.height])):
-            raise CoordinateRangeError(f"point ({nx}, {ny}) too far from the grid for exact int64 arithmetic")
+        x0, x1, y0, y1 = self._ext
+        if not (x0 <= nx <= x1 and y0 <= ny <= y1) and not int64_exact([int(nx), x0, x1], [int(ny), y0, y1]):
+            raise CoordinateRangeError(f"point ({nx}, {ny}) too far from the grid and the drawing for exact int64 "
+                                       "arithmetic (move_delta computes it exactly with Python integers)")
         return np.int64(nx), np.int64(ny)
 
     def delta(self, v: int, nx: int, ny: int):
@@ -358,7 +366,7 @@ class MoveEvaluator:
         if not 0 <= v < self.n:
             raise IndexError(f"vertex {v} out of range 0..{self.n - 1}")
         nx, ny = self._point(nx, ny)
-        E = self.inc.of(v)
+        E = np.unique(self.inc.of(v))  # a self-loop is listed once per endpoint
         delta = np.zeros(self.m, dtype=np.int64)
         if E.size == 0:
             return delta
@@ -366,6 +374,9 @@ class MoveEvaluator:
         other = np.where(e[E, 0] == v, e[E, 1], e[E, 0])
         ux, uy = self.x[other], self.y[other]
         vx, vy = self.x[v], self.y[v]
+        loop = other == v  # a self-loop moves with v: its new segment is the point (nx, ny)
+        wx = np.where(loop, nx, ux).astype(ux.dtype)
+        wy = np.where(loop, ny, uy).astype(uy.dtype)
         # bounding box of old and new positions of each incident edge, against all edges
         lx = np.minimum(np.minimum(ux, vx), nx)[:, None]
         hx = np.maximum(np.maximum(ux, vx), nx)[:, None]
@@ -379,7 +390,7 @@ class MoveEvaluator:
             return delta
         fx0, fy0, fx1, fy1 = self.ax[ff], self.ay[ff], self.bx[ff], self.by[ff]
         old = segments_intersect(vx, vy, ux[ii], uy[ii], fx0, fy0, fx1, fy1)
-        new = segments_intersect(nx, ny, ux[ii], uy[ii], fx0, fy0, fx1, fy1)
+        new = segments_intersect(nx, ny, wx[ii], wy[ii], fx0, fy0, fx1, fy1)
         diff = new.astype(np.int64) - old.astype(np.int64)
         nz = diff != 0
         np.add.at(delta, ff[nz], diff[nz])
@@ -423,6 +434,8 @@ class MoveEvaluator:
         """Move vertex ``v`` to (nx, ny) in the evaluator's state (no checks)."""
         nx, ny = self._point(nx, ny)
         self.x[v], self.y[v] = nx, ny
+        e = self._ext
+        self._ext = [min(e[0], int(nx)), max(e[1], int(nx)), min(e[2], int(ny)), max(e[3], int(ny))]
         self._refresh_edges(self.inc.of(v))
 
     def drawing(self) -> Drawing:
@@ -440,7 +453,7 @@ def move_delta(d: Drawing, v: int, nx: int, ny: int):
 
     Raises IndexError for a vertex out of range.
     """
-    return MoveEvaluator(d).delta(v, nx, ny)
+    return MoveEvaluator(d, extra=[(nx, ny)]).delta(v, nx, ny)
 
 
 def move_is_valid(d: Drawing, v: int, nx: int, ny: int, inc=None) -> bool:
@@ -469,20 +482,38 @@ def _blocked_points(d: Drawing, limit: int = 5_000_000) -> set:
     return pts
 
 
-def repair(d: Drawing, seed: int = 0, max_radius: int | None = None) -> Drawing:
+def _ring(x0, y0, r, width, height):
+    """The grid points at Chebyshev distance exactly ``r`` from (x0, y0), clipped to the grid,
+    in a fixed order (x offset major, then the lower and upper row; then the left and right
+    column): O(points returned), not O(r)."""
+    pts = []
+    for dx in range(max(-r, -x0), min(r, width - x0) + 1):
+        pts += [(x0 + dx, y0 + dy) for dy in (-r, r) if 0 <= y0 + dy <= height]
+    for dx in (-r, r):
+        if 0 <= x0 + dx <= width:
+            pts += [(x0 + dx, y0 + dy) for dy in range(max(-r + 1, -y0), min(r - 1, height - y0) + 1)]
+    return pts
+
+
+def repair(d: Drawing, seed: int = 0, max_radius: int | None = None, max_tries: int = 100_000) -> Drawing:
     """Return a valid drawing close to ``d`` (``d`` itself if it is already valid).
 
     Vertices involved in a violation (every vertex but the first at a shared point, every
     vertex lying on a non-incident edge, every vertex outside the grid after clamping) are
     moved, one at a time, to the nearest free grid point (rings of growing Chebyshev radius
     around the old point, points of a ring visited in a seeded random order) for which
-    :func:`move_is_valid` holds. Deterministic for a given seed.
+    :func:`move_is_valid` holds. Deterministic for a given seed. Greedy: it can fail on
+    crowded grids where another arrangement of the vertices would be valid.
+
+    ``max_tries`` bounds the candidate points examined per vertex (each costs O(n + m)), so
+    that a hopeless case (e.g. a triangle on a one-row grid) ends with ValueError in bounded
+    time instead of scanning a huge grid.
 
     Raises
     ------
     ValueError
         The graph has self-loops or duplicate edges (no layout can fix those), or no valid
-        position was found within ``max_radius``.
+        position was found within ``max_radius`` / ``max_tries`` candidates.
     """
     bad = [v for v in validate(d) if v.kind in ("self_loop", "duplicate_edge")]
     if bad:
@@ -506,11 +537,14 @@ def repair(d: Drawing, seed: int = 0, max_radius: int | None = None) -> Drawing:
             if ev.valid(v, x0, y0, True):
                 continue  # fixed by an earlier move
             placed = False
-            for r in range(1, max_radius + 1):
-                ring = [(x0 + dx, y0 + dy) for dx in range(-r, r + 1) for dy in (-r, r)]
-                ring += [(x0 + dx, y0 + dy) for dx in (-r, r) for dy in range(-r + 1, r)]
-                ring = [(a, b) for a, b in ring
-                        if 0 <= a <= cur.width and 0 <= b <= cur.height and (a, b) not in blocked]
+            tries = 0
+            # beyond this radius every ring lies outside the grid
+            rmax = min(max_radius, max(x0, cur.width - x0, y0, cur.height - y0))
+            for r in range(1, rmax + 1):
+                if tries >= max_tries:
+                    break
+                ring = [pt for pt in _ring(x0, y0, r, cur.width, cur.height) if pt not in blocked]
+                tries += max(1, len(ring))
                 for i in rng.permutation(len(ring)):
                     a, b = ring[i]
                     if ev.valid(v, a, b, True):
@@ -523,7 +557,8 @@ def repair(d: Drawing, seed: int = 0, max_radius: int | None = None) -> Drawing:
             # not placed: a neighbour may still coincide with another vertex; retry next pass
         cur = ev.drawing()
         if not progress:
-            raise ValueError(f"repair found no valid position for vertices {sorted(set(movers))[:10]}")
+            raise ValueError(f"repair found no valid position for vertices {sorted(set(movers))[:10]} "
+                             f"(within radius {max_radius} and {max_tries} candidate points per vertex)")
     if validate(cur):
         raise ValueError("repair did not converge")
     return cur

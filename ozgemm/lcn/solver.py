@@ -89,6 +89,43 @@ NEW_DEFAULTS = dict(slack_best=True, p_short=0.3, restart=True)
 (on since the H200 probe and 600 s run of benchmarks/results_lcn.md section 5)."""
 
 
+def _check_params(p) -> None:
+    """ValueError (TypeError for a non-integer count) naming the first parameter out of range."""
+    def integer(name, lo, hi=None):
+        v = getattr(p, name)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"annealing parameter {name} must be an integer, got {v!r}")
+        if v < lo or (hi is not None and v > hi):
+            raise ValueError(f"annealing parameter {name} must be in [{lo}, {hi if hi is not None else 'inf'}), "
+                             f"got {v}")
+
+    def real(name, lo, hi=None, lo_open=False, hi_open=False):
+        v = getattr(p, name)
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
+            raise ValueError(f"annealing parameter {name} must be a finite number, got {v!r}")
+        if (v <= lo if lo_open else v < lo) or (hi is not None and (v >= hi if hi_open else v > hi)):
+            raise ValueError(f"annealing parameter {name} = {v} is out of range "
+                             f"{'(' if lo_open else '['}{lo}, {hi if hi is not None else 'inf'}{')' if hi_open or hi is None else ']'}")
+
+    integer("batch", 1)
+    integer("batch_min", 1)
+    integer("cycle", 2)
+    integer("power", 1, 3)
+    integer("tournament", 1, 8)
+    integer("r_max", 1)
+    integer("r_min", 1)
+    integer("slack", 0)
+    real("t_hi", 0.0, lo_open=True)
+    real("t_ratio", 0.0, lo_open=True)  # T1 = T0 t_ratio > 0 (0 divides by zero in exp(-dE / T))
+    real("reheat", 0.0)
+    real("t_floor", 0.0, lo_open=True)  # the cycle peak T0 max(reheat**c, t_floor) stays > 0
+    for name in ("p_uniform", "p_global", "p_bary", "p_short"):
+        real(name, 0.0, 1.0)
+    if p.p_global + p.p_bary > 1.0:
+        raise ValueError(f"annealing parameters p_global + p_bary must be <= 1, got {p.p_global + p.p_bary}")
+    real("hinge", 0.0, 1.0, hi_open=True)
+
+
 @dataclass(frozen=True)
 class AnnealParams:
     """Parameters of :func:`anneal` (see the module docstring for their meaning).
@@ -136,10 +173,7 @@ class AnnealParams:
             p_short=NEW_DEFAULTS["p_short"] if p.p_short is None else float(p.p_short),
             restart=NEW_DEFAULTS["restart"] if p.restart is None else bool(p.restart),
         )
-        if not 0.0 <= p.p_short <= 1.0 or not 0.0 <= p.hinge < 1.0:
-            raise ValueError(f"bad annealing parameters: {p}")
-        if p.cycle < 2 or p.batch < 1 or p.batch_min < 1 or not 1 <= p.tournament <= 8 or p.power not in (1, 2, 3):
-            raise ValueError(f"bad annealing parameters: {p}")
+        _check_params(p)
         if p.r_min > p.r_max:
             p = replace(p, r_min=p.r_max)
         return p
