@@ -605,6 +605,12 @@ def test_repair_hopeless_case_ends_in_bounded_work():
         d = from_arrays([0, 1, 2], [0, 0, 0], [(0, 1), (1, 2), (0, 2)], w, 0)
         with pytest.raises(ValueError, match="no valid position"):
             lcn.repair(d, max_tries=2000)
+    # a ring costs O(its grid points), not O(r): radius 10**12 on a one-row grid is 2 points
+    # (an O(r) ring would not return)
+    from ozgemm.lcn.exact import _ring
+
+    r = 10**12
+    assert _ring(5 * r, 0, r, 10 * r, 0) == [(4 * r, 0), (6 * r, 0)]
 
 
 def test_anneal_parameters_out_of_range_are_typed_errors(tmp_path, capsys):
@@ -663,5 +669,5 @@ def test_load_shapes_and_ids_give_format_errors(tmp_path):
                                   "edges": [{"source": True, "target": 1}]})
     assert d.n == 2 and d.edges.tolist() == [[1, 0]]
     with pytest.raises(lcn.DrawingFormatError) as e:
-        from_document(base | {"nodes": [{"id": 0, "x": 1e300, "y": 0}]})
-    assert len(str(e.value)) < 200
+        from_document(base | {"nodes": [{"id": 0, "x": 1e300, "y": 0}, {"id": 1, "x": 1, "y": 2}]})
+    assert "1.000e+300" in str(e.value) and len(str(e.value)) < 200

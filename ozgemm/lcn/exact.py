@@ -487,8 +487,10 @@ def _ring(x0, y0, r, width, height):
     in a fixed order (x offset major, then the lower and upper row; then the left and right
     column): O(points returned), not O(r)."""
     pts = []
-    for dx in range(max(-r, -x0), min(r, width - x0) + 1):
-        pts += [(x0 + dx, y0 + dy) for dy in (-r, r) if 0 <= y0 + dy <= height]
+    rows = [dy for dy in (-r, r) if 0 <= y0 + dy <= height]
+    if rows:  # (skipped when both rows are off the grid: each dx below then yields a point)
+        for dx in range(max(-r, -x0), min(r, width - x0) + 1):
+            pts += [(x0 + dx, y0 + dy) for dy in rows]
     for dx in (-r, r):
         if 0 <= x0 + dx <= width:
             pts += [(x0 + dx, y0 + dy) for dy in range(max(-r + 1, -y0), min(r - 1, height - y0) + 1)]
