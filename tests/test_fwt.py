@@ -349,7 +349,7 @@ def test_ortho_odd_length_bound_includes_the_rounded_factor(dtype, L):
         err = max(abs(mpmath.mpf(float(v)) - e) for v, e in zip(y, ex))
         assert err <= gamma(L + 2) * c_norm, (trial, float(err / c_norm))
         worst = max(worst, float(err / c_norm))
-    assert worst > gamma(L) or L > 1  # L = 1: [3, 0] alone exceeds gamma_1 (rounded factor)
+    assert worst > gamma(L) or L > 1  # L = 1: some row exceeds gamma_1 (in float64 already [3, 0])
 
 
 @pytest.mark.skipif(np.finfo(np.longdouble).nmant <= 52, reason="longdouble is float64 here")
