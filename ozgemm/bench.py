@@ -1,4 +1,4 @@
-"""``ozgemm bench``: speed and accuracy side by side with the native matmul (BENCHMARKING.md).
+"""``ozgemm bench``: speed and accuracy side by side with the native matmul.
 
 Every row carries: the device and software, the input (shape, phi, seed), the native
 baseline measured in the same run, the timing scope (whole ``matmul`` call: planning, the
@@ -6,10 +6,15 @@ bound GEMM, residues, INT8 GEMMs, reconstruction and rounding; on the GPU, first
 compilation and host<->device transfers excluded), the median of ``--reps`` repetitions
 after a warm-up, and the accuracy reached in the same run on a sampled block (max / median
 error in units of u (|A||B|)_ij and share correctly rounded, against the exact product).
+Exit status: 0 done, 1 no GPU for --device gpu, 2 bad arguments, 3 a contract refused for the
+inputs (ContractError), 4 the benchmark could not run to the end (e.g. out of memory).
 """
 from __future__ import annotations
 
+import argparse
 import json
+import math
+import os
 import platform
 import statistics
 import sys
@@ -22,7 +27,7 @@ __all__ = ["register", "run_bench", "cpu_context", "sampled_accuracy", "block_re
 
 def register(sub):
     p = sub.add_parser("bench", help="time ozgemm against the native matmul (with accuracy)",
-                       description=__doc__)
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     p.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024])
     p.add_argument("--contracts", nargs="+", default=["fp64"])
@@ -74,8 +79,15 @@ def sampled_accuracy(a, b, c, contract, block=64, ref=None):
     from .precision.contract import as_contract
     from .verify.audit import measure_any
 
+    from .precision.formats import DD, Binary128
+
     contract = as_contract(contract)
-    c = to_numpy(c)[:block, :block]
+    if isinstance(c, DD):
+        c = DD(to_numpy(c.hi)[:block, :block], to_numpy(c.lo)[:block, :block])
+    elif isinstance(c, Binary128):
+        c = c.to_numpy()[:block, :block]
+    else:
+        c = to_numpy(c)[:block, :block]
     if ref is None:
         ref = block_reference(a, b, contract, block)
     return measure_any(c, None, None, contract, contract.fmt.name, ref)
@@ -102,11 +114,78 @@ def _median_time(fn, reps, sync=lambda: None):
     return statistics.median(ts)
 
 
-def run_bench(args) -> int:
-    if args.device == "gpu":
-        from .kernels.cuda_bench import run_gpu_bench  # noqa: PLC0415
+class _BadArgument(Exception):
+    """A bad command-line argument (exit status 2)."""
 
-        return run_gpu_bench(args)
+
+def _check_args(args):
+    """Every check that needs no work: sizes, counts, seed, phi, contracts, the --json path."""
+    from .precision.contract import ContractError, as_contract
+
+    for opt, vals in (("--sizes", args.sizes), ("--ref-sizes", args.ref_sizes)):
+        bad = [v for v in vals if not 1 <= v <= 2**31 - 1]
+        if bad:
+            raise _BadArgument(f"{opt} must be integers in [1, 2**31 - 1], got {bad}")
+    if args.reps < 1:
+        raise _BadArgument(f"--reps must be >= 1, got {args.reps}")
+    if args.block < 1:
+        raise _BadArgument(f"--block must be >= 1, got {args.block}")
+    if not 0 <= args.seed < 2**63:
+        raise _BadArgument(f"--seed must be a non-negative integer, got {args.seed}")
+    if not (math.isfinite(args.phi) and 0 <= args.phi <= 64):
+        raise _BadArgument(f"--phi must be finite and in [0, 64], got {args.phi}")
+    for name in args.contracts:
+        try:
+            as_contract(name)
+        except ContractError as exc:
+            raise _BadArgument(str(exc)) from None
+    if args.json is not None:
+        folder = os.path.dirname(os.path.abspath(args.json)) if args.json else ""
+        if not args.json or os.path.isdir(args.json) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise _BadArgument(f"cannot write --json {args.json!r}: not a file path in an existing, writable folder")
+
+
+def run_bench(args) -> int:
+    """Run the benchmark; the exit status as the module docstring says."""
+    from .precision.contract import ContractError
+
+    try:
+        _check_args(args)
+        if args.device == "gpu":
+            from ._xp import gpu_available
+
+            if not gpu_available():
+                print("ozgemm bench: --device gpu needs CuPy and a CUDA GPU (none found)", file=sys.stderr)
+                return 1
+            from .kernels.cuda_bench import run_gpu_bench  # noqa: PLC0415
+
+            return run_gpu_bench(args)
+        return _run_cpu_bench(args)
+    except _BadArgument as exc:
+        print(f"ozgemm bench: {exc}", file=sys.stderr)
+        return 2
+    except ContractError as exc:
+        print(f"ozgemm bench: refused: {exc}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # MemoryError included
+        print(f"ozgemm bench: could not run to the end ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return 4
+
+
+def _count(plan) -> str:
+    """The moduli count (CRT) or the slice count (Ozaki scheme I, "<s>sl") of a plan."""
+    s = getattr(plan, "slices", None)
+    return f"{s}sl" if s and getattr(plan, "method", "crt") == "ozaki" else str(plan.n_moduli)
+
+
+def _e(x) -> str:
+    """An error figure in the table's 7 columns (large ones in scientific notation)."""
+    return f"{x:>7.3f}" if abs(x) < 1e4 else f"{x:>7.1e}"
+
+
+def _run_cpu_bench(args) -> int:
     from .api import matmul
     from .precision.contract import as_contract
     from .verify.audit import phi_matrices
@@ -126,7 +205,7 @@ def run_bench(args) -> int:
             acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
             acc_np = sampled_accuracy(a, b, np.matmul(a, b), contract, args.block, ref)
             row = {"contract": contract.name, "n": n, "phi": args.phi, "seed": args.seed,
-                   "moduli": plans[0].n_moduli, "ozgemm_s": t_oz, "numpy_s": t_np, "ratio": t_oz / t_np,
+                   "moduli": plans[0].n_moduli, "count": _count(plans[0]), "block": min(args.block, n), "ozgemm_s": t_oz, "numpy_s": t_np, "ratio": t_oz / t_np,
                    "ozgemm_max_err_u": acc_oz["max_err_u"], "ozgemm_median_err_u": acc_oz["median_err_u"],
                    "ozgemm_cr": acc_oz["correctly_rounded"], "ozgemm_breaches": acc_oz["breaches"],
                    "numpy_max_err_u": acc_np["max_err_u"], "numpy_median_err_u": acc_np["median_err_u"],
@@ -144,14 +223,14 @@ def run_bench(args) -> int:
     print(f"\nozgemm bench (CPU) — {ctx['cpu']}, {ctx['cores']} cores; Python {ctx['python']}, NumPy {ctx['numpy']}, "
           f"BLAS {', '.join(ctx['blas']) or 'unknown'}")
     print(f"input: A, B = (rand-0.5)*exp(phi*randn), phi={args.phi}, seed={args.seed}, square n; timing: whole call, "
-          f"median of {args.reps} after a warm-up; accuracy on the top-left {args.block}x{args.block} block vs the exact "
-          "product (err in u*(|A||B|)_ij)")
-    hdr = f"{'contract':10} {'n':>5} {'moduli':>6} {'ozgemm s':>9} {'numpy s':>9} {'ratio':>7} {'oz max':>7} {'oz med':>7} {'oz CR%':>7} {'np max':>7} {'np med':>7} {'np CR%':>7}"
+          f"median of {args.reps} after a warm-up; accuracy on the top-left min({args.block}, n) square block vs the exact "
+          "product (err in u*(|A||B|)_ij); count: moduli (CRT) or slices (sl, Ozaki scheme I)")
+    hdr = f"{'contract':10} {'n':>5} {'count':>6} {'ozgemm s':>9} {'numpy s':>9} {'ratio':>7} {'oz max':>7} {'oz med':>7} {'oz CR%':>7} {'np max':>7} {'np med':>7} {'np CR%':>7}"
     print(hdr)
     for r in rows:
-        print(f"{r['contract']:10} {r['n']:>5} {r['moduli']:>6} {r['ozgemm_s']:>9.4f} {r['numpy_s']:>9.4f} {r['ratio']:>7.1f} "
-              f"{r['ozgemm_max_err_u']:>7.3f} {r['ozgemm_median_err_u']:>7.3f} {100 * r['ozgemm_cr']:>7.2f} "
-              f"{r['numpy_max_err_u']:>7.3f} {r['numpy_median_err_u']:>7.3f} {100 * r['numpy_cr']:>7.2f}")
+        print(f"{r['contract']:10} {r['n']:>5} {r['count']:>6} {r['ozgemm_s']:>9.4g} {r['numpy_s']:>9.4g} {r['ratio']:>7.1f} "
+              f"{_e(r['ozgemm_max_err_u'])} {_e(r['ozgemm_median_err_u'])} {100 * r['ozgemm_cr']:>7.2f} "
+              f"{_e(r['numpy_max_err_u'])} {_e(r['numpy_median_err_u'])} {100 * r['numpy_cr']:>7.2f}")
     for r in refs:
         print(f"exact reference ({r['engine']}), n={r['n']}: {r['exact_reference_s']:.2f} s")
     if args.json:

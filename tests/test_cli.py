@@ -130,3 +130,52 @@ def test_audit_nonfinite_result_entry_reported(capsys, tmp_path):
     assert s["breaches"] == 1 and s["max_err_u"] == "inf" and s["max_bound_ratio"] == "inf"
     assert s["max_ulps"] == "inf"
     assert s["median_err_u"] < 1.0  # the other 19 entries are within ozgemm's bound
+
+
+def test_bench_cpu_small_run_and_json(capsys, tmp_path):
+    """`ozgemm bench` on the CPU: every shipped format (dd and binary128 results sampled
+    correctly), the Ozaki contract's slice count, strict exit 0, and its JSON."""
+    js = tmp_path / "b.json"
+    rc = main(["bench", "--sizes", "8", "--contracts", "fp64", "fp64-ozaki", "dd", "fp128", "--reps", "1",
+               "--ref-sizes", "8", "--block", "100", "--json", str(js)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    data = json.loads(js.read_text())
+    rows = {r["contract"]: r for r in data["rows"]}
+    assert set(rows) == {"fp64", "fp64-ozaki", "dd", "fp128"}
+    assert rows["fp64-ozaki"]["count"].endswith("sl") and rows["fp64"]["count"] == str(rows["fp64"]["moduli"])
+    assert all(r["ozgemm_breaches"] == 0 and r["block"] == 8 for r in data["rows"])
+    assert "min(100, n)" in out
+
+
+def test_bench_bad_arguments_and_refusals(capsys, tmp_path, monkeypatch):
+    """Bad options exit 2 before any work, a contract refused for the inputs exits 3, a
+    failure of the run itself 4: one 'ozgemm bench:' line each, no traceback."""
+    bad = [["--sizes", "0"], ["--sizes", "-5"], ["--ref-sizes", "-3"], ["--reps", "0"], ["--seed", "-1"],
+           ["--block", "0"], ["--phi", "nan"], ["--contracts", "nosuch"], ["--json", ""],
+           ["--json", str(tmp_path)], ["--json", str(tmp_path / "missing" / "x.json")]]
+    for argv in bad:
+        capsys.readouterr()
+        rc = main(["bench", "--sizes", "8", "--ref-sizes", "8", "--reps", "1", *argv])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.startswith("ozgemm bench: ") and "Traceback" not in err, (argv, rc, err)
+    capsys.readouterr()
+    rc = main(["bench", "--sizes", "8", "--ref-sizes", "--reps", "1", "--phi", "40"])
+    err = capsys.readouterr().err
+    assert rc == 3 and "refused" in err, err
+    import ozgemm.bench as bench
+
+    def boom(*a, **k):
+        raise MemoryError("cannot allocate")
+
+    monkeypatch.setattr(bench, "phi_matrices", boom, raising=False)
+    import ozgemm.verify.audit as audit
+
+    monkeypatch.setattr(audit, "phi_matrices", boom)
+    rc = main(["bench", "--sizes", "8", "--ref-sizes", "--reps", "1"])
+    assert rc == 4 and "could not run to the end" in capsys.readouterr().err
+    from ozgemm._xp import gpu_available
+
+    if not gpu_available():
+        rc = main(["bench", "--device", "gpu", "--sizes", "8"])
+        assert rc == 1 and "needs CuPy and a CUDA GPU" in capsys.readouterr().err

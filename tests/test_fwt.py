@@ -422,3 +422,10 @@ def test_cli_transform_file_errors(tmp_path, capsys):
         assert rc == 1 and err.startswith("ozgemm fwt: ") and "Traceback" not in err, (argv, rc, err)
     assert main(["fwt", "transform", str(good), str(tmp_path / "y.npy")]) == 0
     assert np.array_equal(np.load(tmp_path / "y.npy"), fwht(np.arange(8.0)))
+
+
+def test_cli_bench_rejects_small_arrays(capsys):
+    from ozgemm.cli import main
+
+    assert main(["fwt", "bench", "--mbytes", "10"]) == 2
+    assert "--mbytes must be >= 64" in capsys.readouterr().err

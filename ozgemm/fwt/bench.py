@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import platform
 import statistics
+import sys
 
 import numpy as np
 
@@ -123,6 +124,7 @@ def main(dtypes=("float16", "float32", "float64"), lmin=8, lmax=22, mbytes=256, 
     print(f"copy baseline ({mbytes} MiB): memcpy {cb['memcpy'] / 1e9:.0f} GB/s, "
           f"copy kernel {cb['copy_kernel'] / 1e9:.0f} GB/s (read+write bytes / time)", flush=True)
     rows = []
+    failed = 0
     for name in dtypes:
         for L in list(range(lmin, lmax + 1)) + [l for l in extra_L if l > lmax]:
             for v in variants:
@@ -130,6 +132,7 @@ def main(dtypes=("float16", "float32", "float64"), lmin=8, lmax=22, mbytes=256, 
                     r = run_case(name, L, nbytes, reps, v)
                 except Exception as exc:  # report and go on: one failing case must not hide the rest
                     print(f"FAILED {name} L={L} {v}: {type(exc).__name__}: {exc}", flush=True)
+                    failed += 1
                     continue
                 r["pct_memcpy"] = 100 * r["bw"] / cb["memcpy"]
                 r["pct_copy_kernel"] = 100 * r["bw"] / cb["copy_kernel"]
@@ -146,6 +149,9 @@ def main(dtypes=("float16", "float32", "float64"), lmin=8, lmax=22, mbytes=256, 
         print(f"| {r['dtype']} | {r['L']} | {r['rows']} | {r['passes']} | {r['variant']} | {r['time_s'] * 1e6:.1f} | "
               f"{r['bw'] / 1e9:.0f} | {r['pct_memcpy']:.1f} | {r['pct_copy_kernel']:.1f} | {r['max_rel_err']:.2e} | "
               f"{r['err_over_bound']:.3f} |")
+    if failed:
+        print(f"{failed} case(s) FAILED (see above)", file=sys.stderr)
+        return 1
     return 0
 
 

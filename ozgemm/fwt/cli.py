@@ -75,6 +75,10 @@ def _cmd_bench(args) -> int:
     from .._xp import gpu_available
     from .bench import main as bench_main
 
+    if args.mbytes < 64:
+        print(f"ozgemm fwt bench: --mbytes must be >= 64 (arrays larger than the L2 cache), got {args.mbytes}",
+              file=sys.stderr)
+        return 2
     if not gpu_available():
         print("ozgemm fwt bench: needs CuPy and a CUDA GPU (none found)", file=sys.stderr)
         return 1

@@ -1,4 +1,4 @@
-"""GPU benchmark (``ozgemm bench --device gpu``), following BENCHMARKING.md.
+"""GPU benchmark (``ozgemm bench --device gpu``): every figure with its hardware, input, baseline and timing scope.
 
 Side by side in one run, on the same device-generated inputs
 A, B = (rand - 0.5) exp(phi randn) (cupy's generator, seeded): native cuBLAS DGEMM / SGEMM
