@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import statistics
@@ -77,17 +76,12 @@ def sampled_accuracy(a, b, c, contract, block=64, ref=None):
     by the results compared in one row of the table."""
     from ._xp import to_numpy
     from .precision.contract import as_contract
+    from .precision.formats import DD, Binary128
     from .verify.audit import measure_any
 
-    from .precision.formats import DD, Binary128
-
     contract = as_contract(contract)
-    if isinstance(c, DD):
-        c = DD(to_numpy(c.hi)[:block, :block], to_numpy(c.lo)[:block, :block])
-    elif isinstance(c, Binary128):
-        c = c.to_numpy()[:block, :block]
-    else:
-        c = to_numpy(c)[:block, :block]
+    # dd / binary128 results slice as themselves (measure_any brings them to the host)
+    c = c[:block, :block] if isinstance(c, (DD, Binary128)) else to_numpy(c)[:block, :block]
     if ref is None:
         ref = block_reference(a, b, contract, block)
     return measure_any(c, None, None, contract, contract.fmt.name, ref)
@@ -120,6 +114,7 @@ class _BadArgument(Exception):
 
 def _check_args(args):
     """Every check that needs no work: sizes, counts, seed, phi, contracts, the --json path."""
+    from ._cliargs import phi_seed_problem, unwritable_folder
     from .precision.contract import ContractError, as_contract
 
     for opt, vals in (("--sizes", args.sizes), ("--ref-sizes", args.ref_sizes)):
@@ -130,19 +125,16 @@ def _check_args(args):
         raise _BadArgument(f"--reps must be >= 1, got {args.reps}")
     if args.block < 1:
         raise _BadArgument(f"--block must be >= 1, got {args.block}")
-    if not 0 <= args.seed < 2**63:
-        raise _BadArgument(f"--seed must be a non-negative integer, got {args.seed}")
-    if not (math.isfinite(args.phi) and 0 <= args.phi <= 64):
-        raise _BadArgument(f"--phi must be finite and in [0, 64], got {args.phi}")
+    problem = phi_seed_problem([args.phi], args.seed)
+    if problem:
+        raise _BadArgument(problem)
     for name in args.contracts:
         try:
             as_contract(name)
         except ContractError as exc:
             raise _BadArgument(str(exc)) from None
-    if args.json is not None:
-        folder = os.path.dirname(os.path.abspath(args.json)) if args.json else ""
-        if not args.json or os.path.isdir(args.json) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-            raise _BadArgument(f"cannot write --json {args.json!r}: not a file path in an existing, writable folder")
+    if args.json is not None and (not args.json or os.path.isdir(args.json) or unwritable_folder(args.json)):
+        raise _BadArgument(f"cannot write --json {args.json!r}: not a file path in an existing, writable folder")
 
 
 def run_bench(args) -> int:

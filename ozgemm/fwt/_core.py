@@ -31,8 +31,13 @@ _CPU_BLOCK_BYTES = 1 << 20
 
 
 # --------------------------------------------------------------------------- helpers
+def is_pow2(n: int) -> bool:
+    """n is a power of two (1, 2, 4, ...)."""
+    return n >= 1 and (n & (n - 1)) == 0
+
+
 def _log2_exact(n: int, axis: int) -> int:
-    if n < 1 or (n & (n - 1)) != 0:
+    if not is_pow2(n):
         nxt = 1 << max(0, (n - 1).bit_length())
         raise ValueError(
             f"fwht: length {n} along axis {axis} is not a power of two. Pad explicitly, e.g. "
@@ -50,7 +55,7 @@ def sequency_permutation(n: int, xp=np):
     ``k`` sign changes. ``n`` must be a power of two (ValueError otherwise).
     """
     n = operator.index(n)
-    if n < 1 or (n & (n - 1)) != 0:
+    if not is_pow2(n):
         raise ValueError(f"sequency_permutation: n must be a power of two >= 1, got {n}")
     L = n.bit_length() - 1
     k = np.arange(n, dtype=np.int64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._xp import array_namespace, is_cupy_array
-from ._core import fwht
+from ._core import fwht, is_pow2
 
 __all__ = ["walsh_spectrum"]
 
@@ -48,7 +48,7 @@ def walsh_spectrum(truth_table, axis=-1):
     if t.dtype.kind != "b" and t.size and bool(((t != 0) & (t != 1)).any()):
         raise ValueError("walsh_spectrum: truth table entries must be 0 or 1")
     ax = axis if -t.ndim <= axis < t.ndim else None
-    if ax is not None and (t.shape[ax] < 1 or t.shape[ax] & (t.shape[ax] - 1)):
+    if ax is not None and not is_pow2(t.shape[ax]):
         raise ValueError(f"walsh_spectrum: truth table length {t.shape[ax]} along axis {axis} is not a power "
                          "of two 2**n (one entry per input of n variables); padding would change the function")
     s = 1 - 2 * t.astype(xp.int8)  # (−1)^f as int8, a new array

@@ -37,14 +37,13 @@ def _solve(args) -> int:
     from .layout import best_start, layout
     from .solver import AnnealParams, anneal, check_anneal_args
 
-    d = load(args.input)
-    import os
+    from .._cliargs import unwritable_folder
 
+    d = load(args.input)
     for opt, path in (("-o/--output", args.output), ("--history", args.history)):
-        if path:  # before any work: a run is not lost to an unwritable output path
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-                raise OSError(f"cannot write {opt} {path}: folder {folder} missing or not writable")
+        folder = unwritable_folder(path) if path else None  # before any work: a run is not lost
+        if folder:
+            raise OSError(f"cannot write {opt} {path}: folder {folder} missing or not writable")
     if args.time is None and args.iterations is None:
         args.time = 60.0
     params = AnnealParams(**json.loads(args.params)) if args.params else None

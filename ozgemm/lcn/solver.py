@@ -96,7 +96,7 @@ def _check_params(p) -> None:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"annealing parameter {name} must be an integer, got {v!r}")
         if v < lo or (hi is not None and v > hi):
-            raise ValueError(f"annealing parameter {name} must be in [{lo}, {hi if hi is not None else 'inf'}), "
+            raise ValueError(f"annealing parameter {name} must be in [{lo}, {f'{hi}]' if hi is not None else 'inf)'}, "
                              f"got {v}")
 
     def real(name, lo, hi=None, lo_open=False, hi_open=False):

@@ -204,9 +204,9 @@ def _on_engine(x, engine):
     from ..kernels import get_engine
     from ..precision.formats import DD, Binary128, is_quad_array
 
-    if engine is None or get_engine(engine).xp is np:
+    xp = np if engine is None else get_engine(engine).xp
+    if xp is np:
         return x
-    xp = get_engine(engine).xp
     if isinstance(x, DD):
         return DD(xp.asarray(x.hi), xp.asarray(x.lo))
     if is_quad_array(x):

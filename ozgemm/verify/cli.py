@@ -121,17 +121,14 @@ def run_audit(args) -> int:
 
 def _check_args(args):
     """Raise _BadArgument for options no audit can run with (before any work)."""
-    import math
-
+    from .._cliargs import phi_seed_problem
     from ..kernels import get_engine
 
     if args.size < 1 or (args.shape and min(args.shape) < 1):
         raise _BadArgument("ozgemm audit: --size and --shape need positive integers")
-    if not 0 <= args.seed < 2**63:
-        raise _BadArgument(f"ozgemm audit: --seed must be a non-negative integer, got {args.seed}")
-    bad = [p for p in args.phi if not (math.isfinite(p) and 0 <= p <= 64)]
-    if bad:
-        raise _BadArgument(f"ozgemm audit: --phi values must be finite and in [0, 64], got {bad}")
+    problem = phi_seed_problem(args.phi, args.seed)
+    if problem:
+        raise _BadArgument(f"ozgemm audit: {problem}")
     try:
         get_engine(args.engine)
     except ValueError as exc:
@@ -151,15 +148,14 @@ def _run_audit(args) -> int:
         print(f"ozgemm audit: {exc}", file=sys.stderr)
         return 2
     _check_args(args)
-    import os
+    from .._cliargs import unwritable_folder
 
     for opt in ("json", "plot"):
         path = getattr(args, opt)
-        if path:
-            d = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(d) or not os.access(d, os.W_OK):
-                print(f"ozgemm audit: cannot write --{opt} {path}: folder {d} missing or not writable", file=sys.stderr)
-                return 2
+        d = unwritable_folder(path) if path else None
+        if d:
+            print(f"ozgemm audit: cannot write --{opt} {path}: folder {d} missing or not writable", file=sys.stderr)
+            return 2
     dtype = contract.fmt.dtype
     method = getattr(args, "method", None)
     if method and method != "both":
