@@ -34,6 +34,24 @@ def gemm(eng, a, bt, c, ms, ns):
                 1, _CUBLAS_COMPUTE_32I, _GEMM_DEFAULT)
 
 
+def interleaved_ms(variants, run, rounds, reps):
+    """Per variant, the ms per call of ``reps`` back-to-back calls ``run(v, q)`` (q = 0..reps-1,
+    after a warm-up call ``run(v, 0)``), timed with CUDA events once per round, the variants
+    interleaved within each round: {variant: numpy array of ``rounds`` figures}."""
+    times = {v: [] for v in variants}
+    ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
+    for _ in range(rounds):
+        for v in variants:
+            run(v, 0)  # warm-up of this variant
+            ev0.record()
+            for q in range(reps):
+                run(v, q)
+            ev1.record()
+            ev1.synchronize()
+            times[v].append(cp.cuda.get_elapsed_time(ev0, ev1) / reps)
+    return {v: np.array(t) for v, t in times.items()}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192, 16384])
@@ -58,19 +76,10 @@ def main():
             c.fill(0)
             gemm(eng, a[0], b[0], c, ms, ns)
             assert bool((c == ref).all()), (n, name, ms, ns)
-        times = {v: [] for v in variants}
-        ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-        for _ in range(args.rounds):
-            for v in variants:
-                gemm(eng, a[0], b[0], c, v[1], v[2])  # warm-up of this variant
-                ev0.record()
-                for q in range(args.reps):
-                    gemm(eng, a[q % nb], b[q % nb], c, v[1], v[2])
-                ev1.record()
-                ev1.synchronize()
-                times[v].append(cp.cuda.get_elapsed_time(ev0, ev1) / args.reps)
+        times = interleaved_ms(variants, lambda v, q: gemm(eng, a[q % nb], b[q % nb], c, v[1], v[2]),
+                               args.rounds, args.reps)
         for v in variants:
-            t = np.array(times[v])
+            t = times[v]
             tops = 2.0 * n ** 3 / (t * 1e-3) / 1e12
             chunks = -(-n // v[1]) * -(-n // v[2])
             label = v[0] if v[0] == "whole" else f"{v[0]} by {v[1] if v[0] == 'rows of A' else v[2]}"

@@ -16,7 +16,7 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gemm_chunk_probe import gemm  # noqa: E402
+from gemm_chunk_probe import gemm, interleaved_ms  # noqa: E402
 
 from ozgemm.kernels.cuda import CudaEngine  # noqa: E402
 
@@ -60,20 +60,9 @@ def main():
         rs = cp.random.RandomState(0)
         ops = {k: operands(k, n, rs) for k in KINDS}
         c = cp.empty((n, n), dtype=cp.int32)
-        times = {k: [] for k in KINDS}
-        ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-        for _ in range(args.rounds):
-            for k in KINDS:
-                a, b = ops[k]
-                gemm(eng, a, b, c, n, n)  # warm-up
-                ev0.record()
-                for _ in range(args.reps):
-                    gemm(eng, a, b, c, n, n)
-                ev1.record()
-                ev1.synchronize()
-                times[k].append(cp.cuda.get_elapsed_time(ev0, ev1) / args.reps)
+        times = interleaved_ms(KINDS, lambda k, q: gemm(eng, *ops[k], c, n, n), args.rounds, args.reps)
         for k in KINDS:
-            t = np.array(times[k])
+            t = times[k]
             tops = 2.0 * n ** 3 / (t * 1e-3) / 1e12
             print(f"| {n} | {k} | {np.median(tops):.0f} | {tops.min():.0f}..{tops.max():.0f} | {np.median(t):.3f} |",
                   flush=True)
