@@ -470,3 +470,58 @@ def test_gpu_split_first_pass_exact(dt, L):
     np.testing.assert_array_equal(cp.asnumpy(y).astype(np.int64), want)
     fwht(x, out=x)
     np.testing.assert_array_equal(cp.asnumpy(x).astype(np.int64), want)
+
+
+# ---- dedicated row kernels (ROW_DEDICATED): float16 2**15, fwht_rows_h15 ---------------------
+# Its own order of butterfly levels (mma front end, then three layouts): integer rows exactly
+# (one float16 rounding), random rows within the a-priori bound (test_gpu_random_within_bound,
+# L = 15), here also with every CTA looping (grid capped), in place, input untouched, and as the
+# first pass of the 2**24 plan.
+@pytest.mark.parametrize("cap", [None, 5])
+def test_gpu_h15_dedicated_exact_in_place(monkeypatch, cap):
+    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", cap)
+    rows = 17 if cap else 300  # capped: 5 CTAs, 4 rows each but the last (3); else > 132 CTAs
+    x = cp.zeros((rows, 1 << 15), dtype=cp.float16)
+    name, smem, grid, threads = _cuda.row_launch(x, 15, mma=True)
+    assert name == "fwht_rows_h15<1>" and threads == 512 and smem == 6 << 15
+    assert grid == (5 if cap else min(rows, cp.cuda.Device().attributes["MultiProcessorCount"]))
+    k = np.random.default_rng(15).integers(-64, 65, size=(rows, 1 << 15))  # float32 sums exact
+    _assert_exact_untouched_in_place(k, np.float16, 15, "mma", None)
+    # "auto" takes it too, and the plain variant does not
+    assert _cuda.auto_mma(np.float16, 15)
+    assert _cuda.row_launch(x, 15, mma=False)[0].startswith("fwht_rows_pipe<")
+
+
+def test_gpu_h15_dedicated_scaled_within_bound():
+    # random rows, "ortho" and "forward" scales, against the CPU float64 transform
+    rng = np.random.default_rng(16)
+    x = (rng.random((40, 1 << 15)) - 0.5).astype(np.float16)
+    xd = x.astype(np.float64)
+    for norm, c in (("ortho", 2.0**-7.5), ("forward", 2.0**-15)):
+        y = cp.asnumpy(fwht(cp.asarray(x), norm=norm)).astype(np.float64)
+        ref = fwht(xd, norm=norm)
+        l1 = np.abs(xd).sum(axis=1, keepdims=True) * c
+        # the result itself may be subnormal in float16 ("forward": |y| ~ 2**-15 ||x||_2)
+        err = np.abs(y - ref)
+        bound = ((15 + 2) * 2.0**-24 + 2.0**-11) * l1 * 1.01 + 2.0**-25
+        assert np.all(err <= bound), float((err / bound).max())
+
+
+def test_gpu_h15_dedicated_first_pass_of_2_24_exact():
+    # float16 2**24: the plan's row pass is 2**15 (the dedicated kernel), then one strided pass
+    L = 24
+    n = 1 << L
+    assert _cuda.plan(L, np.float16)[0] == ("rows", 15)
+    rng = np.random.default_rng(4024)
+    k = np.zeros((2, n), dtype=np.int64)
+    want = np.empty((2, n), dtype=np.int64)
+    for r in range(2):
+        idx = rng.choice(n, size=16, replace=False)
+        vals = rng.integers(-6, 7, size=16)
+        k[r, idx] = vals
+        want[r] = _ref_sparse(n, idx, vals)
+    x = cp.asarray(k.astype(np.float16))
+    y = fwht(x)
+    np.testing.assert_array_equal(cp.asnumpy(y).astype(np.int64), want)
+    fwht(x, out=x)
+    np.testing.assert_array_equal(cp.asnumpy(x).astype(np.int64), want)

@@ -83,6 +83,30 @@ ROW_TUNED: dict = {
 }
 
 
+# Dedicated row kernels (fwht.cu) for one (dtype name, log2 n), used instead of the configurable
+# row kernel where measured faster on the H200, with the tensor-core front end ("auto" and "mma"
+# variants) and the table's device class (``_tuned``); the sweep's forced configurations
+# (``cfg``) never use them. Entry: (kernel name, dynamic shared memory bytes, GB/s measured).
+# float16 2**15: ``fwht_rows_h15`` (three layouts, two float4 exchanges, 15 thread
+# instructions per element against the configurable kernel's 31; session 13, device calls 3-5:
+# 3392-3430 GB/s against 3233-3266 for ROW_TUNED's kernel in the same processes).
+ROW_DEDICATED: dict = {
+    ("float16", 15): ("fwht_rows_h15<1>", (2 + 4) << 15, 3407),
+}
+
+
+def dedicated_row(dtype, L: int, mma: bool, cfg=None):
+    """(kernel name, shared memory bytes) of the ``ROW_DEDICATED`` kernel for a row pass of
+    2**L of ``dtype`` with the mma front end, or None (no entry, a forced ``cfg``, no mma, or a
+    device outside the table's class)."""
+    if cfg is not None or not mma:
+        return None
+    ent = ROW_DEDICATED.get((np.dtype(dtype).name, L))
+    if ent is None or _tuned(np.dtype(dtype).name, L) is None:
+        return None
+    return ent[0], ent[1]
+
+
 @functools.lru_cache(maxsize=None)
 def _device_cc(device_id: int) -> int:
     import cupy
@@ -447,6 +471,8 @@ def _names(dtype, cc: int = 90, sweep: bool = True, Ls=None) -> list:
             names.add(_row_name(dtype, L, cfg=cfg))
             if np.dtype(dtype) == np.float16 and cc >= 80:
                 names.add(_row_name(dtype, L, mma=True, cfg=cfg))
+    if Ls is None and cc >= 90:
+        names.update(ent[0] for (dn, _), ent in ROW_DEDICATED.items() if dn == np.dtype(dtype).name)
     if Ls is None:
         for mb in (3, 6, 9):
             names.add(f"fwht_cols<{T}, {A}, {logv}, {mb}, {col_config(mb)}>")
@@ -520,7 +546,7 @@ def configure_kernel(k, name: str, smem: int):
     persistent grid assumes); returns ``k``."""
     if smem > 48 * 1024:
         k.max_dynamic_shared_size_bytes = smem
-    if name.startswith("fwht_rows_pipe"):
+    if name.startswith(("fwht_rows_pipe", "fwht_rows_h15")):
         k.preferred_shared_memory_carveout = 100
     return k
 
@@ -591,6 +617,13 @@ def row_launch(src, L, mma=False, cfg=None):
     table's or the rule's). Raises ValueError where the split kernel would get partial rows."""
     dtype = src.dtype
     _, _, sc, logv, _ = _TYPES[dtype]
+    ded = dedicated_row(dtype, L, mma, cfg)
+    if ded is not None:  # persistent, 512 threads, whole rows of 2**L (the row pass's segments)
+        name, smem = ded
+        grid = min(src.size >> L, _pipe_grid(dtype.str, src.device.id, name, smem, L, 9))
+        if PIPE_MAX_GRID is not None:
+            grid = min(grid, PIPE_MAX_GRID)
+        return name, smem, max(1, grid), 512
     cfg = _cfg7(cfg if cfg is not None else row_config(L, logv, dtype.name))
     tb, cb, csb, wm, _, xs, pipe = cfg
     lt = logv + tb + cb

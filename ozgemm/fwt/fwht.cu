@@ -733,6 +733,110 @@ __global__ void __launch_bounds__(1 << TB, MINB)
 fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
   pipe_loop<T, A, LOGV, TB, CB, MMA, 0, XS, PIPE, LC>(x, y, total, L, scale);
 }
+// Three-layout kernel for binary16 rows of 2^15 (session 13): pipelined and persistent like
+// fwht_rows_pipe, with float32 compute, but each butterfly level costs one float32 add per
+// element and no warp shuffle: the tile's index bits are brought into registers by two
+// shared-memory exchanges of 16-byte float4 pieces (the earlier kernels spent 31 thread
+// instructions per element here, issue-bound at 78 % of copy; session 5's ncu counts).
+// 512 threads, 64 elements each; element index e (15 bits) of the row:
+//   L1 (load, mma, registers): e = v + 8*lane + 256*c + 2048*wid (v < 8, c < 8); the mma
+//      front end (mma_h16) transforms bits {0, 2, 3, 4}, register butterflies bits 1, 8, 9, 10;
+//   L2 (after exchange 1): registers hold bits {0, 1, 5, 6, 7, 11} (float4 pieces of bits
+//      0-1; lanes: bits 2, 3, 4, 8, 9; warps: 10, 12, 13, 14); butterflies on bits 5, 6, 7, 11;
+//      each thread writes its values back where it read them (no other thread reads there in
+//      this layout: no barrier between the read and the write);
+//   L3 (after exchange 2): registers hold bits {0, 1, 2, 12, 13, 14} (lanes: 3-7, warps: 8-11);
+//      butterflies on bits 12, 13, 14, then 16-byte coalesced stores of 8 halves per lane.
+// Every output is the exact transform rounded as: one mma of 16 inputs with float32
+// accumulation, then 11 float32 adds, then the scale and one rounding to binary16 (the same
+// operations as fwht_rows_pipe with the mma front end, in another order of levels).
+// Shared memory: 64 KiB staging (binary16) + 128 KiB exchange (float32). Whole rows only
+// (total a multiple of 2^15); in place is safe (a row is staged completely before its CTA
+// writes it, and the next row staged meanwhile is another row).
+template <int MINB>
+__global__ void __launch_bounds__(512, MINB)
+fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long total, int L, float scale) {
+  constexpr int LT = 15;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  half_bits* stage = reinterpret_cast<half_bits*>(smem_raw);
+  float* sm = reinterpret_cast<float*>(smem_raw + (sizeof(half_bits) << LT));
+  const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
+  const long long ntiles = total >> LT;
+  const int o1 = (lane << 3) | (wid << 11);  // L1 offset of chunk c: o1 + (c << 8)
+  const int o2 = ((lane & 7) << 2) | ((lane >> 3) << 8) | ((wid & 1) << 10) | ((wid >> 1) << 12);
+  const int o3 = (lane << 3) | (wid << 8);   // L3 offset of group j: o3 + (j << 12)
+  // The exchange buffer holds element e at float offset e ^ (4 * bit 5 of e) (the two float4
+  // halves of each 8-float group swapped where bit 5 is set), so that the 8 lanes of each
+  // 16-byte access phase hit 8 different bank groups in all three layouts (in L1 and L3 lanes
+  // are 32 bytes apart and bit 5 is lane bit 2; in L2 they are 16 bytes apart). The swap is a
+  // per-thread constant in L1 and L3 and a per-j constant in L2: no value selects.
+  const int sw = lane & 4;  // 4 * bit 5 of e in L1 and L3 (lane bit 2)
+  long long t = blockIdx.x;
+  if (t < ntiles) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (t << LT) + o1 + (c << 8));
+  }
+  cp_async_commit();
+  const int gq = lane >> 2, tq = lane & 3;
+  const unsigned b00 = h16_pm1(2 * tq, gq) | (h16_pm1(2 * tq + 1, gq) << 16);
+  const unsigned b01 = h16_pm1(2 * tq + 8, gq) | (h16_pm1(2 * tq + 9, gq) << 16);
+  const unsigned b10 = h16_pm1(2 * tq, gq + 8) | (h16_pm1(2 * tq + 1, gq + 8) << 16);
+  const unsigned b11 = h16_pm1(2 * tq + 8, gq + 8) | (h16_pm1(2 * tq + 9, gq + 8) << 16);
+  for (; t < ntiles; t += gridDim.x) {
+    float r[64];
+    uint4 u[8];
+    cp_async_wait_all();
+#pragma unroll
+    for (int c = 0; c < 8; ++c) u[c] = *reinterpret_cast<const uint4*>(stage + o1 + (c << 8));
+    const long long nt = t + gridDim.x;
+    if (nt < ntiles) {  // stage the next row into the slots this thread has just read
+#pragma unroll
+      for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
+    }
+    cp_async_commit();
+#pragma unroll
+    for (int c = 0; c < 8; ++c) mma_h16(u[c], b00, b01, b10, b11, r + 8 * c);  // bits 0, 2, 3, 4
+    reg_stage<float, 64>(r, 2);   // bit 1
+    reg_stage<float, 64>(r, 8);   // bit 8
+    reg_stage<float, 64>(r, 16);  // bit 9
+    reg_stage<float, 64>(r, 32);  // bit 10
+    __syncthreads();  // the previous row's L3 reads are done
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      sstore<4>(sm + ((o1 + (c << 8)) ^ sw), r + 8 * c);
+      sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 16; ++j)  // r[4j + k]: bits 0-1 = k, bits 5, 6, 7, 11 = bits of j
+      sload<4>(sm + ((o2 + ((j & 7) << 5) + ((j >> 3) << 11)) ^ ((j & 1) << 2)), r + 4 * j);
+    reg_stage<float, 64>(r, 4);   // bit 5
+    reg_stage<float, 64>(r, 8);   // bit 6
+    reg_stage<float, 64>(r, 16);  // bit 7
+    reg_stage<float, 64>(r, 32);  // bit 11
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+      sstore<4>(sm + ((o2 + ((j & 7) << 5) + ((j >> 3) << 11)) ^ ((j & 1) << 2)), r + 4 * j);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {  // r[8j + v]: bits 0-2 = v
+      sload<4>(sm + ((o3 + (j << 12)) ^ sw), r + 8 * j);
+      sload<4>(sm + ((o3 + (j << 12)) ^ sw ^ 4), r + 8 * j + 4);
+    }
+    reg_stage<float, 64>(r, 8);   // bit 12
+    reg_stage<float, 64>(r, 16);  // bit 13
+    reg_stage<float, 64>(r, 32);  // bit 14
+    half_bits* yt = y + (t << LT);
+    if (scale == 1.f) {  // (x * 1 is x: the same bits without the multiplies)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, 1.f);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, scale);
+    }
+  }
+}
+
 #if OZ_FWT_CLUSTERS
 // Pipelined split kernel (PIPE = 1 or 2 with a cluster of 2 CTAs): a row of 2^(LT+1) elements
 // is two tiles, its halves x0 and x1, handled by the two CTAs of a cluster in the same loop
