@@ -6,6 +6,8 @@ Plan for a row of n = 2**L elements, dtype with 16-byte vectors of V = 16/itemsi
   one read and one write of every element (or, where measured faster, one launch of the
   pipelined persistent ``fwht_rows_pipe``: the same transform, the next tile staged in shared
   memory by cp.async while the current one is transformed).
+* A row pass of 2**L with a ``ROW_DEDICATED`` entry (float16 2**15, mma front end): one launch
+  of that kernel (``fwht_rows_h15``: persistent, pipelined, three register layouts).
 * L = LMAX1 + 1 where ``ROW_TUNED`` has a split entry (it is used on sm_90+ GPUs with 227 KiB
   of opt-in shared memory per block; float32 2**16, float64 2**15): one launch of
   ``fwht_rows_pipe_split``, the row's two halves on the two CTAs of a cluster (one read and
@@ -614,7 +616,8 @@ def _active_clusters(kernel, nthreads: int, smem: int):
 def row_launch(src, L, mma=False, cfg=None):
     """(kernel name, dynamic shared memory bytes, grid, threads per CTA) of the row pass over
     the rows of 2**L of the contiguous array ``src`` with configuration ``cfg`` (default: the
-    table's or the rule's). Raises ValueError where the split kernel would get partial rows."""
+    ``ROW_DEDICATED`` kernel where ``dedicated_row`` applies, else the table's or the rule's).
+    Raises ValueError where the split kernel would get partial rows."""
     dtype = src.dtype
     _, _, sc, logv, _ = _TYPES[dtype]
     ded = dedicated_row(dtype, L, mma, cfg)
