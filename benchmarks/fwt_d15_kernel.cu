@@ -1,0 +1,107 @@
+// Session 13 experiment (not shipped): one-CTA float64 2^15 row kernel with an L2 prefetch of the
+// next row. Appended to ozgemm/fwt/fwht.cu by benchmarks/fwt_d15_probe.py. Correct (CPU
+// emulation and device checks) but 56.8 % of copy against 57.5 % for the shipped split kernel
+// (benchmarks/results_fwt.md, session 13).
+// One-CTA kernel for float64 rows of 2^15 (256 KiB: more than one SM's shared memory), session
+// 13. Persistent (one 512-thread CTA per SM); thread 0 prefetches the CTA's next row into the
+// L2 cache (cp.async.bulk.prefetch) when a row starts, so the DRAM stream does not wait for
+// this row's butterflies, and the row's loads are L2 hits. Per row: the top butterfly first,
+// s = x0 + x1 (registers: 32 values per thread) and d = x0 - x1 (shared memory, thread-private
+// slots), then each half is a 2^14 transform (s -> y0, then d -> y1) in three layouts:
+//   L1 (load): e = v + 2*lane + 64*c + 1024*wid (v < 2, c < 16): registers bits 0, 6-9, then
+//      bit 5 (lane bit 4) with one warp shuffle per value;
+//   L2: registers bits 0-4 (lanes 5-9, warps 10-13): bits 1-4;
+//   L3: registers bits 0, 10-13 (lanes 1-5, warps 6-9): bits 10-13; 16-byte stores from there.
+// The exchanges run in two rounds (index bit 0 = 0, 1: an 8 K-double, 64 KiB buffer) of 8-byte
+// accesses at e' = e >> 1, stored at e' ^ ((e' >> 4) & 15): conflict-free for the 16-lane
+// phases of 8-byte accesses in all three layouts. Shared memory: 128 KiB (d) + 64 KiB.
+// Whole rows only; in place is safe (a row is read completely before its CTA writes it).
+template <int MINB>
+__device__ __forceinline__ void d15_half(double* r, double* xs, double* out, double scale) {
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  auto sw = [](int e) { return e ^ ((e >> 4) & 15); };
+  reg_stage<double, 32>(r, 1);   // bit 0 (r[2c + v])
+  reg_stage<double, 32>(r, 2);   // bit 6
+  reg_stage<double, 32>(r, 4);   // bit 7
+  reg_stage<double, 32>(r, 8);   // bit 8
+  reg_stage<double, 32>(r, 16);  // bit 9
+  const double sg = (lane & 16) ? -1.0 : 1.0;  // bit 5 = lane bit 4
+#pragma unroll
+  for (int k = 0; k < 32; ++k) {
+    const double o = __shfl_xor_sync(0xffffffffu, r[k], 16);
+    r[k] = bfly(sg, r[k], o);
+  }
+  // exchange A: L1 -> L2, rounds k = index bit 0; r[2c + k] <-> r[2j + k]
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+#pragma unroll
+    for (int c = 0; c < 16; ++c) xs[sw(lane + (c << 5) + (wid << 9))] = r[2 * c + k];
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 16; ++j) r[2 * j + k] = xs[sw(j + (lane << 4) + (wid << 9))];
+    __syncthreads();
+  }
+  reg_stage<double, 32>(r, 2);   // bit 1
+  reg_stage<double, 32>(r, 4);   // bit 2
+  reg_stage<double, 32>(r, 8);   // bit 3
+  reg_stage<double, 32>(r, 16);  // bit 4
+  // exchange B: L2 -> L3; r[2m + k]: bit 0 = k, bits 10-13 = m
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+#pragma unroll
+    for (int j = 0; j < 16; ++j) xs[sw(j + (lane << 4) + (wid << 9))] = r[2 * j + k];
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < 16; ++m) r[2 * m + k] = xs[sw(lane + (wid << 5) + (m << 9))];
+    __syncthreads();
+  }
+  reg_stage<double, 32>(r, 2);   // bit 10
+  reg_stage<double, 32>(r, 4);   // bit 11
+  reg_stage<double, 32>(r, 8);   // bit 12
+  reg_stage<double, 32>(r, 16);  // bit 13
+#pragma unroll
+  for (int m = 0; m < 16; ++m) gstore(out + (lane << 1) + (wid << 6) + (m << 10), r + 2 * m, scale);
+}
+
+template <int MINB>
+__global__ void __launch_bounds__(512, MINB)
+fwht_rows_d15(const double* __restrict__ x, double* __restrict__ y, long long total, int L, double scale) {
+  constexpr int LT = 15, H = 1 << 14;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  double* dsm = reinterpret_cast<double*>(smem_raw);  // x0 - x1: slot tid + 512 k, k < 32
+  double* xs = dsm + H;                               // exchange rounds: 2^13 doubles
+  const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
+  const long long ntiles = total >> LT;
+  const int o1 = (lane << 1) | (wid << 10);  // L1 offset of chunk c: o1 + (c << 6)
+  for (long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    const long long nt = t + gridDim.x;
+    if (tid == 0 && nt < ntiles) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) prefetch_l2(x + (nt << LT) + (q << 13), 1u << 16);
+    }
+    const double* xr = x + (t << LT);
+    double r[32];
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      double2 a[4], b[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        a[i] = __ldcs(reinterpret_cast<const double2*>(xr + o1 + ((4 * g + i) << 6)));
+        b[i] = __ldcs(reinterpret_cast<const double2*>(xr + H + o1 + ((4 * g + i) << 6)));
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int c = 4 * g + i;
+        r[2 * c] = a[i].x + b[i].x;
+        r[2 * c + 1] = a[i].y + b[i].y;
+        dsm[tid + (2 * c) * 512] = a[i].x - b[i].x;
+        dsm[tid + (2 * c + 1) * 512] = a[i].y - b[i].y;
+      }
+    }
+    d15_half<MINB>(r, xs, y + (t << LT), scale);
+#pragma unroll
+    for (int k = 0; k < 32; ++k) r[k] = dsm[tid + k * 512];
+    d15_half<MINB>(r, xs, y + (t << LT) + H, scale);
+  }
+}
+

@@ -1,0 +1,94 @@
+"""Probe (session 13): the one-CTA float64 2**15 kernel ``fwht_rows_d15`` (benchmarks/
+fwt_d15_kernel.cu, appended to ozgemm/fwt/fwht.cu; not shipped: 56.8 % of copy in call 11; top
+butterfly first, the halves in registers and shared memory, the next row prefetched into L2)
+against the public path (the 2-CTA split kernel of ROW_TUNED), in one process on the device.
+
+    PYTHONPATH=. python3 benchmarks/fwt_d15_probe.py [MiB] [rounds]
+
+Checks (printed ok/FAIL): integer-valued rows exact and equal to the split kernel's; random
+rows within 2 (L + 2) u ||x||_1 of the split kernel's result (both within (L + 2) u ||x||_1 of
+the exact transform); "ortho" scale; in place; a grid of 7 CTAs (every CTA loops); input
+untouched. Then interleaved rounds of 20 CUDA-event-timed calls: copy, split kernel, d15.
+"""
+import statistics
+import sys
+from pathlib import Path
+
+import cupy as cp
+import numpy as np
+
+from ozgemm.fwt import _cuda
+from ozgemm.fwt.bench import _time
+
+NAME, SMEM = "fwht_rows_d15<1>", ((1 << 14) + (1 << 13)) * 8  # 192 KiB
+
+
+def kernel():
+    src = _cuda._SRC.read_text() + (Path(__file__).with_name("fwt_d15_kernel.cu")).read_text()
+    mod = cp.RawModule(code=src, options=("-std=c++17",), name_expressions=[NAME])
+    mod.compile()
+    k = mod.get_function(NAME)
+    k.max_dynamic_shared_size_bytes = SMEM
+    k.preferred_shared_memory_carveout = 100
+    return k
+
+
+def launch(k, x, y, scale=1.0, grid=None):
+    g = min(x.size >> 15, cp.cuda.Device().attributes["MultiProcessorCount"] if grid is None else grid)
+    k((g,), (512,), (x, y, np.int64(x.size), np.int32(15), np.float64(scale)), shared_mem=SMEM)
+
+
+def shipped(x, y, scale=1.0):
+    return _cuda.transform_contiguous(cp, x, 15, scale, out=y)
+
+
+def main(mib=256, rounds=5):
+    k = kernel()
+    print(f"{NAME}: regs {k.attributes['num_regs']}, local bytes {k.attributes['local_size_bytes']}")
+    rows = (mib << 20) // 8 >> 15
+    rs = cp.random.RandomState(3)
+    ok = True
+    xi = (rs.randint(-7, 8, size=(rows, 1 << 15))).astype(cp.float64)
+    a, b = cp.empty_like(xi), cp.empty_like(xi)
+    launch(k, xi, a)
+    shipped(xi, b)
+    same = bool(cp.array_equal(a, b))
+    print(f"integer rows: equal to the split kernel {same}")
+    ok &= same
+    xr = rs.standard_normal((rows, 1 << 15))
+    x0 = xr.copy()
+    l1 = cp.abs(xr).sum(axis=1, keepdims=True)
+    for s in (1.0, 2.0 ** -7.5):
+        launch(k, xr, a, s)
+        shipped(xr, b, s)
+        ratio = float((cp.abs(a - b) / (2 * 17 * 2.0 ** -53 * l1 * s)).max())
+        nd = int((a != b).sum())
+        print(f"random rows, scale {s:.4g}: max |d15 - split| / (2 (L+2) u ||x||_1) = {ratio:.3f}; {nd} of {a.size} differ")
+        ok &= ratio <= 1.0
+    launch(k, xr, a)
+    z = xr.copy()
+    launch(k, z, z)
+    w = cp.empty_like(xr)
+    launch(k, xr, w, grid=7)
+    inplace, small, untouched = bool(cp.array_equal(z, a)), bool(cp.array_equal(w, a)), bool(cp.array_equal(xr, x0))
+    print(f"in place identical {inplace}; grid 7 identical {small}; input untouched {untouched}")
+    ok &= inplace and small and untouched
+    y = cp.empty_like(xr)
+    ca = cp.empty(xr.nbytes, dtype=cp.uint8)
+    cb = cp.empty_like(ca)
+    res = {"copy": [], "split (shipped)": [], "d15": []}
+    for _ in range(rounds):
+        res["copy"].append(_time(lambda: cb.data.copy_from_device_async(ca.data, ca.nbytes), 20))
+        res["split (shipped)"].append(_time(lambda: shipped(xr, y), 20))
+        res["d15"].append(_time(lambda: launch(k, xr, y), 20))
+    t = {key: statistics.median(v) for key, v in res.items()}
+    gbs = {key: 2 * xr.nbytes / v / 1e9 for key, v in t.items()}
+    print(f"float64 2^15, {mib} MiB per array, {rounds} rounds x 20 calls")
+    for key in res:
+        print(f"  {key:16s} {t[key] * 1e6:8.1f} us  {gbs[key]:6.0f} GB/s  {100 * gbs[key] / gbs['copy']:5.1f} % of copy"
+              f"  rounds(us): {' '.join(f'{v * 1e6:.1f}' for v in res[key])}")
+    print("CHECKS", "ok" if ok else "FAIL")
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:]))
