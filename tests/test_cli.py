@@ -179,3 +179,17 @@ def test_bench_bad_arguments_and_refusals(capsys, tmp_path, monkeypatch):
     if not gpu_available():
         rc = main(["bench", "--device", "gpu", "--sizes", "8"])
         assert rc == 1 and "needs CuPy and a CUDA GPU" in capsys.readouterr().err
+
+
+def test_fmt_num_table_cells():
+    # audit and GPU bench tables: short cells for small values, exponent notation for the
+    # u-unit errors of a float64 matmul measured against a dd contract (~1e16-1e17)
+    from ozgemm.verify.cli import fmt_num
+
+    assert fmt_num(None) == "-"
+    assert fmt_num(0.0) == "0"
+    assert fmt_num(0.17512) == "0.175"
+    assert fmt_num(4.5234, 4) == "4.523"
+    assert fmt_num(29185908173352096.0) == "2.92e+16"
+    assert fmt_num(float("inf")) == "inf" and fmt_num(float("nan")) == "nan"
+    assert fmt_num(7) == "7"

@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from ozgemm.verify.cli import fmt_num
+
 __all__ = ["run_gpu_bench", "gpu_context"]
 
 _EMU_SCRIPT = r"""
@@ -195,14 +197,14 @@ def run_gpu_bench(args) -> int:
           f"whole call, median of {args.reps} after warm-up; accuracy on the top-left {args.block}x{args.block} block vs "
           "the exact product, err in u*(|A||B|)_ij (u of the output format)")
     print(f"{'contract':9} {'n':>6} {'phi':>4} {'mod':>3} {'oz ms':>9} {'oz TF':>6} {'nat TF':>6} {'x nat':>5} "
-          f"{'emu TF':>6} {'gemm%':>5} {'oz max':>7} {'oz CR%':>6} {'nat max':>7} {'emu max':>7}  phases ms (plan/res/gemm/rec)"
+          f"{'emu TF':>6} {'gemm%':>5} {'oz max':>8} {'oz CR%':>6} {'nat max':>8} {'emu max':>8}  phases ms (plan/res/gemm/rec)"
           "  INT8 GEMMs alone ms (residue + bound) and share of the call")
     for r in rows:
         ph = r["phases"]
         print(f"{r['contract']:9} {r['n']:>6} {r['phi']:>4} {r['moduli']:>3} {r['ozgemm_s'] * 1e3:>9.2f} "
               f"{r['ozgemm_tflops']:>6.1f} {r['native_tflops']:>6.1f} {r['speedup']:>5.2f} "
-              f"{(r.get('emu_tflops') or float('nan')):>6.1f} {100 * r['gemm_share']:>5.1f} {r['oz_max_err_u']:>7.3f} "
-              f"{100 * r['oz_cr']:>6.2f} {r['nat_max_err_u']:>7.3f} {(r.get('emu_max_err_u') or float('nan')):>7.3f}  "
+              f"{(r.get('emu_tflops') or float('nan')):>6.1f} {100 * r['gemm_share']:>5.1f} {fmt_num(r['oz_max_err_u']):>8} "
+              f"{100 * r['oz_cr']:>6.2f} {fmt_num(r['nat_max_err_u']):>8} {fmt_num(r.get('emu_max_err_u')):>8}  "
               f"{ph.get('plan', 0) * 1e3:.1f}/{ph.get('residues', 0) * 1e3:.1f}/{ph.get('gemms', 0) * 1e3:.1f}/"
               f"{ph.get('reconstruction', 0) * 1e3:.1f}"
               + (f"  {r['int8_gemm_s'] * 1e3:.1f} + {r['bound_gemm_s'] * 1e3:.1f} = {100 * r['int8_share']:.1f} %"

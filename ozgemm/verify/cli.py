@@ -40,7 +40,9 @@ def register(sub):
     p.set_defaults(func=run_audit)
 
 
-def _fmt(x, nd=3):
+def fmt_num(x, nd=3):
+    """A table cell for a number: "-" for None, nd significant digits below 1e4, else
+    exponent notation (errors in u units can reach 1e17; ``ozgemm audit`` and ``ozgemm bench``)."""
     if x is None:
         return "-"
     if isinstance(x, float):
@@ -68,10 +70,10 @@ def _print_table(rows, contract):
             continue
         lines.append([r.case, r.who,
                       _count(r.plan),
-                      _fmt(r.plan["beta"]) if r.plan else "",
-                      _fmt(s["max_err_u"]), _fmt(s["median_err_u"]), _fmt(s["max_ulps"]),
-                      f"{100 * s['correctly_rounded']:.2f}", _fmt(s.get("max_bound_ratio")),
-                      _fmt(s.get("breaches"))])
+                      fmt_num(r.plan["beta"]) if r.plan else "",
+                      fmt_num(s["max_err_u"]), fmt_num(s["median_err_u"]), fmt_num(s["max_ulps"]),
+                      f"{100 * s['correctly_rounded']:.2f}", fmt_num(s.get("max_bound_ratio")),
+                      fmt_num(s.get("breaches"))])
     w = [max(len(str(x)) for x in col) for col in zip(hdr, *lines)]
     print(f"contract {contract.name}: {contract.promise()}   (errors in units of u*(|A||B|)_ij, u = 2^-{contract.fmt.p}; "
           "max/bound = observed / promised bound; breaches counted exactly)")
