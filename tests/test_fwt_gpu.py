@@ -480,15 +480,17 @@ def test_gpu_split_first_pass_exact(dt, L):
 @pytest.mark.parametrize("cap", [None, 5])
 def test_gpu_h15_dedicated_exact_in_place(monkeypatch, cap):
     monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", cap)
-    rows = 17 if cap else 300  # capped: 5 CTAs, 4 rows each but the last (3); else > 132 CTAs
+    rows = 17 if cap else 300  # capped: 5 CTAs with 4, 4, 3, 3, 3 rows; else > 132 CTAs
     x = cp.zeros((rows, 1 << 15), dtype=cp.float16)
     name, smem, grid, threads = _cuda.row_launch(x, 15, mma=True)
     assert name == "fwht_rows_h15<1>" and threads == 512 and smem == 6 << 15
     assert grid == (5 if cap else min(rows, cp.cuda.Device().attributes["MultiProcessorCount"]))
     k = np.random.default_rng(15).integers(-64, 65, size=(rows, 1 << 15))  # float32 sums exact
     _assert_exact_untouched_in_place(k, np.float16, 15, "mma", None)
-    # "auto" takes it too, and the plain variant does not
+    # "auto" takes it too, and the plain variant does not; partial rows are refused
     assert _cuda.auto_mma(np.float16, 15)
+    with pytest.raises(ValueError, match="whole rows"):
+        _cuda.row_launch(cp.zeros(3 << 14, dtype=cp.float16), 15, mma=True)
     assert _cuda.row_launch(x, 15, mma=False)[0].startswith("fwht_rows_pipe<")
 
 

@@ -90,8 +90,9 @@ ROW_TUNED: dict = {
 # variants) and the table's device class (``_tuned``); the sweep's forced configurations
 # (``cfg``) never use them. Entry: (kernel name, dynamic shared memory bytes, GB/s measured).
 # float16 2**15: ``fwht_rows_h15`` (three layouts, two float4 exchanges, 15 thread
-# instructions per element against the configurable kernel's 31; session 13, device calls 3-5:
-# 3392-3430 GB/s against 3233-3266 for ROW_TUNED's kernel in the same processes).
+# instructions per element; session 5 counted 31 for a configurable kernel of this size;
+# session 13, device calls 3-6: 3392-3439 GB/s against 3233-3266 for ROW_TUNED's kernel in the
+# same processes).
 ROW_DEDICATED: dict = {
     ("float16", 15): ("fwht_rows_h15<1>", (2 + 4) << 15, 3407),
 }
@@ -623,6 +624,8 @@ def row_launch(src, L, mma=False, cfg=None):
     ded = dedicated_row(dtype, L, mma, cfg)
     if ded is not None:  # persistent, 512 threads, whole rows of 2**L (the row pass's segments)
         name, smem = ded
+        if src.size % (1 << L):  # the kernel transforms total >> L whole rows
+            raise ValueError(f"{name} needs whole rows of 2**{L} elements; got {src.size} elements")
         grid = min(src.size >> L, _pipe_grid(dtype.str, src.device.id, name, smem, L, 9))
         if PIPE_MAX_GRID is not None:
             grid = min(grid, PIPE_MAX_GRID)

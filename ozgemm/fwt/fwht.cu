@@ -744,8 +744,9 @@ __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
 // Three-layout kernel for binary16 rows of 2^15 (session 13): pipelined and persistent like
 // fwht_rows_pipe, with float32 compute, but each butterfly level costs one float32 add per
 // element and no warp shuffle: the tile's index bits are brought into registers by two
-// shared-memory exchanges of 16-byte float4 pieces (the earlier kernels spent 31 thread
-// instructions per element here, issue-bound at 78 % of copy; session 5's ncu counts).
+// shared-memory exchanges of 16-byte float4 pieces (15 thread instructions per element in
+// session 13's ncu count; session 5 counted 31 for a configurable float16 2^15 kernel,
+// issue-bound; the pipelined one this replaces, at 78 % of copy, was not counted).
 // 512 threads, 64 elements each; element index e (15 bits) of the row:
 //   L1 (load, mma, registers): e = v + 8*lane + 256*c + 2048*wid (v < 8, c < 8); the mma
 //      front end (mma_h16) transforms bits {0, 2, 3, 4}, register butterflies bits 1, 8, 9, 10;
