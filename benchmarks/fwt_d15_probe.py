@@ -10,15 +10,14 @@ rows within 2 (L + 2) u ||x||_1 of the split kernel's result (both within (L + 2
 the exact transform); "ortho" scale; in place; a grid of 7 CTAs (every CTA loops); input
 untouched. Then interleaved rounds of 20 CUDA-event-timed calls: copy, split kernel, d15.
 """
-import statistics
 import sys
 from pathlib import Path
 
 import cupy as cp
 import numpy as np
 
+from fwt_h15_probe import interleaved_table  # noqa: E402  (benchmarks/, on sys.path as the script's folder)
 from ozgemm.fwt import _cuda
-from ozgemm.fwt.bench import _time
 
 NAME, SMEM = "fwht_rows_d15<1>", ((1 << 14) + (1 << 13)) * 8  # 192 KiB
 
@@ -74,19 +73,8 @@ def main(mib=256, rounds=5):
     print(f"in place identical {inplace}; grid 7 identical {small}; input untouched {untouched}")
     ok &= inplace and small and untouched
     y = cp.empty_like(xr)
-    ca = cp.empty(xr.nbytes, dtype=cp.uint8)
-    cb = cp.empty_like(ca)
-    res = {"copy": [], "split (shipped)": [], "d15": []}
-    for _ in range(rounds):
-        res["copy"].append(_time(lambda: cb.data.copy_from_device_async(ca.data, ca.nbytes), 20))
-        res["split (shipped)"].append(_time(lambda: shipped(xr, y), 20))
-        res["d15"].append(_time(lambda: launch(k, xr, y), 20))
-    t = {key: statistics.median(v) for key, v in res.items()}
-    gbs = {key: 2 * xr.nbytes / v / 1e9 for key, v in t.items()}
-    print(f"float64 2^15, {mib} MiB per array, {rounds} rounds x 20 calls")
-    for key in res:
-        print(f"  {key:16s} {t[key] * 1e6:8.1f} us  {gbs[key]:6.0f} GB/s  {100 * gbs[key] / gbs['copy']:5.1f} % of copy"
-              f"  rounds(us): {' '.join(f'{v * 1e6:.1f}' for v in res[key])}")
+    interleaved_table({"split (shipped)": lambda: shipped(xr, y), "d15": lambda: launch(k, xr, y)},
+                      xr.nbytes, rounds, "float64 2^15")
     print("CHECKS", "ok" if ok else "FAIL")
 
 

@@ -72,12 +72,10 @@ def ref64(x):
 
 def main(mib=256, rounds=5):
     ok = True
-    res = {"copy": [], "shipped": []}
     for key, ks in kernels().items():
         print(f"== {key} ({VARIANTS[key][0]}, regs {ks[0].attributes['num_regs']})")
         ok &= check(ks, mib)
-        res[key] = []
-    timing(mib, rounds, res)
+    timing(mib, rounds)
     print("CHECKS", "ok" if ok else "FAIL")
 
 
@@ -123,23 +121,31 @@ def check(k, mib):
     return ok
 
 
-def timing(mib, rounds, res):
+def interleaved_table(fns, nbytes, rounds, title):
+    """Time a cudaMemcpyAsync copy of ``nbytes`` and each of ``fns`` (name -> call moving
+    nbytes in and nbytes out) in ``rounds`` interleaved rounds of 20 CUDA-event-timed calls;
+    print the median of the rounds' medians, GB/s (read + written) and % of the copy."""
+    a = cp.empty(nbytes, dtype=cp.uint8)
+    b = cp.empty_like(a)
+    res = {"copy": []} | {key: [] for key in fns}
+    for _ in range(rounds):
+        res["copy"].append(_time(lambda: b.data.copy_from_device_async(a.data, a.nbytes), 20))
+        for key, fn in fns.items():
+            res[key].append(_time(fn, 20))
+    t = {key: statistics.median(v) for key, v in res.items()}
+    gbs = {key: 2 * nbytes / v / 1e9 for key, v in t.items()}
+    print(f"{title}, {nbytes >> 20} MiB per array, {rounds} rounds x 20 calls")
+    for key in res:
+        print(f"  {key:16s} {t[key] * 1e6:8.1f} us  {gbs[key]:6.0f} GB/s  {100 * gbs[key] / gbs['copy']:5.1f} % of copy"
+              f"  rounds(us): {' '.join(f'{v * 1e6:.1f}' for v in res[key])}")
+
+
+def timing(mib, rounds):
     ks = kernels()
     x = cp.random.RandomState(2).standard_normal(((mib << 20) // 2,)).astype(cp.float16).reshape(-1, 1 << 15)
     y = cp.empty_like(x)
-    a = cp.empty(x.nbytes, dtype=cp.uint8)
-    b = cp.empty_like(a)
-    for _ in range(rounds):
-        res["copy"].append(_time(lambda: b.data.copy_from_device_async(a.data, a.nbytes), 20))
-        res["shipped"].append(_time(lambda: shipped(x, y), 20))
-        for key in ks:
-            res[key].append(_time(lambda: launch(ks[key], x, y), 20))
-    t = {key: statistics.median(v) for key, v in res.items()}
-    gbs = {key: 2 * x.nbytes / v / 1e9 for key, v in t.items()}
-    print(f"float16 2^15, {mib} MiB per array, {rounds} rounds x 20 calls")
-    for key in res:
-        print(f"  {key:10s} {t[key] * 1e6:8.1f} us  {gbs[key]:6.0f} GB/s  {100 * gbs[key] / gbs['copy']:5.1f} % of copy"
-              f"  rounds(us): {' '.join(f'{v * 1e6:.1f}' for v in res[key])}")
+    fns = {"shipped": lambda: shipped(x, y)} | {key: (lambda k=k: launch(k, x, y)) for key, k in ks.items()}
+    interleaved_table(fns, x.nbytes, rounds, "float16 2^15")
 
 
 def profile_launches(mib=256):
