@@ -250,25 +250,34 @@ __device__ __forceinline__ void reg_stage(A* r, int h) {
 // pipeline continues from there (index bit 1 is left for a register butterfly).
 // (Sessions 1-5 mapped e bit 1 -> k bit 3 and e bit 2 -> m bit 3, which needed the word order
 // {x, z, y, w}: the SASS showed 4-8 register moves per mma pair.)
-__device__ __forceinline__ void mma_h16(const uint4& u, unsigned b00, unsigned b01, unsigned b10,
-                                        unsigned b11, float* r) {
+// b: this lane's B fragments of H16 for n < 8 (b.x, b.y) and n >= 8 (b.z, b.w), h16_frags.
+__device__ __forceinline__ void mma_h16(const uint4& u, const uint4& b, float* r) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%10,%10,%10,%10};"
       : "=f"(r[0]), "=f"(r[1]), "=f"(r[2]), "=f"(r[3])
-      : "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "r"(b00), "r"(b01), "f"(0.f));  // n < 8
+      : "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "r"(b.x), "r"(b.y), "f"(0.f));  // n < 8
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%10,%10,%10,%10};"
       : "=f"(r[4]), "=f"(r[5]), "=f"(r[6]), "=f"(r[7])
-      : "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "r"(b10), "r"(b11), "f"(0.f));  // n >= 8
+      : "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "r"(b.z), "r"(b.w), "f"(0.f));  // n >= 8
 #else
   __trap();  // the host code never selects the mma variant below sm_80
 #endif
 }
 __device__ __forceinline__ unsigned h16_pm1(int k, int n) {
   return (__popc(k & n) & 1) ? 0xBC00u : 0x3C00u;  // -1.0 / +1.0 in binary16
+}
+// The B fragments (k x n = 16 x 8, "col") of H16 held by `lane` for the two mmas of mma_h16:
+// k = 2*(lane & 3) + {0, 1} and + 8 + {0, 1}, n = lane >> 2 (x, y) and + 8 (z, w).
+__device__ __forceinline__ uint4 h16_frags(int lane) {
+  const int gq = lane >> 2, tq = lane & 3;
+  return make_uint4(h16_pm1(2 * tq, gq) | (h16_pm1(2 * tq + 1, gq) << 16),
+                    h16_pm1(2 * tq + 8, gq) | (h16_pm1(2 * tq + 9, gq) << 16),
+                    h16_pm1(2 * tq, gq + 8) | (h16_pm1(2 * tq + 1, gq + 8) << 16),
+                    h16_pm1(2 * tq + 8, gq + 8) | (h16_pm1(2 * tq + 9, gq + 8) << 16));
 }
 
 // ============================================================================ row kernel
@@ -454,18 +463,14 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // MMA (binary16 only, needs L >= 5): bits {0,2,3,4} on tensor cores, see mma_h16.
   const bool use_mma = MMA && L >= 5;
   if (MMA && use_mma) {
-    const int gq = lane >> 2, tq = lane & 3;
-    const unsigned b00 = h16_pm1(2 * tq, gq) | (h16_pm1(2 * tq + 1, gq) << 16);
-    const unsigned b01 = h16_pm1(2 * tq + 8, gq) | (h16_pm1(2 * tq + 9, gq) << 16);
-    const unsigned b10 = h16_pm1(2 * tq, gq + 8) | (h16_pm1(2 * tq + 1, gq + 8) << 16);
-    const unsigned b11 = h16_pm1(2 * tq + 8, gq + 8) | (h16_pm1(2 * tq + 9, gq + 8) << 16);
+    const uint4 hb = h16_frags(lane);
     if constexpr (PIPE == 0) {
 #pragma unroll
       for (int c = 0; c < C; ++c) {
         const int off = vofs(c);
         uint4 u = make_uint4(0u, 0u, 0u, 0u);
         if (off < lim) u = __ldcs(reinterpret_cast<const uint4*>(xt + off));
-        mma_h16(u, b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
+        mma_h16(u, hb, reinterpret_cast<float*>(r + c * V));
       }
     } else {
       uint4 u[C];
@@ -479,10 +484,10 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
       prefetch_next();
 #pragma unroll
       for (int c = 0; c < C; ++c) {
-        mma_h16(u[c], b00, b01, b10, b11, reinterpret_cast<float*>(r + c * V));
+        mma_h16(u[c], hb, reinterpret_cast<float*>(r + c * V));
         if constexpr (SPLIT) {  // H is linear: H(x0 +- x1) = H x0 +- H x1 on these 4 bits
           float t[V];
-          mma_h16(w[c], b00, b01, b10, b11, t);
+          mma_h16(w[c], hb, t);
 #pragma unroll
           for (int v = 0; v < V; ++v) r[c * V + v] = bfly(ssg, r[c * V + v], A(t[v]));  // A = float
         }
@@ -786,11 +791,7 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (t << LT) + o1 + (c << 8));
   }
   cp_async_commit();
-  const int gq = lane >> 2, tq = lane & 3;
-  const unsigned b00 = h16_pm1(2 * tq, gq) | (h16_pm1(2 * tq + 1, gq) << 16);
-  const unsigned b01 = h16_pm1(2 * tq + 8, gq) | (h16_pm1(2 * tq + 9, gq) << 16);
-  const unsigned b10 = h16_pm1(2 * tq, gq + 8) | (h16_pm1(2 * tq + 1, gq + 8) << 16);
-  const unsigned b11 = h16_pm1(2 * tq + 8, gq + 8) | (h16_pm1(2 * tq + 9, gq + 8) << 16);
+  const uint4 hb = h16_frags(lane);
   for (; t < ntiles; t += gridDim.x) {
     float r[64];
     uint4 u[8];
@@ -808,7 +809,7 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     }
     cp_async_commit();
 #pragma unroll
-    for (int c = 0; c < 8; ++c) mma_h16(u[c], b00, b01, b10, b11, r + 8 * c);  // bits 0, 2, 3, 4
+    for (int c = 0; c < 8; ++c) mma_h16(u[c], hb, r + 8 * c);  // bits 0, 2, 3, 4
     reg_stage<float, 64>(r, 2);   // bit 1
     reg_stage<float, 64>(r, 8);   // bit 8
     reg_stage<float, 64>(r, 16);  // bit 9
