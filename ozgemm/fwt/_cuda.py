@@ -614,11 +614,18 @@ def _active_clusters(kernel, nthreads: int, smem: int):
         return None
 
 
+def _persistent_grid(src, name: str, smem: int, L: int, tb: int, ntiles: int) -> int:
+    """Grid of a persistent row kernel: the CTAs resident at once (``_pipe_grid``), at most
+    one per tile, capped by ``PIPE_MAX_GRID``."""
+    grid = min(ntiles, _pipe_grid(src.dtype.str, src.device.id, name, smem, L, tb))
+    return grid if PIPE_MAX_GRID is None else min(grid, PIPE_MAX_GRID)
+
+
 def row_launch(src, L, mma=False, cfg=None):
     """(kernel name, dynamic shared memory bytes, grid, threads per CTA) of the row pass over
     the rows of 2**L of the contiguous array ``src`` with configuration ``cfg`` (default: the
     ``ROW_DEDICATED`` kernel where ``dedicated_row`` applies, else the table's or the rule's).
-    Raises ValueError where the split kernel would get partial rows."""
+    Raises ValueError where the split or the dedicated kernel would get partial rows."""
     dtype = src.dtype
     _, _, sc, logv, _ = _TYPES[dtype]
     ded = dedicated_row(dtype, L, mma, cfg)
@@ -626,10 +633,7 @@ def row_launch(src, L, mma=False, cfg=None):
         name, smem = ded
         if src.size % (1 << L):  # the kernel transforms total >> L whole rows
             raise ValueError(f"{name} needs whole rows of 2**{L} elements; got {src.size} elements")
-        grid = min(src.size >> L, _pipe_grid(dtype.str, src.device.id, name, smem, L, 9))
-        if PIPE_MAX_GRID is not None:
-            grid = min(grid, PIPE_MAX_GRID)
-        return name, smem, max(1, grid), 512
+        return name, smem, max(1, _persistent_grid(src, name, smem, L, 9, src.size >> L)), 512
     cfg = _cfg7(cfg if cfg is not None else row_config(L, logv, dtype.name))
     tb, cb, csb, wm, _, xs, pipe = cfg
     lt = logv + tb + cb
@@ -645,9 +649,7 @@ def row_launch(src, L, mma=False, cfg=None):
     ntiles = (total + (1 << lt) - 1) >> lt
     grid = ntiles
     if pipe:  # persistent: the CTAs that are resident at once loop over the tiles
-        grid = min(ntiles, _pipe_grid(dtype.str, src.device.id, name, smem, L, tb))
-        if PIPE_MAX_GRID is not None:
-            grid = min(grid, PIPE_MAX_GRID)
+        grid = _persistent_grid(src, name, smem, L, tb, ntiles)
         if csb:  # split kernel: whole 2-CTA clusters (ntiles is even: whole rows of 2 tiles)
             grid = max(2, grid & ~1)
     return name, smem, grid, 1 << tb
