@@ -1,6 +1,6 @@
-"""Argument checks shared by the command-line tools (``ozgemm audit``, ``bench``, ``lcn``):
-run before any work, so that a bad option is reported at once and a long run is never lost
-to an output path that cannot be written."""
+"""Helpers shared by the command-line tools (``ozgemm audit``, ``bench``, ``lcn``): argument
+checks, run before any work, so that a bad option is reported at once and a long run is never
+lost to an output path that cannot be written; and the tables' number cells."""
 from __future__ import annotations
 
 import math
@@ -23,3 +23,15 @@ def phi_seed_problem(phis, seed) -> str | None:
     if bad:
         return f"--phi values must be finite and in [0, 64], got {bad}"
     return None
+
+
+def fmt_num(x, nd=3):
+    """A table cell for a number: "-" for None, nd significant digits below 1e4, else
+    exponent notation (errors in u units can reach 1e17; ``ozgemm audit`` and ``ozgemm bench``)."""
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if x == 0:
+            return "0"
+        return f"{x:.{nd}g}" if abs(x) < 1e4 else f"{x:.2e}"
+    return str(x)

@@ -184,7 +184,7 @@ def test_bench_bad_arguments_and_refusals(capsys, tmp_path, monkeypatch):
 def test_fmt_num_table_cells():
     # audit and GPU bench tables: short cells for small values, exponent notation for the
     # u-unit errors of a float64 matmul measured against a dd contract (~1e16-1e17)
-    from ozgemm.verify.cli import fmt_num
+    from ozgemm._cliargs import fmt_num
 
     assert fmt_num(None) == "-"
     assert fmt_num(0.0) == "0"

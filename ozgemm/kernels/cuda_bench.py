@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from ozgemm.verify.cli import fmt_num
+from ozgemm._cliargs import fmt_num
 
 __all__ = ["run_gpu_bench", "gpu_context"]
 

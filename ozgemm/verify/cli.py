@@ -5,6 +5,8 @@ import sys
 
 import numpy as np
 
+from .._cliargs import fmt_num
+
 __all__ = ["register", "run_audit"]
 
 
@@ -38,18 +40,6 @@ def register(sub):
                    help="standard inputs as float (the contract's dtype; float64 for dd/fp128), or widened "
                         "to dd / binary128 values that use the extra bits [float]")
     p.set_defaults(func=run_audit)
-
-
-def fmt_num(x, nd=3):
-    """A table cell for a number: "-" for None, nd significant digits below 1e4, else
-    exponent notation (errors in u units can reach 1e17; ``ozgemm audit`` and ``ozgemm bench``)."""
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        if x == 0:
-            return "0"
-        return f"{x:.{nd}g}" if abs(x) < 1e4 else f"{x:.2e}"
-    return str(x)
 
 
 def _count(plan):
