@@ -16,6 +16,8 @@
 // accesses at e' = e >> 1, stored at e' ^ ((e' >> 4) & 15): conflict-free for the 16-lane
 // phases of 8-byte accesses in all three layouts. Shared memory: 128 KiB (d) + 64 KiB.
 // Whole rows only; in place is safe (a row is read completely before its CTA writes it).
+// Session 14: oz_trace_at points (OZ_FWT_TRACE builds, benchmarks/fwt_trace.py): 0 row start,
+// 1 loads and top butterfly done, 2 first half done (stores issued), 3 second half done.
 template <int MINB>
 __device__ __forceinline__ void d15_half(double* r, double* xs, double* out, double scale) {
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -73,7 +75,9 @@ fwht_rows_d15(const double* __restrict__ x, double* __restrict__ y, long long to
   const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
   const long long ntiles = total >> LT;
   const int o1 = (lane << 1) | (wid << 10);  // L1 offset of chunk c: o1 + (c << 6)
-  for (long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+  int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
+  for (long long t = blockIdx.x; t < ntiles; t += gridDim.x, ++it) {
+    oz_trace_at(it, 0);
     const long long nt = t + gridDim.x;
     if (tid == 0 && nt < ntiles) {
 #pragma unroll
@@ -98,10 +102,13 @@ fwht_rows_d15(const double* __restrict__ x, double* __restrict__ y, long long to
         dsm[tid + (2 * c + 1) * 512] = a[i].y - b[i].y;
       }
     }
+    oz_trace_at(it, 1);
     d15_half<MINB>(r, xs, y + (t << LT), scale);
+    oz_trace_at(it, 2);
 #pragma unroll
     for (int k = 0; k < 32; ++k) r[k] = dsm[tid + k * 512];
     d15_half<MINB>(r, xs, y + (t << LT) + H, scale);
+    oz_trace_at(it, 3);
   }
 }
 

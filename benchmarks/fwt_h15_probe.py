@@ -24,6 +24,7 @@ from ozgemm.fwt import _cuda
 from ozgemm.fwt.bench import _time
 
 VARIANTS = {"h15": ("fwht_rows_h15<1>", (2 + 4) << 15)}
+GRIDS = (128, 124)
 
 
 def kernels():
@@ -145,6 +146,9 @@ def timing(mib, rounds):
     x = cp.random.RandomState(2).standard_normal(((mib << 20) // 2,)).astype(cp.float16).reshape(-1, 1 << 15)
     y = cp.empty_like(x)
     fns = {"shipped": lambda: shipped(x, y)} | {key: (lambda k=k: launch(k, x, y)) for key, k in ks.items()}
+    rows = x.shape[0]
+    for g in GRIDS:  # session 14: grids other than one CTA per SM (e.g. 128: 32 rows per CTA at 256 MiB)
+        fns |= {f"{key} grid {g}": (lambda k=k, g=g: launch(k, x, y, grid=g)) for key, k in ks.items() if g < rows}
     interleaved_table(fns, x.nbytes, rounds, "float16 2^15")
 
 

@@ -746,6 +746,31 @@ __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
 #endif
 }
 
+// OZ_FWT_TRACE (a measurement-only build option, benchmarks/fwt_trace.py; 0 by default): thread
+// 0 of each CTA (blockIdx.x < 256) records the global timer (ns) at up to 4 points of each of
+// its first 64 rows into oz_trace[CTA][row][point]; a no-op in the default build.
+#ifndef OZ_FWT_TRACE
+#define OZ_FWT_TRACE 0
+#endif
+#if OZ_FWT_TRACE
+__device__ unsigned long long oz_trace[1 << 16];
+__device__ __forceinline__ void oz_trace_at(int row, int point) {
+  if (threadIdx.x == 0 && row < 64 && blockIdx.x < 256) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+    oz_trace[((blockIdx.x * 64 + row) << 2) + point] = t;
+  }
+}
+#else
+__device__ __forceinline__ void oz_trace_at(int, int) {}
+#endif
+// OZ_FWT_H15_STAGGER (a build option, benchmarks/fwt_ab_build.py; 0 by default): fwht_rows_h15
+// issues the copies of the next row's chunks c >= 4 after the first exchange instead of at the
+// top of the row (the same bits; paces the loads over the row)
+#ifndef OZ_FWT_H15_STAGGER
+#define OZ_FWT_H15_STAGGER 0
+#endif
+
 // Three-layout kernel for binary16 rows of 2^15 (session 13): pipelined and persistent like
 // fwht_rows_pipe, with float32 compute, but each butterfly level costs one float32 add per
 // element and no warp shuffle: the tile's index bits are brought into registers by two
@@ -792,20 +817,24 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   }
   cp_async_commit();
   const uint4 hb = h16_frags(lane);
-  for (; t < ntiles; t += gridDim.x) {
+  int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
+  for (; t < ntiles; t += gridDim.x, ++it) {
     float r[64];
     uint4 u[8];
+    oz_trace_at(it, 0);
     // the row after the staged one into L2 (its cp.async copies then hit L2; session 13, call
     // 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits)
     if (tid == 0 && t + 2 * (long long)gridDim.x < ntiles)
       prefetch_l2(x + ((t + 2 * (long long)gridDim.x) << LT), 2u << LT);
     cp_async_wait_all();
+    oz_trace_at(it, 1);
 #pragma unroll
     for (int c = 0; c < 8; ++c) u[c] = *reinterpret_cast<const uint4*>(stage + o1 + (c << 8));
     const long long nt = t + gridDim.x;
+    constexpr int C0 = OZ_FWT_H15_STAGGER ? 4 : 8;  // chunks staged at the top of the row
     if (nt < ntiles) {  // stage the next row into the slots this thread has just read
 #pragma unroll
-      for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
+      for (int c = 0; c < C0; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
     }
     cp_async_commit();
 #pragma unroll
@@ -815,12 +844,18 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     reg_stage<float, 64>(r, 16);  // bit 9
     reg_stage<float, 64>(r, 32);  // bit 10
     __syncthreads();  // the previous row's L3 reads are done
+    oz_trace_at(it, 2);
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
       sstore<4>(sm + ((o1 + (c << 8)) ^ sw), r + 8 * c);
       sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
     }
     __syncthreads();
+    if (C0 < 8 && nt < ntiles) {
+#pragma unroll
+      for (int c = C0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
+      cp_async_commit();
+    }
 #pragma unroll
     for (int j = 0; j < 16; ++j)  // r[4j + k]: bits 0-1 = k, bits 5, 6, 7, 11 = bits of j
       sload<4>(sm + ((o2 + ((j & 7) << 5) + ((j >> 3) << 11)) ^ ((j & 1) << 2)), r + 4 * j);
@@ -840,6 +875,7 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     reg_stage<float, 64>(r, 8);   // bit 12
     reg_stage<float, 64>(r, 16);  // bit 13
     reg_stage<float, 64>(r, 32);  // bit 14
+    oz_trace_at(it, 3);
     half_bits* yt = y + (t << LT);
     if (scale == 1.f) {  // (x * 1 is x: the same bits without the multiplies)
 #pragma unroll

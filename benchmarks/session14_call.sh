@@ -1,0 +1,17 @@
+#!/bin/bash
+# Session 14 device calls: $1 selects the step list (see the case below). Prints a short summary last.
+source benchmarks/device_env.sh || exit 1
+cd benchmarks/.. || exit 1
+step() { echo "== $*"; }
+case "$1" in
+  1)
+    step "tests (h15, float16, pipe_table, split)"
+    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_fwt_gpu.py -k "h15 or float16_single_pass or float16_variants or pipe_table or split" 2>&1 | tail -3
+    step "trace h15 d15"; timeout 60 python3 benchmarks/fwt_trace.py h15 d15
+    step "trace h15 grid 128"; timeout 30 python3 benchmarks/fwt_trace.py h15 --grid 128
+    step "ab stagger"; timeout 60 python3 benchmarks/fwt_ab_build.py "float16:15" "" "-DOZ_FWT_H15_STAGGER=1"
+    step "probe (grids)"; timeout 90 python3 benchmarks/fwt_h15_probe.py 256 5 | tail -8
+    step "ab stagger again"; timeout 60 python3 benchmarks/fwt_ab_build.py "float16:15" "" "-DOZ_FWT_H15_STAGGER=1" "-DOZ_FWT_H15_STAGGER=1"
+    ;;
+  *) "$@" ;;
+esac
