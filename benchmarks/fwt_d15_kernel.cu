@@ -65,18 +65,32 @@ __device__ __forceinline__ void d15_half(double* r, double* xs, double* out, dou
   for (int m = 0; m < 16; ++m) gstore(out + (lane << 1) + (wid << 6) + (m << 10), r + 2 * m, scale);
 }
 
+#ifndef OZ_FWT_D15_STAGE
+#define OZ_FWT_D15_STAGE 1
+#endif
 template <int MINB>
 __global__ void __launch_bounds__(512, MINB)
 fwht_rows_d15(const double* __restrict__ x, double* __restrict__ y, long long total, int L, double scale) {
   constexpr int LT = 15, H = 1 << 14;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  double* dsm = reinterpret_cast<double*>(smem_raw);  // x0 - x1: slot tid + 512 k, k < 32
-  double* xs = dsm + H;                               // exchange rounds: 2^13 doubles
+  double2* dsm = reinterpret_cast<double2*>(smem_raw);  // thread-private slots tid + 512 c, c < 16
+  double* xs = reinterpret_cast<double*>(smem_raw) + H; // exchange rounds: 2^13 doubles
   const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
   const long long ntiles = total >> LT;
-  const int o1 = (lane << 1) | (wid << 10);  // L1 offset of chunk c: o1 + (c << 6)
+  const int o1 = (lane << 1) | (wid << 10);  // L1 offset of piece c: o1 + (c << 6)
+  long long t = blockIdx.x;
+#if OZ_FWT_D15_STAGE
+  // session 14: x0 of the CTA's next row is staged into the d slots (cp.async, each thread its
+  // own slots) while the d half of the current row is transformed; x1 comes from global memory
+  // into registers at the top of the row (16 loads of 16 bytes in flight per thread)
+  if (t < ntiles) {
+#pragma unroll
+    for (int c = 0; c < 16; ++c) cp_async16(dsm + tid + 512 * c, x + (t << LT) + o1 + (c << 6));
+  }
+  cp_async_commit();
+#endif
   int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
-  for (long long t = blockIdx.x; t < ntiles; t += gridDim.x, ++it) {
+  for (; t < ntiles; t += gridDim.x, ++it) {
     oz_trace_at(it, 0);
     const long long nt = t + gridDim.x;
     if (tid == 0 && nt < ntiles) {
@@ -85,6 +99,23 @@ fwht_rows_d15(const double* __restrict__ x, double* __restrict__ y, long long to
     }
     const double* xr = x + (t << LT);
     double r[32];
+#if OZ_FWT_D15_STAGE
+#pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      const double2 b = __ldcs(reinterpret_cast<const double2*>(xr + H + o1 + (c << 6)));
+      r[2 * c] = b.x;
+      r[2 * c + 1] = b.y;
+    }
+    cp_async_wait_all();
+#pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      const double2 a = dsm[tid + 512 * c];
+      const double b0 = r[2 * c], b1 = r[2 * c + 1];
+      r[2 * c] = a.x + b0;
+      r[2 * c + 1] = a.y + b1;
+      dsm[tid + 512 * c] = make_double2(a.x - b0, a.y - b1);
+    }
+#else
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
       double2 a[4], b[4];
@@ -98,17 +129,27 @@ fwht_rows_d15(const double* __restrict__ x, double* __restrict__ y, long long to
         const int c = 4 * g + i;
         r[2 * c] = a[i].x + b[i].x;
         r[2 * c + 1] = a[i].y + b[i].y;
-        dsm[tid + (2 * c) * 512] = a[i].x - b[i].x;
-        dsm[tid + (2 * c + 1) * 512] = a[i].y - b[i].y;
+        dsm[tid + 512 * c] = make_double2(a[i].x - b[i].x, a[i].y - b[i].y);
       }
     }
+#endif
     oz_trace_at(it, 1);
     d15_half<MINB>(r, xs, y + (t << LT), scale);
     oz_trace_at(it, 2);
 #pragma unroll
-    for (int k = 0; k < 32; ++k) r[k] = dsm[tid + k * 512];
+    for (int c = 0; c < 16; ++c) {
+      const double2 d = dsm[tid + 512 * c];
+      r[2 * c] = d.x;
+      r[2 * c + 1] = d.y;
+    }
+#if OZ_FWT_D15_STAGE
+    if (nt < ntiles) {  // the next row's x0 into the slots this thread has just read
+#pragma unroll
+      for (int c = 0; c < 16; ++c) cp_async16(dsm + tid + 512 * c, x + (nt << LT) + o1 + (c << 6));
+    }
+    cp_async_commit();
+#endif
     d15_half<MINB>(r, xs, y + (t << LT) + H, scale);
     oz_trace_at(it, 3);
   }
 }
-

@@ -2,7 +2,7 @@
 stamps taken by thread 0 of every CTA at four points of each row (build option
 -DOZ_FWT_TRACE=1 of ozgemm/fwt/fwht.cu; the default build has no stamps).
 
-    PYTHONPATH=. python3 benchmarks/fwt_trace.py [h15|d15 ...] [--grid G]
+    PYTHONPATH=. [FWT_TRACE_OPTS="-D..."] python3 benchmarks/fwt_trace.py [h15|d15 ...] [--grid G]
 
 Kernels: ``h15`` = fwht_rows_h15<1> (float16 2**15; points: 0 row start, 1 own staged copies
 arrived, 2 after the first CTA barrier (all threads' register levels done), 3 before the
@@ -19,6 +19,7 @@ of the row-start stamps across CTAs relative to the median row period, and the m
 of the number of CTAs in phase 0 -> 1 over the middle of the launch (phase-locked CTAs wait
 together). (The global timer's update granularity limits single stamps, not the medians.)
 """
+import os
 import sys
 from pathlib import Path
 
@@ -39,7 +40,8 @@ def build(key):
     src = _cuda._SRC.read_text()
     if extra:
         src += Path(__file__).with_name(extra).read_text()
-    mod = cp.RawModule(code=src, options=("-std=c++17", "-DOZ_FWT_TRACE=1"), name_expressions=[name])
+    opts = ("-std=c++17", "-DOZ_FWT_TRACE=1") + tuple(os.environ.get("FWT_TRACE_OPTS", "").split())
+    mod = cp.RawModule(code=src, options=opts, name_expressions=[name])
     mod.compile()
     k = mod.get_function(name)
     k.max_dynamic_shared_size_bytes = smem

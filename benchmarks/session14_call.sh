@@ -13,5 +13,11 @@ case "$1" in
     step "probe (grids)"; timeout 90 python3 benchmarks/fwt_h15_probe.py 256 5 | tail -8
     step "ab stagger again"; timeout 60 python3 benchmarks/fwt_ab_build.py "float16:15" "" "-DOZ_FWT_H15_STAGGER=1" "-DOZ_FWT_H15_STAGGER=1"
     ;;
+  2)
+    step "d15 probe (x0 staged during the d half)"; timeout 120 python3 benchmarks/fwt_d15_probe.py 256 5 | tail -12
+    step "trace d15"; timeout 60 python3 benchmarks/fwt_trace.py d15
+    step "trace h15 bulk stores"; FWT_TRACE_OPTS="-DOZ_FWT_H15_BULK_ST=1" timeout 60 python3 benchmarks/fwt_trace.py h15
+    step "ab bulk stores"; timeout 90 python3 benchmarks/fwt_ab_build.py "float16:15" "" "-DOZ_FWT_H15_BULK_ST=1" "" "-DOZ_FWT_H15_BULK_ST=1"
+    ;;
   *) "$@" ;;
 esac

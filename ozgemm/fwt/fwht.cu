@@ -83,11 +83,14 @@ __device__ __forceinline__ unsigned f2h2(float lo, float hi) {  // one cvt for t
   return (unsigned)f2h(lo) | ((unsigned)f2h(hi) << 16);
 #endif
 }
-__device__ __forceinline__ void gstore(half_bits* p, const float* a, float s) {
+__device__ __forceinline__ uint4 pack_h8(const float* a, float s) {  // 8 values scaled, to binary16
   unsigned w[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k) w[k] = f2h2(a[2 * k] * s, a[2 * k + 1] * s);
-  __stcs(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+__device__ __forceinline__ void gstore(half_bits* p, const float* a, float s) {
+  __stcs(reinterpret_cast<uint4*>(p), pack_h8(a, s));
 }
 __device__ __forceinline__ void gstore(float* p, const float* a, float s) {
   __stcs(reinterpret_cast<float4*>(p), make_float4(a[0] * s, a[1] * s, a[2] * s, a[3] * s));
@@ -764,6 +767,39 @@ __device__ __forceinline__ void oz_trace_at(int row, int point) {
 #else
 __device__ __forceinline__ void oz_trace_at(int, int) {}
 #endif
+// OZ_FWT_H15_BULK_ST (a build option, benchmarks/fwt_ab_build.py; 0 by default): fwht_rows_h15
+// writes a row's binary16 outputs into the first 64 KiB of the exchange buffer and thread 0
+// stores them with bulk asynchronous copies (cp.async.bulk, sm_90), instead of 16-byte stores
+// from every thread (session 14's trace: the stores take 1.1 of the 4.6 us per row)
+#ifndef OZ_FWT_H15_BULK_ST
+#define OZ_FWT_H15_BULK_ST 0
+#endif
+__device__ __forceinline__ void bulk_store(void* g, const void* smem, unsigned bytes) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(g), "r"(s), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_commit() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_wait_read() {  // this thread's bulk copies have read their source
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_wait() {  // ... and completed
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void fence_proxy_async() {  // generic-proxy shared writes -> async proxy
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
 // OZ_FWT_H15_STAGGER (a build option, benchmarks/fwt_ab_build.py; 0 by default): fwht_rows_h15
 // issues the copies of the next row's chunks c >= 4 after the first exchange instead of at the
 // top of the row (the same bits; paces the loads over the row)
@@ -843,6 +879,7 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     reg_stage<float, 64>(r, 8);   // bit 8
     reg_stage<float, 64>(r, 16);  // bit 9
     reg_stage<float, 64>(r, 32);  // bit 10
+    if (OZ_FWT_H15_BULK_ST && tid < 4) bulk_wait_read();  // the previous row's bulk stores
     __syncthreads();  // the previous row's L3 reads are done
     oz_trace_at(it, 2);
 #pragma unroll
@@ -877,6 +914,18 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     reg_stage<float, 64>(r, 32);  // bit 14
     oz_trace_at(it, 3);
     half_bits* yt = y + (t << LT);
+#if OZ_FWT_H15_BULK_ST
+    __syncthreads();  // every L3 read of the exchange buffer is done
+    uint4* ob = reinterpret_cast<uint4*>(sm);  // the row's outputs, in row order (64 KiB)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) ob[(o3 + (j << 12)) >> 3] = pack_h8(r + 8 * j, scale);
+    fence_proxy_async();
+    __syncthreads();
+    if (tid < 4) {
+      bulk_store(yt + (tid << 13), sm + (tid << 12), 1u << 14);
+      bulk_commit();
+    }
+#else
     if (scale == 1.f) {  // (x * 1 is x: the same bits without the multiplies)
 #pragma unroll
       for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, 1.f);
@@ -884,7 +933,9 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
 #pragma unroll
       for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, scale);
     }
+#endif
   }
+  if (OZ_FWT_H15_BULK_ST && tid < 4) bulk_wait();  // the shared memory outlives the reads
 }
 
 #if OZ_FWT_CLUSTERS
