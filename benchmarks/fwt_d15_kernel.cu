@@ -68,6 +68,12 @@ __device__ __forceinline__ void d15_half(double* r, double* xs, double* out, dou
 #ifndef OZ_FWT_D15_STAGE
 #define OZ_FWT_D15_STAGE 1
 #endif
+// OZ_FWT_D15_PF: L2 prefetch of the CTA's next row: 0 none, 1 the whole row at the top of the
+// current row (session 13), 2 its x1 half when the d half starts (x1 is then read ~one half
+// later), 3 its x1 half at the top
+#ifndef OZ_FWT_D15_PF
+#define OZ_FWT_D15_PF 1
+#endif
 template <int MINB>
 __global__ void __launch_bounds__(512, MINB)
 fwht_rows_d15(const double* __restrict__ x, double* __restrict__ y, long long total, int L, double scale) {
@@ -93,9 +99,9 @@ fwht_rows_d15(const double* __restrict__ x, double* __restrict__ y, long long to
   for (; t < ntiles; t += gridDim.x, ++it) {
     oz_trace_at(it, 0);
     const long long nt = t + gridDim.x;
-    if (tid == 0 && nt < ntiles) {
+    if (tid == 0 && nt < ntiles && (OZ_FWT_D15_PF == 1 || OZ_FWT_D15_PF == 3)) {
 #pragma unroll
-      for (int q = 0; q < 4; ++q) prefetch_l2(x + (nt << LT) + (q << 13), 1u << 16);
+      for (int q = OZ_FWT_D15_PF == 3 ? 2 : 0; q < 4; ++q) prefetch_l2(x + (nt << LT) + (q << 13), 1u << 16);
     }
     const double* xr = x + (t << LT);
     double r[32];
@@ -141,6 +147,10 @@ fwht_rows_d15(const double* __restrict__ x, double* __restrict__ y, long long to
       const double2 d = dsm[tid + 512 * c];
       r[2 * c] = d.x;
       r[2 * c + 1] = d.y;
+    }
+    if (OZ_FWT_D15_PF == 2 && tid == 0 && nt < ntiles) {  // the next row's x1 into L2
+      prefetch_l2(x + (nt << LT) + H, 1u << 16);
+      prefetch_l2(x + (nt << LT) + H + (1 << 13), 1u << 16);
     }
 #if OZ_FWT_D15_STAGE
     if (nt < ntiles) {  // the next row's x0 into the slots this thread has just read

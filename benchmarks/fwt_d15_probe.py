@@ -22,9 +22,9 @@ from ozgemm.fwt import _cuda
 NAME, SMEM = "fwht_rows_d15<1>", ((1 << 14) + (1 << 13)) * 8  # 192 KiB
 
 
-def kernel():
+def kernel(opts=""):
     src = _cuda._SRC.read_text() + (Path(__file__).with_name("fwt_d15_kernel.cu")).read_text()
-    mod = cp.RawModule(code=src, options=("-std=c++17",), name_expressions=[NAME])
+    mod = cp.RawModule(code=src, options=("-std=c++17",) + tuple(opts.split()), name_expressions=[NAME])
     mod.compile()
     k = mod.get_function(NAME)
     k.max_dynamic_shared_size_bytes = SMEM
@@ -41,9 +41,22 @@ def shipped(x, y, scale=1.0):
     return _cuda.transform_contiguous(cp, x, 15, scale, out=y)
 
 
-def main(mib=256, rounds=5):
-    k = kernel()
-    print(f"{NAME}: regs {k.attributes['num_regs']}, local bytes {k.attributes['local_size_bytes']}")
+def main(mib=256, rounds=5, *builds):
+    builds = builds or ("",)
+    ks = {bld: kernel(bld) for bld in builds}
+    ok = True
+    for bld, k in ks.items():
+        print(f"== build '{bld}': {NAME}: regs {k.attributes['num_regs']}, local bytes {k.attributes['local_size_bytes']}")
+        ok &= check(k, mib)
+    xr = cp.random.RandomState(3).standard_normal((((mib << 20) // 8) >> 15, 1 << 15))
+    y = cp.empty_like(xr)
+    fns = {"split (shipped)": lambda: shipped(xr, y)}
+    fns |= {f"d15 {bld}": (lambda k=k: launch(k, xr, y)) for bld, k in ks.items()}
+    interleaved_table(fns, xr.nbytes, rounds, "float64 2^15")
+    print("CHECKS", "ok" if ok else "FAIL")
+
+
+def check(k, mib):
     rows = (mib << 20) // 8 >> 15
     rs = cp.random.RandomState(3)
     ok = True
@@ -72,11 +85,8 @@ def main(mib=256, rounds=5):
     inplace, small, untouched = bool(cp.array_equal(z, a)), bool(cp.array_equal(w, a)), bool(cp.array_equal(xr, x0))
     print(f"in place identical {inplace}; grid 7 identical {small}; input untouched {untouched}")
     ok &= inplace and small and untouched
-    y = cp.empty_like(xr)
-    interleaved_table({"split (shipped)": lambda: shipped(xr, y), "d15": lambda: launch(k, xr, y)},
-                      xr.nbytes, rounds, "float64 2^15")
-    print("CHECKS", "ok" if ok else "FAIL")
+    return ok
 
 
-if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:]))
+if __name__ == "__main__":  # [MiB] [rounds] [build options ...]
+    main(*(int(a) for a in sys.argv[1:3]), *sys.argv[3:])

@@ -19,5 +19,9 @@ case "$1" in
     step "trace h15 bulk stores"; FWT_TRACE_OPTS="-DOZ_FWT_H15_BULK_ST=1" timeout 60 python3 benchmarks/fwt_trace.py h15
     step "ab bulk stores"; timeout 90 python3 benchmarks/fwt_ab_build.py "float16:15" "" "-DOZ_FWT_H15_BULK_ST=1" "" "-DOZ_FWT_H15_BULK_ST=1"
     ;;
+  3)
+    step "d15 probe: prefetch modes"; timeout 200 python3 benchmarks/fwt_d15_probe.py 256 5 "-DOZ_FWT_D15_PF=1" "-DOZ_FWT_D15_PF=0" "-DOZ_FWT_D15_PF=2" "-DOZ_FWT_D15_PF=3" | grep -v "^random\|^integer\|^in place"
+    for pf in 2 0; do step "trace d15 PF=$pf"; FWT_TRACE_OPTS="-DOZ_FWT_D15_PF=$pf" timeout 60 python3 benchmarks/fwt_trace.py d15 | grep -v "first row\|spread"; done
+    ;;
   *) "$@" ;;
 esac
