@@ -19,17 +19,20 @@ import numpy as np
 from fwt_h15_probe import interleaved_table  # noqa: E402  (benchmarks/, on sys.path as the script's folder)
 from ozgemm.fwt import _cuda
 
-NAME, SMEM = "fwht_rows_d15<1>", ((1 << 14) + (1 << 13)) * 8  # 192 KiB
+NAMES, SMEM = ("fwht_rows_d15<1>", "fwht_rows_d15s<1>"), ((1 << 14) + (1 << 13)) * 8  # 192 KiB
 
 
-def kernel(opts=""):
+def kernels(opts=""):
     src = _cuda._SRC.read_text() + (Path(__file__).with_name("fwt_d15_kernel.cu")).read_text()
-    mod = cp.RawModule(code=src, options=("-std=c++17",) + tuple(opts.split()), name_expressions=[NAME])
+    mod = cp.RawModule(code=src, options=("-std=c++17",) + tuple(opts.split()), name_expressions=list(NAMES))
     mod.compile()
-    k = mod.get_function(NAME)
-    k.max_dynamic_shared_size_bytes = SMEM
-    k.preferred_shared_memory_carveout = 100
-    return k
+    out = {}
+    for name in NAMES:
+        k = mod.get_function(name)
+        k.max_dynamic_shared_size_bytes = SMEM
+        k.preferred_shared_memory_carveout = 100
+        out[name] = k
+    return out
 
 
 def launch(k, x, y, scale=1.0, grid=None):
@@ -43,15 +46,15 @@ def shipped(x, y, scale=1.0):
 
 def main(mib=256, rounds=5, *builds):
     builds = builds or ("",)
-    ks = {bld: kernel(bld) for bld in builds}
+    ks = {f"{name[10:-3]} {bld}".strip(): k for bld in builds for name, k in kernels(bld).items()}
     ok = True
-    for bld, k in ks.items():
-        print(f"== build '{bld}': {NAME}: regs {k.attributes['num_regs']}, local bytes {k.attributes['local_size_bytes']}")
+    for key, k in ks.items():
+        print(f"== {key}: regs {k.attributes['num_regs']}, local bytes {k.attributes['local_size_bytes']}")
         ok &= check(k, mib)
     xr = cp.random.RandomState(3).standard_normal((((mib << 20) // 8) >> 15, 1 << 15))
     y = cp.empty_like(xr)
     fns = {"split (shipped)": lambda: shipped(xr, y)}
-    fns |= {f"d15 {bld}": (lambda k=k: launch(k, xr, y)) for bld, k in ks.items()}
+    fns |= {key: (lambda k=k: launch(k, xr, y)) for key, k in ks.items()}
     interleaved_table(fns, xr.nbytes, rounds, "float64 2^15")
     print("CHECKS", "ok" if ok else "FAIL")
 

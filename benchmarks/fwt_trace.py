@@ -7,7 +7,8 @@ stamps taken by thread 0 of every CTA at four points of each row (build option
 Kernels: ``h15`` = fwht_rows_h15<1> (float16 2**15; points: 0 row start, 1 own staged copies
 arrived, 2 after the first CTA barrier (all threads' register levels done), 3 before the
 stores); ``d15`` = the session-13 float64 2**15 experiment of benchmarks/fwt_d15_kernel.cu
-(0 row start, 1 loads and top butterfly done, 2 first half stored, 3 second half stored).
+(0 row start, 1 loads and top butterfly done, 2 first half stored, 3 second half stored);
+``d15s`` = its "swap" variant (0 row start, 1 x0 in registers, 2 y0 and x1 swapped, 3 y1 done).
 256 MiB per array, uniform data in [-0.5, 0.5), "ortho" scale (the benchmark's input), one
 warm-up launch, then the traced launch (CUDA events around it).
 
@@ -32,6 +33,7 @@ KERNELS = {
     # key: (kernel, dtype, smem bytes, extra source file or None)
     "h15": ("fwht_rows_h15<1>", np.float16, (2 + 4) << 15, None),
     "d15": ("fwht_rows_d15<1>", np.float64, ((1 << 14) + (1 << 13)) * 8, "fwt_d15_kernel.cu"),
+    "d15s": ("fwht_rows_d15s<1>", np.float64, ((1 << 14) + (1 << 13)) * 8, "fwt_d15_kernel.cu"),
 }
 
 

@@ -23,5 +23,9 @@ case "$1" in
     step "d15 probe: prefetch modes"; timeout 200 python3 benchmarks/fwt_d15_probe.py 256 5 "-DOZ_FWT_D15_PF=1" "-DOZ_FWT_D15_PF=0" "-DOZ_FWT_D15_PF=2" "-DOZ_FWT_D15_PF=3" | grep -v "^random\|^integer\|^in place"
     for pf in 2 0; do step "trace d15 PF=$pf"; FWT_TRACE_OPTS="-DOZ_FWT_D15_PF=$pf" timeout 60 python3 benchmarks/fwt_trace.py d15 | grep -v "first row\|spread"; done
     ;;
+  4)
+    step "d15 probe: d15 (PF=0) and d15s"; timeout 200 python3 benchmarks/fwt_d15_probe.py 256 5
+    step "trace d15s"; timeout 60 python3 benchmarks/fwt_trace.py d15s
+    ;;
   *) "$@" ;;
 esac
