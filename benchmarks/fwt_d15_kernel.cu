@@ -1,7 +1,9 @@
-// Session 13 experiment (not shipped): one-CTA float64 2^15 row kernel with an L2 prefetch of the
-// next row. Appended to ozgemm/fwt/fwht.cu by benchmarks/fwt_d15_probe.py. Correct (CPU
-// emulation and device checks) but 56.8 % of copy against 57.5 % for the shipped split kernel
-// (benchmarks/results_fwt.md, session 13).
+// Session 13 experiment (not shipped): one-CTA float64 2^15 row kernel, the top butterfly first.
+// Appended to ozgemm/fwt/fwht.cu by benchmarks/fwt_d15_probe.py (it uses d15_levels from there,
+// the levels of the shipped fwht_rows_d15s). Correct (CPU emulation and device checks); 56.8 % of
+// copy in session 13 (with an L2 prefetch of the whole next row), 64.7-75.6 % in session 14 with
+// the next row's x0 staged during the d half (OZ_FWT_D15_STAGE) and no prefetch (OZ_FWT_D15_PF=0);
+// the shipped fwht_rows_d15s (top butterfly last) replaced it (benchmarks/results_fwt.md).
 // One-CTA kernel for float64 rows of 2^15 (256 KiB: more than one SM's shared memory), session
 // 13. Persistent (one 512-thread CTA per SM); thread 0 prefetches the CTA's next row into the
 // L2 cache (cp.async.bulk.prefetch) when a row starts, so the DRAM stream does not wait for
@@ -18,50 +20,6 @@
 // Whole rows only; in place is safe (a row is read completely before its CTA writes it).
 // Session 14: oz_trace_at points (OZ_FWT_TRACE builds, benchmarks/fwt_trace.py): 0 row start,
 // 1 loads and top butterfly done, 2 first half done (stores issued), 3 second half done.
-// The 14 levels of a 2^14 half: r in the L1 layout in, r in the L3 layout out (no stores).
-__device__ __forceinline__ void d15_levels(double* r, double* xs) {
-  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-  auto sw = [](int e) { return e ^ ((e >> 4) & 15); };
-  reg_stage<double, 32>(r, 1);   // bit 0 (r[2c + v])
-  reg_stage<double, 32>(r, 2);   // bit 6
-  reg_stage<double, 32>(r, 4);   // bit 7
-  reg_stage<double, 32>(r, 8);   // bit 8
-  reg_stage<double, 32>(r, 16);  // bit 9
-  const double sg = (lane & 16) ? -1.0 : 1.0;  // bit 5 = lane bit 4
-#pragma unroll
-  for (int k = 0; k < 32; ++k) {
-    const double o = __shfl_xor_sync(0xffffffffu, r[k], 16);
-    r[k] = bfly(sg, r[k], o);
-  }
-  // exchange A: L1 -> L2, rounds k = index bit 0; r[2c + k] <-> r[2j + k]
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-#pragma unroll
-    for (int c = 0; c < 16; ++c) xs[sw(lane + (c << 5) + (wid << 9))] = r[2 * c + k];
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < 16; ++j) r[2 * j + k] = xs[sw(j + (lane << 4) + (wid << 9))];
-    __syncthreads();
-  }
-  reg_stage<double, 32>(r, 2);   // bit 1
-  reg_stage<double, 32>(r, 4);   // bit 2
-  reg_stage<double, 32>(r, 8);   // bit 3
-  reg_stage<double, 32>(r, 16);  // bit 4
-  // exchange B: L2 -> L3; r[2m + k]: bit 0 = k, bits 10-13 = m
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-#pragma unroll
-    for (int j = 0; j < 16; ++j) xs[sw(j + (lane << 4) + (wid << 9))] = r[2 * j + k];
-    __syncthreads();
-#pragma unroll
-    for (int m = 0; m < 16; ++m) r[2 * m + k] = xs[sw(lane + (wid << 5) + (m << 9))];
-    __syncthreads();
-  }
-  reg_stage<double, 32>(r, 2);   // bit 10
-  reg_stage<double, 32>(r, 4);   // bit 11
-  reg_stage<double, 32>(r, 8);   // bit 12
-  reg_stage<double, 32>(r, 16);  // bit 13
-}
 template <int MINB>
 __device__ __forceinline__ void d15_half(double* r, double* xs, double* out, double scale) {
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -166,72 +124,5 @@ fwht_rows_d15(const double* __restrict__ x, double* __restrict__ y, long long to
 #endif
     d15_half<MINB>(r, xs, y + (t << LT) + H, scale);
     oz_trace_at(it, 3);
-  }
-}
-
-// Session 14, "swap" order (top butterfly last): y0 = H x0, y1 = H x1, out = [y0 + y1, y0 - y1].
-// Per row: x0 (staged in the thread-private slots during the previous row) -> registers; x1
-// staged into the same slots by cp.async while x0 is transformed; then registers (y0, L3
-// layout) and slots (x1, L1 layout) are swapped per thread; x1 is transformed; the combine
-// reads y0 back piece by piece, stores both output halves and stages the next row's x0 into
-// each slot as it is freed. Only the next x0's copies are not hidden behind butterflies (they
-// overlap the stores). Same shared memory as fwht_rows_d15 (128 KiB slots + 64 KiB exchange).
-template <int MINB>
-__global__ void __launch_bounds__(512, MINB)
-fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long total, int L, double scale) {
-  constexpr int LT = 15, H = 1 << 14;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  double2* dsm = reinterpret_cast<double2*>(smem_raw);  // thread-private slots tid + 512 c, c < 16
-  double* xs = reinterpret_cast<double*>(smem_raw) + H; // exchange rounds: 2^13 doubles
-  const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
-  const long long ntiles = total >> LT;
-  const int o1 = (lane << 1) | (wid << 10);   // L1 offset of piece c: o1 + (c << 6)
-  const int o3 = (lane << 1) | (wid << 6);    // L3 offset of piece m: o3 + (m << 10)
-  long long t = blockIdx.x;
-  if (t < ntiles) {
-#pragma unroll
-    for (int c = 0; c < 16; ++c) cp_async16(dsm + tid + 512 * c, x + (t << LT) + o1 + (c << 6));
-  }
-  cp_async_commit();
-  int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
-  for (; t < ntiles; t += gridDim.x, ++it) {
-    oz_trace_at(it, 0);
-    const long long nt = t + gridDim.x;
-    const double* xr = x + (t << LT);
-    double r[32];
-    cp_async_wait_all();  // x0
-#pragma unroll
-    for (int c = 0; c < 16; ++c) {
-      const double2 a = dsm[tid + 512 * c];
-      r[2 * c] = a.x;
-      r[2 * c + 1] = a.y;
-    }
-#pragma unroll
-    for (int c = 0; c < 16; ++c) cp_async16(dsm + tid + 512 * c, xr + H + o1 + (c << 6));  // x1
-    cp_async_commit();
-    oz_trace_at(it, 1);
-    d15_levels(r, xs);  // y0
-    cp_async_wait_all();  // x1
-#pragma unroll
-    for (int c = 0; c < 16; ++c) {
-      const double2 b = dsm[tid + 512 * c];
-      dsm[tid + 512 * c] = make_double2(r[2 * c], r[2 * c + 1]);  // y0 piece c (L3 piece m = c)
-      r[2 * c] = b.x;
-      r[2 * c + 1] = b.y;
-    }
-    oz_trace_at(it, 2);
-    d15_levels(r, xs);  // y1
-    oz_trace_at(it, 3);
-    double* yt = y + (t << LT);
-#pragma unroll
-    for (int m = 0; m < 16; ++m) {
-      const double2 a = dsm[tid + 512 * m];
-      const double s0[2] = {a.x + r[2 * m], a.y + r[2 * m + 1]};
-      const double s1[2] = {a.x - r[2 * m], a.y - r[2 * m + 1]};
-      if (nt < ntiles) cp_async16(dsm + tid + 512 * m, x + (nt << LT) + o1 + (m << 6));  // next x0
-      gstore(yt + o3 + (m << 10), s0, scale);
-      gstore(yt + H + o3 + (m << 10), s1, scale);
-    }
-    cp_async_commit();
   }
 }

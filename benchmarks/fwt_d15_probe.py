@@ -1,14 +1,17 @@
-"""Probe (session 13): the one-CTA float64 2**15 kernel ``fwht_rows_d15`` (benchmarks/
-fwt_d15_kernel.cu, appended to ozgemm/fwt/fwht.cu; not shipped: 56.8 % of copy in call 11; top
-butterfly first, the halves in registers and shared memory, the next row prefetched into L2)
-against the public path (the 2-CTA split kernel of ROW_TUNED), in one process on the device.
+"""Probe (sessions 13-14): one-CTA float64 2**15 kernels against the 2-CTA split kernel of
+ROW_TUNED (the public path before session 14), in one process on the device:
+``fwht_rows_d15`` (benchmarks/fwt_d15_kernel.cu, appended to ozgemm/fwt/fwht.cu; top butterfly
+first; not shipped: 56.8 % of copy in session 13, 75.6 % with session 14's staging) and the
+shipped ``fwht_rows_d15s`` (fwht.cu; top butterfly last).
 
-    PYTHONPATH=. python3 benchmarks/fwt_d15_probe.py [MiB] [rounds]
+    PYTHONPATH=. python3 benchmarks/fwt_d15_probe.py [MiB] [rounds] [build options ...]
 
-Checks (printed ok/FAIL): integer-valued rows exact and equal to the split kernel's; random
-rows within 2 (L + 2) u ||x||_1 of the split kernel's result (both within (L + 2) u ||x||_1 of
-the exact transform); "ortho" scale; in place; a grid of 7 CTAs (every CTA loops); input
-untouched. Then interleaved rounds of 20 CUDA-event-timed calls: copy, split kernel, d15.
+Per build (compile options, e.g. "-DOZ_FWT_D15S_PF=1") and kernel, checks (printed ok/FAIL):
+integer-valued rows exact and equal to the split kernel's; random rows within 2 (L + 2) u
+||x||_1 of the split kernel's result (both within (L + 2) u ||x||_1 of the exact transform);
+"ortho" scale; in place; a grid of 7 CTAs (every CTA loops); input untouched. Then interleaved
+rounds of 20 CUDA-event-timed calls: copy, split kernel, each build's kernels (normal data,
+scale 1).
 """
 import sys
 from pathlib import Path
@@ -41,7 +44,10 @@ def launch(k, x, y, scale=1.0, grid=None):
 
 
 def shipped(x, y, scale=1.0):
-    return _cuda.transform_contiguous(cp, x, 15, scale, out=y)
+    """the 2-CTA split kernel of ROW_TUNED's float64 2**15 entry (the public path before
+    session 14's fwht_rows_d15s)"""
+    cfg = _cuda.tuned_cfg(_cuda.ROW_TUNED[("float64", 15)])
+    return _cuda.transform_contiguous(cp, x, 15, scale, out=y, cfg=cfg)
 
 
 def main(mib=256, rounds=5, *builds):
@@ -53,7 +59,7 @@ def main(mib=256, rounds=5, *builds):
         ok &= check(k, mib)
     xr = cp.random.RandomState(3).standard_normal((((mib << 20) // 8) >> 15, 1 << 15))
     y = cp.empty_like(xr)
-    fns = {"split (shipped)": lambda: shipped(xr, y)}
+    fns = {"split (ROW_TUNED)": lambda: shipped(xr, y)}
     fns |= {key: (lambda k=k: launch(k, xr, y)) for key, k in ks.items()}
     interleaved_table(fns, xr.nbytes, rounds, "float64 2^15")
     print("CHECKS", "ok" if ok else "FAIL")

@@ -27,5 +27,11 @@ case "$1" in
     step "d15 probe: d15 (PF=0) and d15s"; timeout 200 python3 benchmarks/fwt_d15_probe.py 256 5
     step "trace d15s"; timeout 60 python3 benchmarks/fwt_trace.py d15s
     ;;
+  5)
+    step "tests: d15s, split first pass, random within bound float64"
+    timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_fwt_gpu.py -k "d15s or split_first_pass or (random_within_bound and float64)" 2>&1 | tail -3
+    step "d15 probe: default vs D15S_PF=1"; timeout 200 python3 benchmarks/fwt_d15_probe.py 256 5 "" "-DOZ_FWT_D15S_PF=1" | grep -v "^random\|^integer\|^in place"
+    step "public bench float64:15 (5 processes)"; timeout 200 python3 benchmarks/fwt_repeat.py 5 "float64:15,float16:15" | tail -2
+    ;;
   *) "$@" ;;
 esac

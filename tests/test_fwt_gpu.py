@@ -448,14 +448,17 @@ def _ref_sparse(n, idx, vals):
     return y
 
 
-@pytest.mark.parametrize("dt, L", [(np.float32, 16), (np.float32, 25), (np.float64, 15), (np.float64, 24)])
+@pytest.mark.parametrize("dt, L", [(np.float32, 16), (np.float32, 25)])
 def test_gpu_split_first_pass_exact(dt, L):
-    # the table's split entries as one pass (2**16 / 2**15) and as the first pass of a 2-pass
-    # plan (2**25 / 2**24: split row pass + one strided pass), through the public API, out of
-    # place and in place; sparse integer rows (||x||_1 <= 96: every sum exact)
+    # the table's split entry float32 2**16 as one pass and as the first pass of a 2-pass plan
+    # (2**25: split row pass + one strided pass), through the public API, out of place and in
+    # place; sparse integer rows (||x||_1 <= 96: every sum exact). (float64 2**15, the other
+    # split entry, runs the dedicated fwht_rows_d15s since session 14: test_gpu_d15s_*; the
+    # split kernel itself stays tested with forced configurations above.)
     n = 1 << L
     plan = _cuda.plan(L, dt)
-    assert plan[0] == ("rows", 16 if dt == np.float32 else 15) and len(plan) == (1 if L < 20 else 2)
+    assert _cuda.row_launch(cp.empty((1, 1 << 16), dtype=dt), 16)[0].startswith("fwht_rows_pipe_split<")
+    assert plan[0] == ("rows", 16) and len(plan) == (1 if L < 20 else 2)
     rng = np.random.default_rng(4000 + L)
     rows = 2
     k = np.zeros((rows, n), dtype=np.int64)
@@ -523,6 +526,75 @@ def test_gpu_h15_dedicated_first_pass_of_2_24_exact():
         k[r, idx] = vals
         want[r] = _ref_sparse(n, idx, vals)
     x = cp.asarray(k.astype(np.float16))
+    y = fwht(x)
+    np.testing.assert_array_equal(cp.asnumpy(y).astype(np.int64), want)
+    fwht(x, out=x)
+    np.testing.assert_array_equal(cp.asnumpy(x).astype(np.int64), want)
+
+
+# ---- dedicated row kernels (ROW_DEDICATED): float64 2**15, fwht_rows_d15s ---------------------
+# One CTA per row, the top butterfly last (its own order of the 15 levels): integer rows exactly,
+# every CTA looping (grid capped) and more rows than CTAs, in place, input untouched; rows whose
+# sums round (41-bit integers) within the a-priori bound against an exact int64 reference; and
+# as the first pass of the float64 2**24 plan.
+def _wht_int64(k):
+    """Exact natural-order WHT of the int64 rows of k (numpy butterflies, |sums| < 2**63)."""
+    r = k.astype(np.int64).copy()
+    n = r.shape[-1]
+    h = 1
+    while h < n:
+        r = r.reshape(-1, n // (2 * h), 2, h)
+        a, b = r[:, :, 0, :].copy(), r[:, :, 1, :].copy()
+        r[:, :, 0, :], r[:, :, 1, :] = a + b, a - b
+        h *= 2
+    return r.reshape(k.shape)
+
+
+@pytest.mark.parametrize("cap", [None, 5])
+def test_gpu_d15s_dedicated_exact_in_place(monkeypatch, cap):
+    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", cap)
+    rows = 17 if cap else 300  # capped: 5 CTAs with 4, 4, 3, 3, 3 rows; else > 132 CTAs
+    x = cp.zeros((rows, 1 << 15), dtype=cp.float64)
+    name, smem, grid, threads = _cuda.row_launch(x, 15)
+    assert name == "fwht_rows_d15s<1>" and threads == 512 and smem == 192 * 1024
+    assert grid == (5 if cap else min(rows, cp.cuda.Device().attributes["MultiProcessorCount"]))
+    k = np.random.default_rng(1515).integers(-(1 << 20), 1 << 20, size=(rows, 1 << 15))  # sums < 2**36
+    _assert_exact_untouched_in_place(k, np.float64, 15, "auto", None)
+    assert _cuda.row_launch(x, 15, mma=False)[0] == name  # "plain" takes it too (CUDA cores)
+    with pytest.raises(ValueError, match="whole rows"):
+        _cuda.row_launch(cp.zeros(3 << 14, dtype=cp.float64), 15)
+
+
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_gpu_d15s_dedicated_rounding_within_bound(norm):
+    # 41-bit integers: partial sums reach 2**56, so the float64 adds round; exact int64 reference
+    rows = 40
+    k = np.random.default_rng(1516).integers(-(1 << 40), 1 << 40, size=(rows, 1 << 15))
+    want = _wht_int64(k)
+    y = cp.asnumpy(fwht(cp.asarray(k.astype(np.float64)), norm=norm))
+    c = {"backward": 1.0, "ortho": 2.0**-7.5, "forward": 2.0**-15}[norm]
+    l1 = np.abs(k).sum(axis=1, keepdims=True).astype(np.float64) * c
+    ref = want.astype(np.float64) * c  # exact for powers of two; else one rounding, in the bound
+    bound = (15 + 2) * 2.0**-53 * l1 * 1.01 + 2.0**-53 * np.abs(ref)
+    err = np.abs(y - ref)
+    assert np.all(err <= bound), float((err / bound).max())
+    assert np.any(y != ref)  # the rounding path is exercised (some outputs are not exact)
+
+
+def test_gpu_d15s_dedicated_first_pass_of_2_24_exact():
+    # float64 2**24: the plan's row pass is 2**15 (the dedicated kernel), then one strided pass
+    L = 24
+    n = 1 << L
+    assert _cuda.plan(L, np.float64)[0] == ("rows", 15)
+    rng = np.random.default_rng(4025)
+    k = np.zeros((2, n), dtype=np.int64)
+    want = np.empty((2, n), dtype=np.int64)
+    for r in range(2):
+        idx = rng.choice(n, size=16, replace=False)
+        vals = rng.integers(-(1 << 30), 1 << 30, size=16)
+        k[r, idx] = vals
+        want[r] = _ref_sparse(n, idx, vals)
+    x = cp.asarray(k.astype(np.float64))
     y = fwht(x)
     np.testing.assert_array_equal(cp.asnumpy(y).astype(np.int64), want)
     fwht(x, out=x)

@@ -263,7 +263,7 @@ def test_xs_kernels_compile_with_nvcc(tmp_path):
     for n in names:
         T, A = [a.strip() for a in n.split("<", 1)[1].split(",")[:2]]
         src += f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A});\n"
-    for (dname, _), (n, _, _) in _cuda.ROW_DEDICATED.items():  # the dedicated kernels (session 13)
+    for (dname, _), (n, *_) in _cuda.ROW_DEDICATED.items():  # the dedicated kernels (sessions 13-14)
         T, A, *_ = _cuda._TYPES[np.dtype(dname)]
         src += f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A});\n"
     (tmp_path / "k.cu").write_text(src)
@@ -273,9 +273,10 @@ def test_xs_kernels_compile_with_nvcc(tmp_path):
 
 
 def test_dedicated_row_kernels_selection(monkeypatch):
-    # ROW_DEDICATED (float16 2**15: fwht_rows_h15): only with the mma front end, never for a
-    # forced sweep configuration, only on the table's device class; compiled with the table's
-    # kernels on sm_90 (not on sm_80); its shared memory fits the opt-in limit
+    # ROW_DEDICATED: float16 2**15 (fwht_rows_h15) only with the mma front end, float64 2**15
+    # (fwht_rows_d15s, CUDA cores) always; never for a forced sweep configuration, only on the
+    # table's device class; compiled with the table's kernels on sm_90 (not on sm_80); the
+    # shared memory fits the opt-in limit
     monkeypatch.setattr(_cuda, "_cc", lambda: 90)
     monkeypatch.setattr(_cuda, "_smem_optin", lambda: _cuda._SMEM_OPTIN)
     assert _cuda.dedicated_row(np.float16, 15, True) == ("fwht_rows_h15<1>", 6 << 15)
@@ -283,12 +284,17 @@ def test_dedicated_row_kernels_selection(monkeypatch):
     assert _cuda.dedicated_row(np.float16, 15, True, cfg=(9, 3, 0)) is None
     assert _cuda.dedicated_row(np.float16, 14, True) is None
     assert _cuda.dedicated_row(np.float32, 15, True) is None
-    for (dname, L), (name, smem, gbs) in _cuda.ROW_DEDICATED.items():
+    assert _cuda.dedicated_row(np.float64, 15, False) == ("fwht_rows_d15s<1>", 192 * 1024)
+    assert _cuda.dedicated_row(np.float64, 15, False, cfg=(9, 4, 1)) is None
+    assert _cuda.dedicated_row(np.float64, 14, False) is None
+    assert _cuda.dedicated_row(np.int64, 15, False) is None
+    for (dname, L), (name, smem, gbs, _) in _cuda.ROW_DEDICATED.items():
         assert smem <= _cuda._SMEM_OPTIN and gbs > 0
         assert name in _cuda._names(np.dtype(dname), 90, sweep=False)
         assert name not in _cuda._names(np.dtype(dname), 80, sweep=False)
     monkeypatch.setattr(_cuda, "_smem_optin", lambda: 164 * 1024)  # an A100: not the table's class
     assert _cuda.dedicated_row(np.float16, 15, True) is None
+    assert _cuda.dedicated_row(np.float64, 15, False) is None
 
 
 # ---- pipelined persistent kernel (PIPE) --------------------------------------------------------

@@ -6,8 +6,10 @@ Plan for a row of n = 2**L elements, dtype with 16-byte vectors of V = 16/itemsi
   one read and one write of every element (or, where measured faster, one launch of the
   pipelined persistent ``fwht_rows_pipe``: the same transform, the next tile staged in shared
   memory by cp.async while the current one is transformed).
-* A row pass of 2**L with a ``ROW_DEDICATED`` entry (float16 2**15, mma front end): one launch
-  of that kernel (``fwht_rows_h15``: persistent, pipelined, three register layouts).
+* A row pass of 2**L with a ``ROW_DEDICATED`` entry: one launch of that kernel (float16 2**15
+  with the mma front end: ``fwht_rows_h15``, persistent, pipelined, three register layouts;
+  float64 2**15: ``fwht_rows_d15s``, one CTA per row, the halves in registers and shared
+  memory, the top butterfly last).
 * L = LMAX1 + 1 where ``ROW_TUNED`` has a split entry (it is used on sm_90+ GPUs with 227 KiB
   of opt-in shared memory per block; float32 2**16, float64 2**15): one launch of
   ``fwht_rows_pipe_split``, the row's two halves on the two CTAs of a cluster (one read and
@@ -86,26 +88,30 @@ ROW_TUNED: dict = {
 
 
 # Dedicated row kernels (fwht.cu) for one (dtype name, log2 n), used instead of the configurable
-# row kernel where measured faster on the H200, with the tensor-core front end ("auto" and "mma"
-# variants) and the table's device class (``_tuned``); the sweep's forced configurations
-# (``cfg``) never use them. Entry: (kernel name, dynamic shared memory bytes, GB/s measured).
+# row kernel where measured faster on the H200, on the table's device class (``_tuned``); the
+# sweep's forced configurations (``cfg``) never use them. Entry: (kernel name, dynamic shared
+# memory bytes, GB/s measured, whether it is the tensor-core front end: then only for the "auto"
+# and "mma" variants, not "plain").
 # float16 2**15: ``fwht_rows_h15`` (three layouts, two float4 exchanges, 15 thread
 # instructions per element; session 5 counted 31 for a configurable kernel of this size;
 # session 13, device calls 3-6: 3392-3439 GB/s against 3233-3266 for ROW_TUNED's kernel in the
 # same processes).
+# float64 2**15: ``fwht_rows_d15s`` (session 14, call 4: 3488 GB/s against 2400 for the split
+# kernel of ROW_TUNED in the same process; the split entry stays for the sweep and lmax_single).
 ROW_DEDICATED: dict = {
-    ("float16", 15): ("fwht_rows_h15<1>", (2 + 4) << 15, 3407),
+    ("float16", 15): ("fwht_rows_h15<1>", (2 + 4) << 15, 3407, True),
+    ("float64", 15): ("fwht_rows_d15s<1>", ((1 << 14) + (1 << 13)) * 8, 3488, False),
 }
 
 
 def dedicated_row(dtype, L: int, mma: bool, cfg=None):
     """(kernel name, shared memory bytes) of the ``ROW_DEDICATED`` kernel for a row pass of
-    2**L of ``dtype`` with the mma front end, or None (no entry, a forced ``cfg``, no mma, or a
-    device outside the table's class)."""
-    if cfg is not None or not mma:
+    2**L of ``dtype`` (``mma``: the tensor-core front end was chosen), or None (no entry, a
+    forced ``cfg``, a tensor-core kernel without mma, or a device outside the table's class)."""
+    if cfg is not None:
         return None
     ent = ROW_DEDICATED.get((np.dtype(dtype).name, L))
-    if ent is None or _tuned(np.dtype(dtype).name, L) is None:
+    if ent is None or (ent[3] and not mma) or _tuned(np.dtype(dtype).name, L) is None:
         return None
     return ent[0], ent[1]
 

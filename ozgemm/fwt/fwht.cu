@@ -938,6 +938,143 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   if (OZ_FWT_H15_BULK_ST && tid < 4) bulk_wait();  // the shared memory outlives the reads
 }
 
+// The 14 levels of a 2^14 half: r in the L1 layout in, r in the L3 layout out (no stores).
+__device__ __forceinline__ void d15_levels(double* r, double* xs) {
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  auto sw = [](int e) { return e ^ ((e >> 4) & 15); };
+  reg_stage<double, 32>(r, 1);   // bit 0 (r[2c + v])
+  reg_stage<double, 32>(r, 2);   // bit 6
+  reg_stage<double, 32>(r, 4);   // bit 7
+  reg_stage<double, 32>(r, 8);   // bit 8
+  reg_stage<double, 32>(r, 16);  // bit 9
+  const double sg = (lane & 16) ? -1.0 : 1.0;  // bit 5 = lane bit 4
+#pragma unroll
+  for (int k = 0; k < 32; ++k) {
+    const double o = __shfl_xor_sync(0xffffffffu, r[k], 16);
+    r[k] = bfly(sg, r[k], o);
+  }
+  // exchange A: L1 -> L2, rounds k = index bit 0; r[2c + k] <-> r[2j + k]
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+#pragma unroll
+    for (int c = 0; c < 16; ++c) xs[sw(lane + (c << 5) + (wid << 9))] = r[2 * c + k];
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 16; ++j) r[2 * j + k] = xs[sw(j + (lane << 4) + (wid << 9))];
+    __syncthreads();
+  }
+  reg_stage<double, 32>(r, 2);   // bit 1
+  reg_stage<double, 32>(r, 4);   // bit 2
+  reg_stage<double, 32>(r, 8);   // bit 3
+  reg_stage<double, 32>(r, 16);  // bit 4
+  // exchange B: L2 -> L3; r[2m + k]: bit 0 = k, bits 10-13 = m
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+#pragma unroll
+    for (int j = 0; j < 16; ++j) xs[sw(j + (lane << 4) + (wid << 9))] = r[2 * j + k];
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < 16; ++m) r[2 * m + k] = xs[sw(lane + (wid << 5) + (m << 9))];
+    __syncthreads();
+  }
+  reg_stage<double, 32>(r, 2);   // bit 10
+  reg_stage<double, 32>(r, 4);   // bit 11
+  reg_stage<double, 32>(r, 8);   // bit 12
+  reg_stage<double, 32>(r, 16);  // bit 13
+}
+// One-CTA kernel for float64 rows of 2^15 (session 14, ``fwht_rows_d15s``): a 256 KiB row is
+// more than one SM's shared memory, so it is held as two halves x0, x1 of 2^14, one in registers
+// (32 values per thread, 512 threads) and one in 128 KiB of thread-private shared-memory slots
+// (slot tid + 512 c holds the thread's 16-byte piece c), and the top butterfly comes last:
+// y0 = H x0, y1 = H x1, out = [y0 + y1, y0 - y1] (H_2n = [[H_n, H_n], [H_n, -H_n]]). Per row:
+//   x0 (staged into the slots during the previous row) -> registers; x1 staged into the same
+//   slots by cp.async while x0 is transformed (its loads hidden behind 14 levels);
+//   per-thread swap: registers (y0) <-> slots (x1); x1 transformed;
+//   the combine reads y0 back piece by piece, stores both output halves from registers and
+//   stages the CTA's next x0 into each slot as it frees it (these loads overlap the stores).
+// Each half's 14 levels (d15_levels), half index h (14 bits):
+//   L1: h = v + 2 lane + 64 c + 1024 wid (v < 2, c < 16; r[2c + v]): registers bits 0, 6-9, then
+//       bit 5 (lane bit 4) with one warp shuffle per value;
+//   L2 (exchange A): h = k + 2 j + 32 lane + 1024 wid (r[2j + k]): registers bits 1-4;
+//   L3 (exchange B): h = k + 2 lane + 64 wid + 1024 m (r[2m + k]): registers bits 10-13.
+// Each exchange runs in two rounds (k = h bit 0) through a 64 KiB buffer of 8-byte slots at
+// e' = h >> 1, stored at e' ^ ((e' >> 4) & 15): conflict-free for the 16-lane phases of 8-byte
+// accesses in all three layouts (session 13's CPU emulation of the same maps). The slots are
+// thread-private (no barrier around them); the exchange buffer is fenced by the rounds' barriers.
+// Shared memory 192 KiB: one CTA per SM; persistent (grid = resident CTAs, whole rows only). In
+// place is safe: a row's halves are read (staged) before its CTA writes any output of that row,
+// and the next row staged meanwhile is another row. Every output is the exact transform rounded
+// as 15 float64 adds (the same count as every other float64 kernel, in another order), then the
+// scale. Measured on the H200 (session 14): see benchmarks/results_fwt.md.
+// OZ_FWT_D15S_PF (a build option; 0 by default): thread 0 prefetches the CTA's next x0 into L2
+// when the y1 transform starts
+#ifndef OZ_FWT_D15S_PF
+#define OZ_FWT_D15S_PF 0
+#endif
+template <int MINB>
+__global__ void __launch_bounds__(512, MINB)
+fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long total, int L, double scale) {
+  constexpr int LT = 15, H = 1 << 14;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  double2* dsm = reinterpret_cast<double2*>(smem_raw);  // thread-private slots tid + 512 c, c < 16
+  double* xs = reinterpret_cast<double*>(smem_raw) + H; // exchange rounds: 2^13 doubles
+  const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
+  const long long ntiles = total >> LT;
+  const int o1 = (lane << 1) | (wid << 10);   // L1 offset of piece c: o1 + (c << 6)
+  const int o3 = (lane << 1) | (wid << 6);    // L3 offset of piece m: o3 + (m << 10)
+  long long t = blockIdx.x;
+  if (t < ntiles) {
+#pragma unroll
+    for (int c = 0; c < 16; ++c) cp_async16(dsm + tid + 512 * c, x + (t << LT) + o1 + (c << 6));
+  }
+  cp_async_commit();
+  int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
+  for (; t < ntiles; t += gridDim.x, ++it) {
+    oz_trace_at(it, 0);
+    const long long nt = t + gridDim.x;
+    const double* xr = x + (t << LT);
+    double r[32];
+    cp_async_wait_all();  // x0
+#pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      const double2 a = dsm[tid + 512 * c];
+      r[2 * c] = a.x;
+      r[2 * c + 1] = a.y;
+    }
+#pragma unroll
+    for (int c = 0; c < 16; ++c) cp_async16(dsm + tid + 512 * c, xr + H + o1 + (c << 6));  // x1
+    cp_async_commit();
+    oz_trace_at(it, 1);
+    d15_levels(r, xs);  // y0
+    cp_async_wait_all();  // x1
+#pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      const double2 b = dsm[tid + 512 * c];
+      dsm[tid + 512 * c] = make_double2(r[2 * c], r[2 * c + 1]);  // y0 piece c (L3 piece m = c)
+      r[2 * c] = b.x;
+      r[2 * c + 1] = b.y;
+    }
+    oz_trace_at(it, 2);
+    if (OZ_FWT_D15S_PF && tid == 0 && nt < ntiles) {  // (measurement option) next x0 into L2
+      prefetch_l2(x + (nt << LT), 1u << 16);
+      prefetch_l2(x + (nt << LT) + (1 << 13), 1u << 16);
+    }
+    d15_levels(r, xs);  // y1
+    oz_trace_at(it, 3);
+    double* yt = y + (t << LT);
+#pragma unroll
+    for (int m = 0; m < 16; ++m) {
+      const double2 a = dsm[tid + 512 * m];
+      const double s0[2] = {a.x + r[2 * m], a.y + r[2 * m + 1]};
+      const double s1[2] = {a.x - r[2 * m], a.y - r[2 * m + 1]};
+      if (nt < ntiles) cp_async16(dsm + tid + 512 * m, x + (nt << LT) + o1 + (m << 6));  // next x0
+      gstore(yt + o3 + (m << 10), s0, scale);
+      gstore(yt + H + o3 + (m << 10), s1, scale);
+    }
+    cp_async_commit();
+  }
+}
+
 #if OZ_FWT_CLUSTERS
 // Pipelined split kernel (PIPE = 1 or 2 with a cluster of 2 CTAs): a row of 2^(LT+1) elements
 // is two tiles, its halves x0 and x1, handled by the two CTAs of a cluster in the same loop
