@@ -33,5 +33,11 @@ case "$1" in
     step "d15 probe: default vs D15S_PF=1"; timeout 200 python3 benchmarks/fwt_d15_probe.py 256 5 "" "-DOZ_FWT_D15S_PF=1" | grep -v "^random\|^integer\|^in place"
     step "public bench float64:15 (5 processes)"; timeout 200 python3 benchmarks/fwt_repeat.py 5 "float64:15,float16:15" | tail -2
     ;;
+  6)
+    step "tests: d15s, h15, split first pass, random within bound"
+    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_fwt_gpu.py -k "d15s or h15 or split_first_pass or random_within_bound" 2>&1 | tail -3
+    step "ab: DYN, WARPA"
+    timeout 250 python3 benchmarks/fwt_ab_build.py "float64:15,float16:15" "" "-DOZ_FWT_DYN=1" "-DOZ_FWT_D15_WARPA=1" "-DOZ_FWT_DYN=1 -DOZ_FWT_D15_WARPA=1"
+    ;;
   *) "$@" ;;
 esac

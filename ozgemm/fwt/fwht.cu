@@ -767,45 +767,35 @@ __device__ __forceinline__ void oz_trace_at(int row, int point) {
 #else
 __device__ __forceinline__ void oz_trace_at(int, int) {}
 #endif
-// OZ_FWT_H15_BULK_ST (a build option, benchmarks/fwt_ab_build.py; 0 by default): fwht_rows_h15
-// writes a row's binary16 outputs into the first 64 KiB of the exchange buffer and thread 0
-// stores them with bulk asynchronous copies (cp.async.bulk, sm_90), instead of 16-byte stores
-// from every thread (session 14's trace: the stores take 1.1 of the 4.6 us per row)
-#ifndef OZ_FWT_H15_BULK_ST
-#define OZ_FWT_H15_BULK_ST 0
+
+// OZ_FWT_DYN (a build option, benchmarks/fwt_ab_build.py; 0 by default): the dedicated persistent
+// kernels take their first row statically (blockIdx.x) and every further row from a global
+// ticket counter (the next free row), so that CTAs that run ahead take the last rows instead of
+// a fixed CTA; thread 0 of the last CTA to draw past the end resets the counters for the next
+// launch. Module-global counters: one launch at a time per module (measurement build only).
+#ifndef OZ_FWT_DYN
+#define OZ_FWT_DYN 0
 #endif
-__device__ __forceinline__ void bulk_store(void* g, const void* smem, unsigned bytes) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(g), "r"(s), "r"(bytes) : "memory");
+#if OZ_FWT_DYN
+__device__ unsigned int oz_row_ticket[2];  // next ticket, CTAs done drawing
 #endif
-}
-__device__ __forceinline__ void bulk_commit() {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_wait_read() {  // this thread's bulk copies have read their source
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_wait() {  // ... and completed
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void fence_proxy_async() {  // generic-proxy shared writes -> async proxy
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+// (thread 0) the next row of this CTA: a ticket >= ntiles means none (returned as ntiles)
+__device__ __forceinline__ long long row_ticket(long long ntiles) {
+#if OZ_FWT_DYN
+  const long long v = gridDim.x + (long long)atomicAdd(&oz_row_ticket[0], 1u);
+  if (v >= ntiles) {
+    __threadfence();
+    if (atomicAdd(&oz_row_ticket[1], 1u) == gridDim.x - 1) {  // every CTA has drawn its last
+      oz_row_ticket[0] = 0;
+      oz_row_ticket[1] = 0;
+    }
+    return ntiles;
+  }
+  return v;
+#else
+  return ntiles;
 #endif
 }
-// OZ_FWT_H15_STAGGER (a build option, benchmarks/fwt_ab_build.py; 0 by default): fwht_rows_h15
-// issues the copies of the next row's chunks c >= 4 after the first exchange instead of at the
-// top of the row (the same bits; paces the loads over the row)
-#ifndef OZ_FWT_H15_STAGGER
-#define OZ_FWT_H15_STAGGER 0
-#endif
 
 // Three-layout kernel for binary16 rows of 2^15 (session 13): pipelined and persistent like
 // fwht_rows_pipe, with float32 compute, but each butterfly level costs one float32 add per
@@ -847,6 +837,13 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   // per-thread constant in L1 and L3 and a per-j constant in L2: no value selects.
   const int sw = lane & 4;  // 4 * bit 5 of e in L1 and L3 (lane bit 2)
   long long t = blockIdx.x;
+  long long nt = t + gridDim.x;  // the row staged next (then: nnt, the row after it)
+#if OZ_FWT_DYN
+  __shared__ long long s_first, s_row;
+  if (tid == 0) s_first = row_ticket(ntiles);  // (every CTA draws: the done count needs all)
+  __syncthreads();
+  nt = s_first;
+#endif
   if (t < ntiles) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (t << LT) + o1 + (c << 8));
@@ -854,23 +851,29 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   cp_async_commit();
   const uint4 hb = h16_frags(lane);
   int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
-  for (; t < ntiles; t += gridDim.x, ++it) {
+  long long nnt = nt + gridDim.x;
+  for (; t < ntiles; t = nt, nt = nnt, nnt = nt + gridDim.x, ++it) {
     float r[64];
     uint4 u[8];
     oz_trace_at(it, 0);
     // the row after the staged one into L2 (its cp.async copies then hit L2; session 13, call
     // 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits)
-    if (tid == 0 && t + 2 * (long long)gridDim.x < ntiles)
-      prefetch_l2(x + ((t + 2 * (long long)gridDim.x) << LT), 2u << LT);
+#if OZ_FWT_DYN
+    if (tid == 0) {
+      const long long r2 = nt < ntiles ? row_ticket(ntiles) : ntiles;
+      s_row = r2;  // read by every thread after the second barrier below
+      if (r2 < ntiles) prefetch_l2(x + (r2 << LT), 2u << LT);
+    }
+#else
+    if (tid == 0 && nnt < ntiles) prefetch_l2(x + (nnt << LT), 2u << LT);
+#endif
     cp_async_wait_all();
     oz_trace_at(it, 1);
 #pragma unroll
     for (int c = 0; c < 8; ++c) u[c] = *reinterpret_cast<const uint4*>(stage + o1 + (c << 8));
-    const long long nt = t + gridDim.x;
-    constexpr int C0 = OZ_FWT_H15_STAGGER ? 4 : 8;  // chunks staged at the top of the row
     if (nt < ntiles) {  // stage the next row into the slots this thread has just read
 #pragma unroll
-      for (int c = 0; c < C0; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
+      for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
     }
     cp_async_commit();
 #pragma unroll
@@ -879,7 +882,6 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     reg_stage<float, 64>(r, 8);   // bit 8
     reg_stage<float, 64>(r, 16);  // bit 9
     reg_stage<float, 64>(r, 32);  // bit 10
-    if (OZ_FWT_H15_BULK_ST && tid < 4) bulk_wait_read();  // the previous row's bulk stores
     __syncthreads();  // the previous row's L3 reads are done
     oz_trace_at(it, 2);
 #pragma unroll
@@ -888,11 +890,9 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
       sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
     }
     __syncthreads();
-    if (C0 < 8 && nt < ntiles) {
-#pragma unroll
-      for (int c = C0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
-      cp_async_commit();
-    }
+#if OZ_FWT_DYN
+    nnt = s_row;  // (the loop's update then recomputes nnt for the static schedule only)
+#endif
 #pragma unroll
     for (int j = 0; j < 16; ++j)  // r[4j + k]: bits 0-1 = k, bits 5, 6, 7, 11 = bits of j
       sload<4>(sm + ((o2 + ((j & 7) << 5) + ((j >> 3) << 11)) ^ ((j & 1) << 2)), r + 4 * j);
@@ -914,18 +914,6 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     reg_stage<float, 64>(r, 32);  // bit 14
     oz_trace_at(it, 3);
     half_bits* yt = y + (t << LT);
-#if OZ_FWT_H15_BULK_ST
-    __syncthreads();  // every L3 read of the exchange buffer is done
-    uint4* ob = reinterpret_cast<uint4*>(sm);  // the row's outputs, in row order (64 KiB)
-#pragma unroll
-    for (int j = 0; j < 8; ++j) ob[(o3 + (j << 12)) >> 3] = pack_h8(r + 8 * j, scale);
-    fence_proxy_async();
-    __syncthreads();
-    if (tid < 4) {
-      bulk_store(yt + (tid << 13), sm + (tid << 12), 1u << 14);
-      bulk_commit();
-    }
-#else
     if (scale == 1.f) {  // (x * 1 is x: the same bits without the multiplies)
 #pragma unroll
       for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, 1.f);
@@ -933,11 +921,12 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
 #pragma unroll
       for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, scale);
     }
-#endif
   }
-  if (OZ_FWT_H15_BULK_ST && tid < 4) bulk_wait();  // the shared memory outlives the reads
 }
 
+#ifndef OZ_FWT_D15_WARPA
+#define OZ_FWT_D15_WARPA 0
+#endif
 // The 14 levels of a 2^14 half: r in the L1 layout in, r in the L3 layout out (no stores).
 __device__ __forceinline__ void d15_levels(double* r, double* xs) {
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -953,16 +942,19 @@ __device__ __forceinline__ void d15_levels(double* r, double* xs) {
     const double o = __shfl_xor_sync(0xffffffffu, r[k], 16);
     r[k] = bfly(sg, r[k], o);
   }
-  // exchange A: L1 -> L2, rounds k = index bit 0; r[2c + k] <-> r[2j + k]
+  // exchange A: L1 -> L2, rounds k = index bit 0; r[2c + k] <-> r[2j + k]. Warps hold bits
+  // 10-13 in both layouts: each warp exchanges within its own 4 KiB region (OZ_FWT_D15_WARPA:
+  // warp barriers, then one CTA barrier before exchange B writes into other warps' regions)
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
 #pragma unroll
     for (int c = 0; c < 16; ++c) xs[sw(lane + (c << 5) + (wid << 9))] = r[2 * c + k];
-    __syncthreads();
+    if (OZ_FWT_D15_WARPA) __syncwarp(); else __syncthreads();
 #pragma unroll
     for (int j = 0; j < 16; ++j) r[2 * j + k] = xs[sw(j + (lane << 4) + (wid << 9))];
-    __syncthreads();
+    if (OZ_FWT_D15_WARPA) __syncwarp(); else __syncthreads();
   }
+  if (OZ_FWT_D15_WARPA) __syncthreads();
   reg_stage<double, 32>(r, 2);   // bit 1
   reg_stage<double, 32>(r, 4);   // bit 2
   reg_stage<double, 32>(r, 8);   // bit 3
@@ -1023,15 +1015,28 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
   const int o1 = (lane << 1) | (wid << 10);   // L1 offset of piece c: o1 + (c << 6)
   const int o3 = (lane << 1) | (wid << 6);    // L3 offset of piece m: o3 + (m << 10)
   long long t = blockIdx.x;
+#if OZ_FWT_DYN
+  __shared__ long long s_row;
+  bool drawn_out = false;  // (thread 0) this CTA has drawn past the last row
+#endif
   if (t < ntiles) {
 #pragma unroll
     for (int c = 0; c < 16; ++c) cp_async16(dsm + tid + 512 * c, x + (t << LT) + o1 + (c << 6));
   }
   cp_async_commit();
   int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
-  for (; t < ntiles; t += gridDim.x, ++it) {
+  long long nt = t + gridDim.x;
+#if OZ_FWT_DYN
+  if (t >= ntiles && tid == 0) row_ticket(ntiles);  // no row at all: draw once (the done count)
+#endif
+  for (; t < ntiles; t = nt, nt = t + gridDim.x, ++it) {
     oz_trace_at(it, 0);
-    const long long nt = t + gridDim.x;
+#if OZ_FWT_DYN
+    if (tid == 0) {  // read by every thread after the y0 levels (their last barrier)
+      s_row = drawn_out ? ntiles : row_ticket(ntiles);
+      drawn_out = s_row >= ntiles;
+    }
+#endif
     const double* xr = x + (t << LT);
     double r[32];
     cp_async_wait_all();  // x0
@@ -1046,6 +1051,9 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
     cp_async_commit();
     oz_trace_at(it, 1);
     d15_levels(r, xs);  // y0
+#if OZ_FWT_DYN
+    nt = s_row;
+#endif
     cp_async_wait_all();  // x1
 #pragma unroll
     for (int c = 0; c < 16; ++c) {
