@@ -39,7 +39,6 @@ def main(spec, *builds):
         dname, L = item.split(":")
         L = int(L)
         dt = np.dtype(dname)
-        sc = _cuda._TYPES[dt][2]
         assert _cuda.plan(L, dt) == [("rows", L)], "one row pass only"
         rows = n_bytes // ((1 << L) * dt.itemsize)
         x = (cp.random.default_rng(0).random((rows, 1 << L), dtype=cp.float32) - 0.5).astype(dt)
@@ -47,7 +46,7 @@ def main(spec, *builds):
         name, smem, grid, threads = _cuda.row_launch(x, L, _cuda.auto_mma(dt, L))
         ks = [_cuda.configure_kernel(_build(name, bld.split()), name, smem) for bld in builds]
         ys = [cp.empty_like(x) for _ in ks]
-        args = lambda y: (x, y, np.int64(x.size), np.int32(L), sc((1 << L) ** -0.5))  # noqa: E731
+        args = lambda y: _cuda.row_args(name, x, y, L, (1 << L) ** -0.5)  # noqa: E731
         for k, y in zip(ks, ys):
             k((grid,), (threads,), args(y), shared_mem=smem)
         same = [bool(cp.array_equal(ys[0].view(cp.uint8), y.view(cp.uint8))) for y in ys]

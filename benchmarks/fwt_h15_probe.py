@@ -45,7 +45,7 @@ def launch(ks, x, y, scale=1.0, grid=None):
     nsm = cp.cuda.Device().attributes["MultiProcessorCount"]
     rows = x.size >> 15
     g = min(rows, nsm if grid is None else grid)
-    k((g,), (512,), (x, y, np.int64(x.size), np.int32(15), np.float32(scale)), shared_mem=smem)
+    k((g,), (512,), _cuda.row_args("fwht_rows_h15<1>", x, y, 15, scale), shared_mem=smem)
 
 
 def shipped(x, y, scale=1.0):

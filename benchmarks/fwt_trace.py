@@ -60,7 +60,7 @@ def run(key, grid=None):
     rows = n >> 15
     g = min(rows, grid or cp.cuda.Device().attributes["MultiProcessorCount"])
     scale = (np.float32 if dt == np.float16 else np.float64)(2.0 ** -7.5)
-    args = (x, y, np.int64(n), np.int32(15), scale)
+    args = _cuda.row_args(name, x, y, 15, scale)
     k((g,), (512,), args, shared_mem=smem)  # warm-up
     tr = cp.ndarray((1 << 16,), cp.uint64, mod.get_global("oz_trace"))
     tr.fill(0)

@@ -604,3 +604,38 @@ def test_gpu_d15s_dedicated_first_pass_of_2_24_exact():
     np.testing.assert_array_equal(cp.asnumpy(y).astype(np.int64), want)
     fwht(x, out=x)
     np.testing.assert_array_equal(cp.asnumpy(x).astype(np.int64), want)
+
+
+# ---- leftover rows of the dedicated kernels: the ticket counter (draw_leftover) ----------------
+# Rows b + k G statically, then one ticket per CTA for the ntiles - q G leftover rows: every row
+# count (q = 0 is not reachable: the grid is at most one CTA per row; q = 1 draws before the
+# loop), exact results, the stream's counter back at 0 after each launch, and two streams with
+# their own counters.
+@pytest.mark.parametrize("dt, variant", [(np.float16, "mma"), (np.float64, "plain")])
+def test_gpu_dedicated_leftover_rows_and_counter(monkeypatch, dt, variant):
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    k_all = np.random.default_rng(1517).integers(-7, 8, size=(2 * sms + 9, 1 << 15))
+    for rows, cap in ((1, None), (sms - 1, None), (sms, None), (sms + 1, None), (sms + 68, None),
+                      (2 * sms + 9, None), (17, 5), (23, 7)):
+        monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", cap)
+        x = cp.asarray(k_all[:rows].astype(dt))
+        name = _cuda.row_launch(x, 15, mma=variant == "mma")[0]
+        assert name in ("fwht_rows_h15<1>", "fwht_rows_d15s<1>")
+        y = _cuda.transform_contiguous(cp, x, 15, 1.0, variant=variant)
+        np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k_all[:rows]).astype(dt))
+        assert int(_cuda.row_tickets()[0]) == 0
+    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", None)
+    x = cp.asarray(k_all.astype(dt))
+    want = _ref_int(k_all).astype(dt)
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+    cp.cuda.Device().synchronize()  # x is written on the default stream
+    outs = []
+    for s in streams:
+        with s:
+            outs.append([_cuda.transform_contiguous(cp, x, 15, 1.0, variant=variant) for _ in range(3)])
+    for s, ys in zip(streams, outs):
+        s.synchronize()
+        with s:
+            assert int(_cuda.row_tickets()[0]) == 0
+        for y in ys:
+            np.testing.assert_array_equal(cp.asnumpy(y), want)

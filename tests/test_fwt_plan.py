@@ -265,7 +265,8 @@ def test_xs_kernels_compile_with_nvcc(tmp_path):
         src += f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A});\n"
     for (dname, _), (n, *_) in _cuda.ROW_DEDICATED.items():  # the dedicated kernels (sessions 13-14)
         T, A, *_ = _cuda._TYPES[np.dtype(dname)]
-        src += f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A});\n"
+        src += (f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A}, "
+                "unsigned* __restrict__);\n")
     (tmp_path / "k.cu").write_text(src)
     p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-o", str(tmp_path / "k.cubin"),
                         str(tmp_path / "k.cu")], capture_output=True, text=True)
@@ -295,6 +296,21 @@ def test_dedicated_row_kernels_selection(monkeypatch):
     monkeypatch.setattr(_cuda, "_smem_optin", lambda: 164 * 1024)  # an A100: not the table's class
     assert _cuda.dedicated_row(np.float16, 15, True) is None
     assert _cuda.dedicated_row(np.float64, 15, False) is None
+
+
+def test_row_args_ticket_counter_for_dedicated_kernels(monkeypatch):
+    # the dedicated kernels take the stream's ticket counter as a sixth argument, the others not
+    counter = object()
+    monkeypatch.setattr(_cuda, "row_tickets", lambda: counter)
+    x = np.zeros((2, 1 << 15), dtype=np.float64)
+    a = _cuda.row_args("fwht_rows_d15s<1>", x, x, 15, 0.5)
+    assert len(a) == 6 and a[5] is counter and a[2] == 1 << 16 and a[3] == 15 and a[4] == 0.5
+    assert isinstance(a[4], np.float64) and isinstance(a[2], np.int64)
+    h = np.zeros((1, 1 << 15), dtype=np.float16)
+    a = _cuda.row_args("fwht_rows_h15<1>", h, h, 15, 1.0)
+    assert len(a) == 6 and a[5] is counter and isinstance(a[4], np.float32)
+    assert len(_cuda.row_args("fwht_rows_pipe_split<double, double, 1, 9, 4, false, 0, 1, 2, 14>",
+                              x, x, 15, 1.0)) == 5
 
 
 # ---- pipelined persistent kernel (PIPE) --------------------------------------------------------

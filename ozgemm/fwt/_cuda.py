@@ -661,11 +661,36 @@ def row_launch(src, L, mma=False, cfg=None):
     return name, smem, grid, 1 << tb
 
 
+_TICKETS: dict = {}  # (device id, stream pointer) -> the dedicated kernels' ticket counter
+
+
+def row_tickets():
+    """The leftover-row ticket counter of the dedicated row kernels (``ROW_DEDICATED``) for the
+    current device and stream: one uint32, 0 between launches (each launch's last CTA to draw
+    resets it; fwht.cu, ``draw_leftover``). One per stream, so that launches on different
+    streams never share it; launches on one stream run one after another."""
+    import cupy
+
+    key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)
+    buf = _TICKETS.get(key)
+    if buf is None:
+        buf = _TICKETS[key] = cupy.zeros(1, dtype=cupy.uint32)
+    return buf
+
+
+def row_args(name, src, dst, L, scale):
+    """Kernel arguments of the row pass ``name`` (``row_launch``) from ``src`` to ``dst``: the
+    dedicated kernels take the stream's ticket counter (``row_tickets``) after the common five."""
+    args = (src, dst, np.int64(src.size), np.int32(L), _TYPES[src.dtype][2](scale))
+    if any(name == ent[0] for ent in ROW_DEDICATED.values()):
+        args += (row_tickets(),)
+    return args
+
+
 def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
     name, smem, grid, threads = row_launch(src, L, mma, cfg)
     k = _kernel(dtype.str, src.device.id, name, smem, L)
-    sc = _TYPES[dtype][2]
-    k((grid,), (threads,), (src, dst, np.int64(src.size), np.int32(L), sc(scale)), shared_mem=smem)
+    k((grid,), (threads,), row_args(name, src, dst, L, scale), shared_mem=smem)
 
 
 def _launch_cols(xp, buf, s, mb, scale, dtype):

@@ -768,33 +768,25 @@ __device__ __forceinline__ void oz_trace_at(int row, int point) {
 __device__ __forceinline__ void oz_trace_at(int, int) {}
 #endif
 
-// OZ_FWT_DYN (a build option, benchmarks/fwt_ab_build.py; 0 by default): the dedicated persistent
-// kernels take their first row statically (blockIdx.x) and every further row from a global
-// ticket counter (the next free row), so that CTAs that run ahead take the last rows instead of
-// a fixed CTA; thread 0 of the last CTA to draw past the end resets the counters for the next
-// launch. Module-global counters: one launch at a time per module (measurement build only).
-#ifndef OZ_FWT_DYN
-#define OZ_FWT_DYN 0
+// Leftover rows of the dedicated persistent kernels (session 14). With G CTAs and q = ntiles / G,
+// CTA b transforms rows b + k G (k < q) and then draws one ticket from the launch's counter: the
+// first ntiles - q G tickets are the leftover rows q G + ticket, so the CTAs that finish their
+// static rows first take them (a static schedule gives them to CTAs 0 .. ntiles - q G - 1, and
+// the launch lasts until the slowest of those ends). Every CTA draws exactly once; the CTA that
+// draws ticket G - 1 resets the counter to 0 for the next launch on its stream (the host keeps
+// one counter per device and stream, ``_cuda.row_tickets``). OZ_FWT_LEFTOVER=0 (a build option,
+// benchmarks/fwt_ab_build.py) gives the leftover rows to CTAs 0, 1, ... as before (same bits).
+#ifndef OZ_FWT_LEFTOVER
+#define OZ_FWT_LEFTOVER 1
 #endif
-#if OZ_FWT_DYN
-__device__ unsigned int oz_row_ticket[2];  // next ticket, CTAs done drawing
+__device__ __forceinline__ long long draw_leftover(unsigned* tickets, long long ntiles) {  // thread 0
+  const long long g = gridDim.x, qg = ntiles / g * g;
+  unsigned v = blockIdx.x;
+#if OZ_FWT_LEFTOVER
+  v = atomicAdd(tickets, 1u);
+  if (v == gridDim.x - 1) atomicExch(tickets, 0u);  // every CTA has drawn
 #endif
-// (thread 0) the next row of this CTA: a ticket >= ntiles means none (returned as ntiles)
-__device__ __forceinline__ long long row_ticket(long long ntiles) {
-#if OZ_FWT_DYN
-  const long long v = gridDim.x + (long long)atomicAdd(&oz_row_ticket[0], 1u);
-  if (v >= ntiles) {
-    __threadfence();
-    if (atomicAdd(&oz_row_ticket[1], 1u) == gridDim.x - 1) {  // every CTA has drawn its last
-      oz_row_ticket[0] = 0;
-      oz_row_ticket[1] = 0;
-    }
-    return ntiles;
-  }
-  return v;
-#else
-  return ntiles;
-#endif
+  return qg + v < ntiles ? qg + v : ntiles;
 }
 
 // Three-layout kernel for binary16 rows of 2^15 (session 13): pipelined and persistent like
@@ -820,7 +812,8 @@ __device__ __forceinline__ long long row_ticket(long long ntiles) {
 // writes it, and the next row staged meanwhile is another row).
 template <int MINB>
 __global__ void __launch_bounds__(512, MINB)
-fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long total, int L, float scale) {
+fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long total, int L, float scale,
+              unsigned* __restrict__ tickets) {
   constexpr int LT = 15;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   half_bits* stage = reinterpret_cast<half_bits*>(smem_raw);
@@ -836,14 +829,16 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   // are 32 bytes apart and bit 5 is lane bit 2; in L2 they are 16 bytes apart). The swap is a
   // per-thread constant in L1 and L3 and a per-j constant in L2: no value selects.
   const int sw = lane & 4;  // 4 * bit 5 of e in L1 and L3 (lane bit 2)
-  long long t = blockIdx.x;
-  long long nt = t + gridDim.x;  // the row staged next (then: nnt, the row after it)
-#if OZ_FWT_DYN
+  // rows: blockIdx.x + k G below qg, then the leftover row drawn (draw_leftover); t the current
+  // row, nt the row staged next, nnt the one after (drawn while nt is the last static row)
+  const long long G = gridDim.x, qg = ntiles / G * G;
   __shared__ long long s_first, s_row;
-  if (tid == 0) s_first = row_ticket(ntiles);  // (every CTA draws: the done count needs all)
-  __syncthreads();
-  nt = s_first;
-#endif
+  long long t = blockIdx.x, nt = t + G;
+  if (qg <= G) {  // at most one static row: the leftover row is needed now
+    if (tid == 0) s_first = draw_leftover(tickets, ntiles);
+    __syncthreads();
+    if (qg == 0) t = s_first, nt = ntiles; else nt = s_first;
+  }
   if (t < ntiles) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (t << LT) + o1 + (c << 8));
@@ -851,22 +846,16 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   cp_async_commit();
   const uint4 hb = h16_frags(lane);
   int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
-  long long nnt = nt + gridDim.x;
-  for (; t < ntiles; t = nt, nt = nnt, nnt = nt + gridDim.x, ++it) {
+  for (; t < ntiles; ++it) {
     float r[64];
     uint4 u[8];
     oz_trace_at(it, 0);
-    // the row after the staged one into L2 (its cp.async copies then hit L2; session 13, call
-    // 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits)
-#if OZ_FWT_DYN
-    if (tid == 0) {
-      const long long r2 = nt < ntiles ? row_ticket(ntiles) : ntiles;
-      s_row = r2;  // read by every thread after the second barrier below
-      if (r2 < ntiles) prefetch_l2(x + (r2 << LT), 2u << LT);
-    }
-#else
+    const bool draw = nt < qg && nt + G >= qg;  // nt is this CTA's last static row
+    long long nnt = nt + G < qg ? nt + G : ntiles, drawn = ntiles;
+    if (tid == 0 && draw) drawn = draw_leftover(tickets, ntiles);  // (used at the first barrier)
+    // the next static row after the staged one into L2 (its cp.async copies then hit L2;
+    // session 13, call 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits)
     if (tid == 0 && nnt < ntiles) prefetch_l2(x + (nnt << LT), 2u << LT);
-#endif
     cp_async_wait_all();
     oz_trace_at(it, 1);
 #pragma unroll
@@ -882,6 +871,7 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     reg_stage<float, 64>(r, 8);   // bit 8
     reg_stage<float, 64>(r, 16);  // bit 9
     reg_stage<float, 64>(r, 32);  // bit 10
+    if (tid == 0 && draw) s_row = drawn;
     __syncthreads();  // the previous row's L3 reads are done
     oz_trace_at(it, 2);
 #pragma unroll
@@ -890,9 +880,7 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
       sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
     }
     __syncthreads();
-#if OZ_FWT_DYN
-    nnt = s_row;  // (the loop's update then recomputes nnt for the static schedule only)
-#endif
+    if (draw) nnt = s_row;  // (written before the first barrier, rewritten only after the third)
 #pragma unroll
     for (int j = 0; j < 16; ++j)  // r[4j + k]: bits 0-1 = k, bits 5, 6, 7, 11 = bits of j
       sload<4>(sm + ((o2 + ((j & 7) << 5) + ((j >> 3) << 11)) ^ ((j & 1) << 2)), r + 4 * j);
@@ -921,12 +909,11 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
 #pragma unroll
       for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, scale);
     }
+    t = nt;
+    nt = nnt;
   }
 }
 
-#ifndef OZ_FWT_D15_WARPA
-#define OZ_FWT_D15_WARPA 0
-#endif
 // The 14 levels of a 2^14 half: r in the L1 layout in, r in the L3 layout out (no stores).
 __device__ __forceinline__ void d15_levels(double* r, double* xs) {
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -943,22 +930,23 @@ __device__ __forceinline__ void d15_levels(double* r, double* xs) {
     r[k] = bfly(sg, r[k], o);
   }
   // exchange A: L1 -> L2, rounds k = index bit 0; r[2c + k] <-> r[2j + k]. Warps hold bits
-  // 10-13 in both layouts: each warp exchanges within its own 4 KiB region (OZ_FWT_D15_WARPA:
-  // warp barriers, then one CTA barrier before exchange B writes into other warps' regions)
+  // 10-13 in both layouts: each warp exchanges within its own 4 KiB region, with warp barriers
+  // (session 14, call 6: 150.2 against 153.9 us with CTA barriers), then one CTA barrier before
+  // exchange B writes into other warps' regions
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
 #pragma unroll
     for (int c = 0; c < 16; ++c) xs[sw(lane + (c << 5) + (wid << 9))] = r[2 * c + k];
-    if (OZ_FWT_D15_WARPA) __syncwarp(); else __syncthreads();
+    __syncwarp();
 #pragma unroll
     for (int j = 0; j < 16; ++j) r[2 * j + k] = xs[sw(j + (lane << 4) + (wid << 9))];
-    if (OZ_FWT_D15_WARPA) __syncwarp(); else __syncthreads();
+    __syncwarp();
   }
-  if (OZ_FWT_D15_WARPA) __syncthreads();
   reg_stage<double, 32>(r, 2);   // bit 1
   reg_stage<double, 32>(r, 4);   // bit 2
   reg_stage<double, 32>(r, 8);   // bit 3
   reg_stage<double, 32>(r, 16);  // bit 4
+  __syncthreads();  // every warp's exchange A reads are done
   // exchange B: L2 -> L3; r[2m + k]: bit 0 = k, bits 10-13 = m
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
@@ -998,14 +986,10 @@ __device__ __forceinline__ void d15_levels(double* r, double* xs) {
 // and the next row staged meanwhile is another row. Every output is the exact transform rounded
 // as 15 float64 adds (the same count as every other float64 kernel, in another order), then the
 // scale. Measured on the H200 (session 14): see benchmarks/results_fwt.md.
-// OZ_FWT_D15S_PF (a build option; 0 by default): thread 0 prefetches the CTA's next x0 into L2
-// when the y1 transform starts
-#ifndef OZ_FWT_D15S_PF
-#define OZ_FWT_D15S_PF 0
-#endif
 template <int MINB>
 __global__ void __launch_bounds__(512, MINB)
-fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long total, int L, double scale) {
+fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long total, int L, double scale,
+               unsigned* __restrict__ tickets) {
   constexpr int LT = 15, H = 1 << 14;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   double2* dsm = reinterpret_cast<double2*>(smem_raw);  // thread-private slots tid + 512 c, c < 16
@@ -1014,29 +998,27 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
   const long long ntiles = total >> LT;
   const int o1 = (lane << 1) | (wid << 10);   // L1 offset of piece c: o1 + (c << 6)
   const int o3 = (lane << 1) | (wid << 6);    // L3 offset of piece m: o3 + (m << 10)
+  // rows: blockIdx.x + k G below qg, then the leftover row drawn (draw_leftover) while the last
+  // static row is transformed (the next x0 is staged during the combine)
+  const long long G = gridDim.x, qg = ntiles / G * G;
+  __shared__ long long s_first, s_row;
   long long t = blockIdx.x;
-#if OZ_FWT_DYN
-  __shared__ long long s_row;
-  bool drawn_out = false;  // (thread 0) this CTA has drawn past the last row
-#endif
+  if (qg == 0) {  // no static row: the leftover row is the first
+    if (tid == 0) s_first = draw_leftover(tickets, ntiles);
+    __syncthreads();
+    t = s_first;
+  }
   if (t < ntiles) {
 #pragma unroll
     for (int c = 0; c < 16; ++c) cp_async16(dsm + tid + 512 * c, x + (t << LT) + o1 + (c << 6));
   }
   cp_async_commit();
   int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
-  long long nt = t + gridDim.x;
-#if OZ_FWT_DYN
-  if (t >= ntiles && tid == 0) row_ticket(ntiles);  // no row at all: draw once (the done count)
-#endif
-  for (; t < ntiles; t = nt, nt = t + gridDim.x, ++it) {
+  for (; t < ntiles; ++it) {
     oz_trace_at(it, 0);
-#if OZ_FWT_DYN
-    if (tid == 0) {  // read by every thread after the y0 levels (their last barrier)
-      s_row = drawn_out ? ntiles : row_ticket(ntiles);
-      drawn_out = s_row >= ntiles;
-    }
-#endif
+    // t is this CTA's last static row: draw the leftover row (read after the y1 levels' barriers;
+    // the atomic's latency is paid once per CTA, and nothing is kept live across the levels)
+    if (tid == 0 && t < qg && t + G >= qg) s_row = draw_leftover(tickets, ntiles);
     const double* xr = x + (t << LT);
     double r[32];
     cp_async_wait_all();  // x0
@@ -1051,9 +1033,6 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
     cp_async_commit();
     oz_trace_at(it, 1);
     d15_levels(r, xs);  // y0
-#if OZ_FWT_DYN
-    nt = s_row;
-#endif
     cp_async_wait_all();  // x1
 #pragma unroll
     for (int c = 0; c < 16; ++c) {
@@ -1063,12 +1042,9 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
       r[2 * c + 1] = b.y;
     }
     oz_trace_at(it, 2);
-    if (OZ_FWT_D15S_PF && tid == 0 && nt < ntiles) {  // (measurement option) next x0 into L2
-      prefetch_l2(x + (nt << LT), 1u << 16);
-      prefetch_l2(x + (nt << LT) + (1 << 13), 1u << 16);
-    }
     d15_levels(r, xs);  // y1
     oz_trace_at(it, 3);
+    const long long nt = t + G < qg ? t + G : (t < qg ? s_row : ntiles);  // the next row
     double* yt = y + (t << LT);
 #pragma unroll
     for (int m = 0; m < 16; ++m) {
@@ -1080,6 +1056,7 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
       gstore(yt + H + o3 + (m << 10), s1, scale);
     }
     cp_async_commit();
+    t = nt;
   }
 }
 
