@@ -22,7 +22,7 @@ import numpy as np
 from fwt_h15_probe import interleaved_table  # noqa: E402  (benchmarks/, on sys.path as the script's folder)
 from ozgemm.fwt import _cuda
 
-NAMES, SMEM = ("fwht_rows_d15<1>", "fwht_rows_d15s<1>"), ((1 << 14) + (1 << 13)) * 8  # 192 KiB
+NAMES, SMEM = ("fwht_rows_d15<1>", "fwht_rows_d15s<1>"), _cuda.ROW_DEDICATED[("float64", 15)][1]  # 192 KiB + 16
 
 
 def kernels(opts=""):

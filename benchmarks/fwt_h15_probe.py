@@ -23,7 +23,7 @@ import numpy as np
 from ozgemm.fwt import _cuda
 from ozgemm.fwt.bench import _time
 
-VARIANTS = {"h15": ("fwht_rows_h15<1>", (2 + 4) << 15)}
+VARIANTS = {"h15": ("fwht_rows_h15<1>", _cuda.ROW_DEDICATED[("float16", 15)][1])}
 GRIDS = (128, 124)
 
 

@@ -31,9 +31,9 @@ from ozgemm.fwt import _cuda
 
 KERNELS = {
     # key: (kernel, dtype, smem bytes, extra source file or None)
-    "h15": ("fwht_rows_h15<1>", np.float16, (2 + 4) << 15, None),
+    "h15": ("fwht_rows_h15<1>", np.float16, _cuda.ROW_DEDICATED[("float16", 15)][1], None),
     "d15": ("fwht_rows_d15<1>", np.float64, ((1 << 14) + (1 << 13)) * 8, "fwt_d15_kernel.cu"),
-    "d15s": ("fwht_rows_d15s<1>", np.float64, ((1 << 14) + (1 << 13)) * 8, "fwt_d15_kernel.cu"),
+    "d15s": ("fwht_rows_d15s<1>", np.float64, _cuda.ROW_DEDICATED[("float64", 15)][1], None),
 }
 
 

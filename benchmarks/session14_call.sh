@@ -46,5 +46,9 @@ case "$1" in
     timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_fwt_gpu.py -k "d15s or h15 or leftover or split_first_pass or random_within_bound" 2>&1 | tail -4
     step "public bench, fresh processes"; timeout 200 python3 benchmarks/fwt_repeat.py 4 "float64:15,float16:15" | tail -2
     ;;
+  8)
+    step "ab: tickets in dynamic smem; LEFTOVER=0; D15 barrier early"
+    timeout 250 python3 benchmarks/fwt_ab_build.py "float64:15,float16:15" "" "-DOZ_FWT_LEFTOVER=0" "-DOZ_FWT_D15_BAR_EARLY=1" "" "-DOZ_FWT_LEFTOVER=0"
+    ;;
   *) "$@" ;;
 esac

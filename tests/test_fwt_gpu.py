@@ -486,7 +486,7 @@ def test_gpu_h15_dedicated_exact_in_place(monkeypatch, cap):
     rows = 17 if cap else 300  # capped: 5 CTAs with 4, 4, 3, 3, 3 rows; else > 132 CTAs
     x = cp.zeros((rows, 1 << 15), dtype=cp.float16)
     name, smem, grid, threads = _cuda.row_launch(x, 15, mma=True)
-    assert name == "fwht_rows_h15<1>" and threads == 512 and smem == 6 << 15
+    assert name == "fwht_rows_h15<1>" and threads == 512 and smem == (6 << 15) + 16
     assert grid == (5 if cap else min(rows, cp.cuda.Device().attributes["MultiProcessorCount"]))
     k = np.random.default_rng(15).integers(-64, 65, size=(rows, 1 << 15))  # float32 sums exact
     _assert_exact_untouched_in_place(k, np.float16, 15, "mma", None)
@@ -556,7 +556,7 @@ def test_gpu_d15s_dedicated_exact_in_place(monkeypatch, cap):
     rows = 17 if cap else 300  # capped: 5 CTAs with 4, 4, 3, 3, 3 rows; else > 132 CTAs
     x = cp.zeros((rows, 1 << 15), dtype=cp.float64)
     name, smem, grid, threads = _cuda.row_launch(x, 15)
-    assert name == "fwht_rows_d15s<1>" and threads == 512 and smem == 192 * 1024
+    assert name == "fwht_rows_d15s<1>" and threads == 512 and smem == 192 * 1024 + 16
     assert grid == (5 if cap else min(rows, cp.cuda.Device().attributes["MultiProcessorCount"]))
     k = np.random.default_rng(1515).integers(-(1 << 20), 1 << 20, size=(rows, 1 << 15))  # sums < 2**36
     _assert_exact_untouched_in_place(k, np.float64, 15, "auto", None)

@@ -280,12 +280,12 @@ def test_dedicated_row_kernels_selection(monkeypatch):
     # shared memory fits the opt-in limit
     monkeypatch.setattr(_cuda, "_cc", lambda: 90)
     monkeypatch.setattr(_cuda, "_smem_optin", lambda: _cuda._SMEM_OPTIN)
-    assert _cuda.dedicated_row(np.float16, 15, True) == ("fwht_rows_h15<1>", 6 << 15)
+    assert _cuda.dedicated_row(np.float16, 15, True) == ("fwht_rows_h15<1>", (6 << 15) + 16)
     assert _cuda.dedicated_row(np.float16, 15, False) is None
     assert _cuda.dedicated_row(np.float16, 15, True, cfg=(9, 3, 0)) is None
     assert _cuda.dedicated_row(np.float16, 14, True) is None
     assert _cuda.dedicated_row(np.float32, 15, True) is None
-    assert _cuda.dedicated_row(np.float64, 15, False) == ("fwht_rows_d15s<1>", 192 * 1024)
+    assert _cuda.dedicated_row(np.float64, 15, False) == ("fwht_rows_d15s<1>", 192 * 1024 + 16)
     assert _cuda.dedicated_row(np.float64, 15, False, cfg=(9, 4, 1)) is None
     assert _cuda.dedicated_row(np.float64, 14, False) is None
     assert _cuda.dedicated_row(np.int64, 15, False) is None

@@ -99,8 +99,8 @@ ROW_TUNED: dict = {
 # float64 2**15: ``fwht_rows_d15s`` (session 14, call 4: 3488 GB/s against 2400 for the split
 # kernel of ROW_TUNED in the same process; the split entry stays for the sweep and lmax_single).
 ROW_DEDICATED: dict = {
-    ("float16", 15): ("fwht_rows_h15<1>", (2 + 4) << 15, 3407, True),
-    ("float64", 15): ("fwht_rows_d15s<1>", ((1 << 14) + (1 << 13)) * 8, 3488, False),
+    ("float16", 15): ("fwht_rows_h15<1>", ((2 + 4) << 15) + 16, 3407, True),  # (+16: 2 row numbers)
+    ("float64", 15): ("fwht_rows_d15s<1>", ((1 << 14) + (1 << 13)) * 8 + 16, 3488, False),
 }
 
 

@@ -832,7 +832,10 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   // rows: blockIdx.x + k G below qg, then the leftover row drawn (draw_leftover); t the current
   // row, nt the row staged next, nnt the one after (drawn while nt is the last static row)
   const long long G = gridDim.x, qg = ntiles / G * G;
-  __shared__ long long s_first, s_row;
+  // (in the dynamic buffer, after the exchange buffer: session 14, call 7, measured the kernel
+  // 8 % slower with them as static __shared__ variables; not understood)
+  long long& s_first = *reinterpret_cast<long long*>(smem_raw + (6 << LT));
+  long long& s_row = *reinterpret_cast<long long*>(smem_raw + (6 << LT) + 8);
   long long t = blockIdx.x, nt = t + G;
   if (qg <= G) {  // at most one static row: the leftover row is needed now
     if (tid == 0) s_first = draw_leftover(tickets, ntiles);
@@ -914,6 +917,11 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   }
 }
 
+// OZ_FWT_D15_BAR_EARLY (a build option): the CTA barrier after exchange A before (1) or after (0,
+// default) the register levels of bits 1-4
+#ifndef OZ_FWT_D15_BAR_EARLY
+#define OZ_FWT_D15_BAR_EARLY 0
+#endif
 // The 14 levels of a 2^14 half: r in the L1 layout in, r in the L3 layout out (no stores).
 __device__ __forceinline__ void d15_levels(double* r, double* xs) {
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -942,11 +950,16 @@ __device__ __forceinline__ void d15_levels(double* r, double* xs) {
     for (int j = 0; j < 16; ++j) r[2 * j + k] = xs[sw(j + (lane << 4) + (wid << 9))];
     __syncwarp();
   }
+#if OZ_FWT_D15_BAR_EARLY
+  __syncthreads();  // every warp's exchange A reads are done
+#endif
   reg_stage<double, 32>(r, 2);   // bit 1
   reg_stage<double, 32>(r, 4);   // bit 2
   reg_stage<double, 32>(r, 8);   // bit 3
   reg_stage<double, 32>(r, 16);  // bit 4
+#if !OZ_FWT_D15_BAR_EARLY
   __syncthreads();  // every warp's exchange A reads are done
+#endif
   // exchange B: L2 -> L3; r[2m + k]: bit 0 = k, bits 10-13 = m
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
@@ -1001,7 +1014,9 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
   // rows: blockIdx.x + k G below qg, then the leftover row drawn (draw_leftover) while the last
   // static row is transformed (the next x0 is staged during the combine)
   const long long G = gridDim.x, qg = ntiles / G * G;
-  __shared__ long long s_first, s_row;
+  // (in the dynamic buffer, after the exchange buffer, as in fwht_rows_h15)
+  long long& s_first = *reinterpret_cast<long long*>(smem_raw + (3 << 16));
+  long long& s_row = *reinterpret_cast<long long*>(smem_raw + (3 << 16) + 8);
   long long t = blockIdx.x;
   if (qg == 0) {  // no static row: the leftover row is the first
     if (tid == 0) s_first = draw_leftover(tickets, ntiles);
