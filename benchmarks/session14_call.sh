@@ -50,5 +50,12 @@ case "$1" in
     step "ab: tickets in dynamic smem; LEFTOVER=0; D15 barrier early"
     timeout 250 python3 benchmarks/fwt_ab_build.py "float64:15,float16:15" "" "-DOZ_FWT_LEFTOVER=0" "-DOZ_FWT_D15_BAR_EARLY=1" "" "-DOZ_FWT_LEFTOVER=0"
     ;;
+  9)
+    step "ab: h15 early draw vs static"
+    timeout 200 python3 benchmarks/fwt_ab_build.py "float16:15,float64:15" "" "-DOZ_FWT_LEFTOVER=0" "" "-DOZ_FWT_LEFTOVER=0"
+    step "tests: d15s, h15, leftover"
+    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_fwt_gpu.py -k "d15s or h15 or leftover" 2>&1 | tail -4
+    step "public bench, fresh processes"; timeout 200 python3 benchmarks/fwt_repeat.py 4 "float64:15,float16:15" | tail -2
+    ;;
   *) "$@" ;;
 esac

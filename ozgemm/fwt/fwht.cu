@@ -830,17 +830,20 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   // per-thread constant in L1 and L3 and a per-j constant in L2: no value selects.
   const int sw = lane & 4;  // 4 * bit 5 of e in L1 and L3 (lane bit 2)
   // rows: blockIdx.x + k G below qg, then the leftover row drawn (draw_leftover); t the current
-  // row, nt the row staged next, nnt the one after (drawn while nt is the last static row)
+  // row, nt the row staged next, nnt the one after. Thread 0 draws one row before nt is the last
+  // static row and publishes the result a row later (call 8: drawn and used in the same row, the
+  // atomic's latency, paid by every CTA at once, cost 3.5 us), or before the loop when q <= 2.
   const long long G = gridDim.x, qg = ntiles / G * G;
   // (in the dynamic buffer, after the exchange buffer: session 14, call 7, measured the kernel
   // 8 % slower with them as static __shared__ variables; not understood)
   long long& s_first = *reinterpret_cast<long long*>(smem_raw + (6 << LT));
   long long& s_row = *reinterpret_cast<long long*>(smem_raw + (6 << LT) + 8);
-  long long t = blockIdx.x, nt = t + G;
-  if (qg <= G) {  // at most one static row: the leftover row is needed now
+  long long t = blockIdx.x, nt = t + G, drawn = ntiles;  // drawn: thread 0's, or all's (q <= 2)
+  if (qg <= 2 * G) {  // at most two static rows: the leftover row is drawn now
     if (tid == 0) s_first = draw_leftover(tickets, ntiles);
     __syncthreads();
-    if (qg == 0) t = s_first, nt = ntiles; else nt = s_first;
+    drawn = s_first;
+    if (qg == 0) t = drawn, nt = ntiles; else if (qg == G) nt = drawn;
   }
   if (t < ntiles) {
 #pragma unroll
@@ -853,9 +856,9 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     float r[64];
     uint4 u[8];
     oz_trace_at(it, 0);
-    const bool draw = nt < qg && nt + G >= qg;  // nt is this CTA's last static row
-    long long nnt = nt + G < qg ? nt + G : ntiles, drawn = ntiles;
-    if (tid == 0 && draw) drawn = draw_leftover(tickets, ntiles);  // (used at the first barrier)
+    const bool last = nt < qg && nt + G >= qg;  // nt is this CTA's last static row
+    long long nnt = nt + G < qg ? nt + G : ntiles;
+    if (tid == 0 && qg > 2 * G && nt + G < qg && nt + 2 * G >= qg) drawn = draw_leftover(tickets, ntiles);
     // the next static row after the staged one into L2 (its cp.async copies then hit L2;
     // session 13, call 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits)
     if (tid == 0 && nnt < ntiles) prefetch_l2(x + (nnt << LT), 2u << LT);
@@ -874,7 +877,7 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     reg_stage<float, 64>(r, 8);   // bit 8
     reg_stage<float, 64>(r, 16);  // bit 9
     reg_stage<float, 64>(r, 32);  // bit 10
-    if (tid == 0 && draw) s_row = drawn;
+    if (tid == 0 && last && qg > 2 * G) s_row = drawn;
     __syncthreads();  // the previous row's L3 reads are done
     oz_trace_at(it, 2);
 #pragma unroll
@@ -883,7 +886,7 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
       sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
     }
     __syncthreads();
-    if (draw) nnt = s_row;  // (written before the first barrier, rewritten only after the third)
+    if (last) nnt = qg > 2 * G ? s_row : drawn;  // (s_row: written before the first barrier, once)
 #pragma unroll
     for (int j = 0; j < 16; ++j)  // r[4j + k]: bits 0-1 = k, bits 5, 6, 7, 11 = bits of j
       sload<4>(sm + ((o2 + ((j & 7) << 5) + ((j >> 3) << 11)) ^ ((j & 1) << 2)), r + 4 * j);
