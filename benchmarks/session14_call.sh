@@ -61,5 +61,12 @@ case "$1" in
     step "h15 sources: session 13 vs current (leftover, static)"
     timeout 200 python3 benchmarks/fwt_src_ab.py float16 "benchmarks/_tmp/fwht_s13.cu" "ozgemm/fwt/fwht.cu" "ozgemm/fwt/fwht.cu -DOZ_FWT_LEFTOVER=0" "benchmarks/_tmp/fwht_s13.cu"
     ;;
+  11)
+    step "h15 sources: session 13 vs two-pass leftover vs its static build"
+    timeout 200 python3 benchmarks/fwt_src_ab.py float16 "benchmarks/_tmp/fwht_s13.cu" "ozgemm/fwt/fwht.cu" "ozgemm/fwt/fwht.cu -DOZ_FWT_LEFTOVER=0"
+    step "tests: d15s, h15, leftover"
+    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_fwt_gpu.py -k "d15s or h15 or leftover" 2>&1 | tail -4
+    step "public bench, fresh processes"; timeout 200 python3 benchmarks/fwt_repeat.py 4 "float16:15,float64:15" | tail -2
+    ;;
   *) "$@" ;;
 esac

@@ -807,7 +807,8 @@ __device__ __forceinline__ long long draw_leftover(unsigned* tickets, long long 
 // Every output is the exact transform rounded as: one mma of 16 inputs with float32
 // accumulation, then 11 float32 adds, then the scale and one rounding to binary16 (the same
 // operations as fwht_rows_pipe with the mma front end, in another order of levels).
-// Shared memory: 64 KiB staging (binary16) + 128 KiB exchange (float32). Whole rows only
+// Shared memory: 64 KiB staging (binary16) + 128 KiB exchange (float32) + 16 bytes (the leftover
+// row's number: not a static __shared__ variable, which session 14 measured slower). Whole rows only
 // (total a multiple of 2^15); in place is safe (a row is staged completely before its CTA
 // writes it, and the next row staged meanwhile is another row).
 template <int MINB>
@@ -829,44 +830,46 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   // are 32 bytes apart and bit 5 is lane bit 2; in L2 they are 16 bytes apart). The swap is a
   // per-thread constant in L1 and L3 and a per-j constant in L2: no value selects.
   const int sw = lane & 4;  // 4 * bit 5 of e in L1 and L3 (lane bit 2)
-  // rows: blockIdx.x + k G below qg, then the leftover row drawn (draw_leftover); t the current
-  // row, nt the row staged next, nnt the one after. Thread 0 draws one row before nt is the last
-  // static row and publishes the result a row later (call 8: drawn and used in the same row, the
-  // atomic's latency, paid by every CTA at once, cost 3.5 us), or before the loop when q <= 2.
-  const long long G = gridDim.x, qg = ntiles / G * G;
-  // (in the dynamic buffer, after the exchange buffer: session 14, call 7, measured the kernel
-  // 8 % slower with them as static __shared__ variables; not understood)
-  long long& s_first = *reinterpret_cast<long long*>(smem_raw + (6 << LT));
-  long long& s_row = *reinterpret_cast<long long*>(smem_raw + (6 << LT) + 8);
-  long long t = blockIdx.x, nt = t + G, drawn = ntiles;  // drawn: thread 0's, or all's (q <= 2)
-  if (qg <= 2 * G) {  // at most two static rows: the leftover row is drawn now
-    if (tid == 0) s_first = draw_leftover(tickets, ntiles);
-    __syncthreads();
-    drawn = s_first;
-    if (qg == 0) t = drawn, nt = ntiles; else if (qg == G) nt = drawn;
-  }
-  if (t < ntiles) {
+  // Rows: the static rows blockIdx.x + k G below qg = ntiles - ntiles % G (pass 0, pipelined),
+  // then the leftover row this CTA draws when it has finished them (pass 1, draw_leftover; its
+  // copies are not hidden: it is at most one row per CTA). The loop body is session 13's, with
+  // the pass's end `tend` for ntiles (session 14, call 10: reworking the loop around the draw
+  // cost 5 % here; this form keeps the static rows' code as it was).
+  const long long G = gridDim.x;
+  long long t = blockIdx.x, tend = ntiles / G * G;
+  if (t < tend) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (t << LT) + o1 + (c << 8));
   }
   cp_async_commit();
   const uint4 hb = h16_frags(lane);
   int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
-  for (; t < ntiles; ++it) {
+  for (int pass = 0; pass < 2; ++pass) {
+  if (pass == 1) {  // the leftover row
+    long long& s_row = *reinterpret_cast<long long*>(smem_raw + (6 << LT));  // after the exchange buffer
+    if (tid == 0) s_row = draw_leftover(tickets, ntiles);
+    __syncthreads();
+    t = s_row;
+    tend = t + 1;
+    if (t < ntiles) {
+#pragma unroll
+      for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (t << LT) + o1 + (c << 8));
+    }
+    cp_async_commit();
+  }
+  for (; t < tend; t += G, ++it) {
     float r[64];
     uint4 u[8];
     oz_trace_at(it, 0);
-    const bool last = nt < qg && nt + G >= qg;  // nt is this CTA's last static row
-    long long nnt = nt + G < qg ? nt + G : ntiles;
-    if (tid == 0 && qg > 2 * G && nt + G < qg && nt + 2 * G >= qg) drawn = draw_leftover(tickets, ntiles);
-    // the next static row after the staged one into L2 (its cp.async copies then hit L2;
-    // session 13, call 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits)
-    if (tid == 0 && nnt < ntiles) prefetch_l2(x + (nnt << LT), 2u << LT);
+    // the row after the staged one into L2 (its cp.async copies then hit L2; session 13, call
+    // 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits)
+    if (tid == 0 && t + 2 * G < tend) prefetch_l2(x + ((t + 2 * G) << LT), 2u << LT);
     cp_async_wait_all();
     oz_trace_at(it, 1);
 #pragma unroll
     for (int c = 0; c < 8; ++c) u[c] = *reinterpret_cast<const uint4*>(stage + o1 + (c << 8));
-    if (nt < ntiles) {  // stage the next row into the slots this thread has just read
+    const long long nt = t + G;
+    if (nt < tend) {  // stage the next row into the slots this thread has just read
 #pragma unroll
       for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
     }
@@ -877,7 +880,6 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     reg_stage<float, 64>(r, 8);   // bit 8
     reg_stage<float, 64>(r, 16);  // bit 9
     reg_stage<float, 64>(r, 32);  // bit 10
-    if (tid == 0 && last && qg > 2 * G) s_row = drawn;
     __syncthreads();  // the previous row's L3 reads are done
     oz_trace_at(it, 2);
 #pragma unroll
@@ -886,7 +888,6 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
       sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
     }
     __syncthreads();
-    if (last) nnt = qg > 2 * G ? s_row : drawn;  // (s_row: written before the first barrier, once)
 #pragma unroll
     for (int j = 0; j < 16; ++j)  // r[4j + k]: bits 0-1 = k, bits 5, 6, 7, 11 = bits of j
       sload<4>(sm + ((o2 + ((j & 7) << 5) + ((j >> 3) << 11)) ^ ((j & 1) << 2)), r + 4 * j);
@@ -915,16 +916,10 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
 #pragma unroll
       for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, scale);
     }
-    t = nt;
-    nt = nnt;
+  }
   }
 }
 
-// OZ_FWT_D15_BAR_EARLY (a build option): the CTA barrier after exchange A before (1) or after (0,
-// default) the register levels of bits 1-4
-#ifndef OZ_FWT_D15_BAR_EARLY
-#define OZ_FWT_D15_BAR_EARLY 0
-#endif
 // The 14 levels of a 2^14 half: r in the L1 layout in, r in the L3 layout out (no stores).
 __device__ __forceinline__ void d15_levels(double* r, double* xs) {
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -953,16 +948,11 @@ __device__ __forceinline__ void d15_levels(double* r, double* xs) {
     for (int j = 0; j < 16; ++j) r[2 * j + k] = xs[sw(j + (lane << 4) + (wid << 9))];
     __syncwarp();
   }
-#if OZ_FWT_D15_BAR_EARLY
-  __syncthreads();  // every warp's exchange A reads are done
-#endif
   reg_stage<double, 32>(r, 2);   // bit 1
   reg_stage<double, 32>(r, 4);   // bit 2
   reg_stage<double, 32>(r, 8);   // bit 3
   reg_stage<double, 32>(r, 16);  // bit 4
-#if !OZ_FWT_D15_BAR_EARLY
   __syncthreads();  // every warp's exchange A reads are done
-#endif
   // exchange B: L2 -> L3; r[2m + k]: bit 0 = k, bits 10-13 = m
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
