@@ -4,11 +4,12 @@
     PYTHONPATH=. python3 benchmarks/fwt_src_ab.py float16 "path.cu" "ozgemm/fwt/fwht.cu -DOPT=1" ...
 
 Each build: "source path [nvcc options...]"; the kernel is the ROW_DEDICATED entry of (dtype,
-2**15), launched as the public path launches it (row_launch's grid and shared memory; kernels of
-sources without the ticket counter get the five common arguments). Outputs compared bit for bit
+2**15), launched as the public path launches it (row_launch's grid and shared memory; the ticket
+counter as a sixth argument where that source's kernel takes one). Outputs compared bit for bit
 with the first build's; then 5 interleaved rounds of 20 CUDA-event-timed calls per build and
 the copy (256 MiB per array, uniform data in [-0.5, 0.5), "ortho" scale).
 """
+import re
 import sys
 from pathlib import Path
 
@@ -34,7 +35,9 @@ def main(dname, *builds):
         mod = cp.RawModule(code=src, options=("-std=c++17",) + tuple(opts), name_expressions=[name])
         mod.compile()
         k = _cuda.configure_kernel(mod.get_function(name), name, smem)
-        args = _cuda.row_args(name, x, None, L, (1 << L) ** -0.5)[:2 + 3 + ("tickets" in src)]
+        base = name.split("<")[0]
+        takes = re.search(base + r"\([^)]*tickets", src) is not None  # this source's kernel takes the counter
+        args = _cuda.row_args(name, x, None, L, (1 << L) ** -0.5)[:5] + ((_cuda.row_tickets(),) if takes else ())
         y = cp.empty_like(x)
         full = (x, y) + args[2:]
         k((grid,), (threads,), full, shared_mem=smem)

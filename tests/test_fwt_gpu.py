@@ -486,7 +486,7 @@ def test_gpu_h15_dedicated_exact_in_place(monkeypatch, cap):
     rows = 17 if cap else 300  # capped: 5 CTAs with 4, 4, 3, 3, 3 rows; else > 132 CTAs
     x = cp.zeros((rows, 1 << 15), dtype=cp.float16)
     name, smem, grid, threads = _cuda.row_launch(x, 15, mma=True)
-    assert name == "fwht_rows_h15<1>" and threads == 512 and smem == (6 << 15) + 16
+    assert name == "fwht_rows_h15<1>" and threads == 512 and smem == 6 << 15
     assert grid == (5 if cap else min(rows, cp.cuda.Device().attributes["MultiProcessorCount"]))
     k = np.random.default_rng(15).integers(-64, 65, size=(rows, 1 << 15))  # float32 sums exact
     _assert_exact_untouched_in_place(k, np.float16, 15, "mma", None)
@@ -606,11 +606,11 @@ def test_gpu_d15s_dedicated_first_pass_of_2_24_exact():
     np.testing.assert_array_equal(cp.asnumpy(x).astype(np.int64), want)
 
 
-# ---- leftover rows of the dedicated kernels: the ticket counter (draw_leftover) ----------------
+# ---- leftover rows of fwht_rows_d15s: the ticket counter (draw_leftover) -----------------------
 # Rows b + k G statically, then one ticket per CTA for the ntiles - q G leftover rows: every row
-# count (q = 0 is not reachable: the grid is at most one CTA per row; q = 1 draws before the
-# loop), exact results, the stream's counter back at 0 after each launch, and two streams with
-# their own counters.
+# count (q = 0 is not reachable: the grid is at most one CTA per row), exact results, the
+# stream's counter back at 0 after each launch, and two streams with their own counters. (The
+# float16 kernel keeps the static schedule; it runs here too, as a check of the row counts.)
 @pytest.mark.parametrize("dt, variant", [(np.float16, "mma"), (np.float64, "plain")])
 def test_gpu_dedicated_leftover_rows_and_counter(monkeypatch, dt, variant):
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]

@@ -263,10 +263,10 @@ def test_xs_kernels_compile_with_nvcc(tmp_path):
     for n in names:
         T, A = [a.strip() for a in n.split("<", 1)[1].split(",")[:2]]
         src += f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A});\n"
-    for (dname, _), (n, *_) in _cuda.ROW_DEDICATED.items():  # the dedicated kernels (sessions 13-14)
+    for (dname, _), (n, *_, tickets) in _cuda.ROW_DEDICATED.items():  # the dedicated kernels (sessions 13-14)
         T, A, *_ = _cuda._TYPES[np.dtype(dname)]
-        src += (f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A}, "
-                "unsigned* __restrict__);\n")
+        src += (f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A}"
+                + (", unsigned* __restrict__" if tickets else "") + ");\n")
     (tmp_path / "k.cu").write_text(src)
     p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-o", str(tmp_path / "k.cubin"),
                         str(tmp_path / "k.cu")], capture_output=True, text=True)
@@ -280,7 +280,7 @@ def test_dedicated_row_kernels_selection(monkeypatch):
     # shared memory fits the opt-in limit
     monkeypatch.setattr(_cuda, "_cc", lambda: 90)
     monkeypatch.setattr(_cuda, "_smem_optin", lambda: _cuda._SMEM_OPTIN)
-    assert _cuda.dedicated_row(np.float16, 15, True) == ("fwht_rows_h15<1>", (6 << 15) + 16)
+    assert _cuda.dedicated_row(np.float16, 15, True) == ("fwht_rows_h15<1>", 6 << 15)
     assert _cuda.dedicated_row(np.float16, 15, False) is None
     assert _cuda.dedicated_row(np.float16, 15, True, cfg=(9, 3, 0)) is None
     assert _cuda.dedicated_row(np.float16, 14, True) is None
@@ -289,7 +289,7 @@ def test_dedicated_row_kernels_selection(monkeypatch):
     assert _cuda.dedicated_row(np.float64, 15, False, cfg=(9, 4, 1)) is None
     assert _cuda.dedicated_row(np.float64, 14, False) is None
     assert _cuda.dedicated_row(np.int64, 15, False) is None
-    for (dname, L), (name, smem, gbs, _) in _cuda.ROW_DEDICATED.items():
+    for (dname, L), (name, smem, gbs, _, _) in _cuda.ROW_DEDICATED.items():
         assert smem <= _cuda._SMEM_OPTIN and gbs > 0
         assert name in _cuda._names(np.dtype(dname), 90, sweep=False)
         assert name not in _cuda._names(np.dtype(dname), 80, sweep=False)
@@ -299,7 +299,8 @@ def test_dedicated_row_kernels_selection(monkeypatch):
 
 
 def test_row_args_ticket_counter_for_dedicated_kernels(monkeypatch):
-    # the dedicated kernels take the stream's ticket counter as a sixth argument, the others not
+    # the dedicated kernel with leftover-row tickets (d15s) takes the stream's counter as a sixth
+    # argument, the others not
     counter = object()
     monkeypatch.setattr(_cuda, "row_tickets", lambda: counter)
     x = np.zeros((2, 1 << 15), dtype=np.float64)
@@ -307,8 +308,8 @@ def test_row_args_ticket_counter_for_dedicated_kernels(monkeypatch):
     assert len(a) == 6 and a[5] is counter and a[2] == 1 << 16 and a[3] == 15 and a[4] == 0.5
     assert isinstance(a[4], np.float64) and isinstance(a[2], np.int64)
     h = np.zeros((1, 1 << 15), dtype=np.float16)
-    a = _cuda.row_args("fwht_rows_h15<1>", h, h, 15, 1.0)
-    assert len(a) == 6 and a[5] is counter and isinstance(a[4], np.float32)
+    a = _cuda.row_args("fwht_rows_h15<1>", h, h, 15, 1.0)  # static schedule: no counter
+    assert len(a) == 5 and isinstance(a[4], np.float32)
     assert len(_cuda.row_args("fwht_rows_pipe_split<double, double, 1, 9, 4, false, 0, 1, 2, 14>",
                               x, x, 15, 1.0)) == 5
 

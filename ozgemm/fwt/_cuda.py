@@ -91,16 +91,17 @@ ROW_TUNED: dict = {
 # row kernel where measured faster on the H200, on the table's device class (``_tuned``); the
 # sweep's forced configurations (``cfg``) never use them. Entry: (kernel name, dynamic shared
 # memory bytes, GB/s measured, whether it is the tensor-core front end: then only for the "auto"
-# and "mma" variants, not "plain").
+# and "mma" variants, not "plain"; whether it takes the leftover-row ticket counter, ``row_args``).
 # float16 2**15: ``fwht_rows_h15`` (three layouts, two float4 exchanges, 15 thread
 # instructions per element; session 5 counted 31 for a configurable kernel of this size;
 # session 13, device calls 3-6: 3392-3439 GB/s against 3233-3266 for ROW_TUNED's kernel in the
 # same processes).
-# float64 2**15: ``fwht_rows_d15s`` (session 14, call 4: 3488 GB/s against 2400 for the split
-# kernel of ROW_TUNED in the same process; the split entry stays for the sweep and lmax_single).
+# float64 2**15: ``fwht_rows_d15s`` (session 14: 3655-3692 GB/s in calls 8-9 against 2393-2400
+# for the split kernel of ROW_TUNED in calls 4-5; the split entry stays for the sweep and
+# lmax_single); +16 bytes of shared memory for the leftover row's number.
 ROW_DEDICATED: dict = {
-    ("float16", 15): ("fwht_rows_h15<1>", ((2 + 4) << 15) + 16, 3407, True),  # (+16: 2 row numbers)
-    ("float64", 15): ("fwht_rows_d15s<1>", ((1 << 14) + (1 << 13)) * 8 + 16, 3488, False),
+    ("float16", 15): ("fwht_rows_h15<1>", (2 + 4) << 15, 3407, True, False),
+    ("float64", 15): ("fwht_rows_d15s<1>", ((1 << 14) + (1 << 13)) * 8 + 16, 3674, False, True),
 }
 
 
@@ -665,8 +666,8 @@ _TICKETS: dict = {}  # (device id, stream pointer) -> the dedicated kernels' tic
 
 
 def row_tickets():
-    """The leftover-row ticket counter of the dedicated row kernels (``ROW_DEDICATED``) for the
-    current device and stream: one uint32, 0 between launches (each launch's last CTA to draw
+    """The leftover-row ticket counter of the dedicated row kernels that take one
+    (``ROW_DEDICATED``: ``fwht_rows_d15s``) for the current device and stream: one uint32, 0 between launches (each launch's last CTA to draw
     resets it; fwht.cu, ``draw_leftover``). One per stream, so that launches on different
     streams never share it; launches on one stream run one after another."""
     import cupy
@@ -680,9 +681,10 @@ def row_tickets():
 
 def row_args(name, src, dst, L, scale):
     """Kernel arguments of the row pass ``name`` (``row_launch``) from ``src`` to ``dst``: the
-    dedicated kernels take the stream's ticket counter (``row_tickets``) after the common five."""
+    dedicated kernels with leftover-row tickets (``ROW_DEDICATED``) take the stream's counter
+    (``row_tickets``) after the common five."""
     args = (src, dst, np.int64(src.size), np.int32(L), _TYPES[src.dtype][2](scale))
-    if any(name == ent[0] for ent in ROW_DEDICATED.values()):
+    if any(name == ent[0] and ent[4] for ent in ROW_DEDICATED.values()):
         args += (row_tickets(),)
     return args
 

@@ -768,7 +768,9 @@ __device__ __forceinline__ void oz_trace_at(int row, int point) {
 __device__ __forceinline__ void oz_trace_at(int, int) {}
 #endif
 
-// Leftover rows of the dedicated persistent kernels (session 14). With G CTAs and q = ntiles / G,
+// Leftover rows of the dedicated persistent kernel fwht_rows_d15s (session 14; calls 8-9: 145.5-
+// 146.9 us against 150.8-151.9 us with the static schedule; fwht_rows_h15 keeps the static one: its
+// 4 leftover rows of 4096 gain less than the reworked loop cost, calls 9-11). With G CTAs and q = ntiles / G,
 // CTA b transforms rows b + k G (k < q) and then draws one ticket from the launch's counter: the
 // first ntiles - q G tickets are the leftover rows q G + ticket, so the CTAs that finish their
 // static rows first take them (a static schedule gives them to CTAs 0 .. ntiles - q G - 1, and
@@ -807,14 +809,12 @@ __device__ __forceinline__ long long draw_leftover(unsigned* tickets, long long 
 // Every output is the exact transform rounded as: one mma of 16 inputs with float32
 // accumulation, then 11 float32 adds, then the scale and one rounding to binary16 (the same
 // operations as fwht_rows_pipe with the mma front end, in another order of levels).
-// Shared memory: 64 KiB staging (binary16) + 128 KiB exchange (float32) + 16 bytes (the leftover
-// row's number: not a static __shared__ variable, which session 14 measured slower). Whole rows only
+// Shared memory: 64 KiB staging (binary16) + 128 KiB exchange (float32). Whole rows only
 // (total a multiple of 2^15); in place is safe (a row is staged completely before its CTA
 // writes it, and the next row staged meanwhile is another row).
 template <int MINB>
 __global__ void __launch_bounds__(512, MINB)
-fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long total, int L, float scale,
-              unsigned* __restrict__ tickets) {
+fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long total, int L, float scale) {
   constexpr int LT = 15;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   half_bits* stage = reinterpret_cast<half_bits*>(smem_raw);
@@ -830,46 +830,28 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   // are 32 bytes apart and bit 5 is lane bit 2; in L2 they are 16 bytes apart). The swap is a
   // per-thread constant in L1 and L3 and a per-j constant in L2: no value selects.
   const int sw = lane & 4;  // 4 * bit 5 of e in L1 and L3 (lane bit 2)
-  // Rows: the static rows blockIdx.x + k G below qg = ntiles - ntiles % G (pass 0, pipelined),
-  // then the leftover row this CTA draws when it has finished them (pass 1, draw_leftover; its
-  // copies are not hidden: it is at most one row per CTA). The loop body is session 13's, with
-  // the pass's end `tend` for ntiles (session 14, call 10: reworking the loop around the draw
-  // cost 5 % here; this form keeps the static rows' code as it was).
-  const long long G = gridDim.x;
-  long long t = blockIdx.x, tend = ntiles / G * G;
-  if (t < tend) {
+  long long t = blockIdx.x;
+  if (t < ntiles) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (t << LT) + o1 + (c << 8));
   }
   cp_async_commit();
   const uint4 hb = h16_frags(lane);
   int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
-  for (int pass = 0; pass < 2; ++pass) {
-  if (pass == 1) {  // the leftover row
-    long long& s_row = *reinterpret_cast<long long*>(smem_raw + (6 << LT));  // after the exchange buffer
-    if (tid == 0) s_row = draw_leftover(tickets, ntiles);
-    __syncthreads();
-    t = s_row;
-    tend = t + 1;
-    if (t < ntiles) {
-#pragma unroll
-      for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (t << LT) + o1 + (c << 8));
-    }
-    cp_async_commit();
-  }
-  for (; t < tend; t += G, ++it) {
+  for (; t < ntiles; t += gridDim.x, ++it) {
     float r[64];
     uint4 u[8];
     oz_trace_at(it, 0);
     // the row after the staged one into L2 (its cp.async copies then hit L2; session 13, call
     // 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits)
-    if (tid == 0 && t + 2 * G < tend) prefetch_l2(x + ((t + 2 * G) << LT), 2u << LT);
+    if (tid == 0 && t + 2 * (long long)gridDim.x < ntiles)
+      prefetch_l2(x + ((t + 2 * (long long)gridDim.x) << LT), 2u << LT);
     cp_async_wait_all();
     oz_trace_at(it, 1);
 #pragma unroll
     for (int c = 0; c < 8; ++c) u[c] = *reinterpret_cast<const uint4*>(stage + o1 + (c << 8));
-    const long long nt = t + G;
-    if (nt < tend) {  // stage the next row into the slots this thread has just read
+    const long long nt = t + gridDim.x;
+    if (nt < ntiles) {  // stage the next row into the slots this thread has just read
 #pragma unroll
       for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
     }
@@ -916,7 +898,6 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
 #pragma unroll
       for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, scale);
     }
-  }
   }
 }
 
