@@ -68,5 +68,13 @@ case "$1" in
     timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_fwt_gpu.py -k "d15s or h15 or leftover" 2>&1 | tail -4
     step "public bench, fresh processes"; timeout 200 python3 benchmarks/fwt_repeat.py 4 "float16:15,float64:15" | tail -2
     ;;
+  12)
+    step "tests/test_fwt_gpu.py (whole file)"
+    timeout 330 python3 -m pytest -q -p no:cacheprovider -rf tests/test_fwt_gpu.py > $OUT/test_fwt_gpu.txt 2>&1; echo "rc $?"
+    tail -6 $OUT/test_fwt_gpu.txt
+    step "ozgemm fwt bench, 256 MiB, float16/32/64, 2^8..2^16"
+    timeout 200 python3 -m ozgemm fwt bench --dtypes float16,float32,float64 --lmin 8 --lmax 16 --mbytes 256 --json $OUT/fwt_bench_256mib.json > $OUT/fwt_bench_256mib.txt 2>&1; echo "rc $?"
+    grep -E "2\^1[45] " $OUT/fwt_bench_256mib.txt
+    ;;
   *) "$@" ;;
 esac
