@@ -76,5 +76,12 @@ case "$1" in
     timeout 200 python3 -m ozgemm fwt bench --dtypes float16,float32,float64 --lmin 8 --lmax 16 --mbytes 256 --json $OUT/fwt_bench_256mib.json > $OUT/fwt_bench_256mib.txt 2>&1; echo "rc $?"
     grep -E "2\^1[45] " $OUT/fwt_bench_256mib.txt
     ;;
+  13)
+    step "ab: pipe leftover tiles vs static"
+    timeout 120 python3 benchmarks/fwt_ab_build.py "float32:15,float64:14" "" "-DOZ_FWT_PIPE_LEFTOVER=0" "" "-DOZ_FWT_PIPE_LEFTOVER=0"
+    step "tests: pipe, split, leftover, d15s, h15, random within bound, table"
+    timeout 170 python3 -m pytest -q -p no:cacheprovider -rf tests/test_fwt_gpu.py -k "pipe or split or leftover or d15s or h15 or random_within_bound or table" > $OUT/call13_tests.txt 2>&1; echo "rc $?"; tail -3 $OUT/call13_tests.txt
+    step "public bench, fresh processes"; timeout 60 python3 benchmarks/fwt_repeat.py 3 "float32:15,float64:14" | tail -2
+    ;;
   *) "$@" ;;
 esac

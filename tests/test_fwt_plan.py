@@ -262,7 +262,8 @@ def test_xs_kernels_compile_with_nvcc(tmp_path):
     src = _cuda._SRC.read_text() + "\n"
     for n in names:
         T, A = [a.strip() for a in n.split("<", 1)[1].split(",")[:2]]
-        src += f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A});\n"
+        tk = ", unsigned* __restrict__" if _cuda.takes_tickets(n) else ""
+        src += f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A}{tk});\n"
     for (dname, _), (n, *_, tickets) in _cuda.ROW_DEDICATED.items():  # the dedicated kernels (sessions 13-14)
         T, A, *_ = _cuda._TYPES[np.dtype(dname)]
         src += (f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A}"
@@ -299,8 +300,8 @@ def test_dedicated_row_kernels_selection(monkeypatch):
 
 
 def test_row_args_ticket_counter_for_dedicated_kernels(monkeypatch):
-    # the dedicated kernel with leftover-row tickets (d15s) takes the stream's counter as a sixth
-    # argument, the others not
+    # the kernels with leftover-row tickets (d15s, the pipelined kernel) take the stream's counter
+    # as a sixth argument, the others (h15, split, one-pass rows) not
     counter = object()
     monkeypatch.setattr(_cuda, "row_tickets", lambda: counter)
     x = np.zeros((2, 1 << 15), dtype=np.float64)
@@ -312,6 +313,10 @@ def test_row_args_ticket_counter_for_dedicated_kernels(monkeypatch):
     assert len(a) == 5 and isinstance(a[4], np.float32)
     assert len(_cuda.row_args("fwht_rows_pipe_split<double, double, 1, 9, 4, false, 0, 1, 2, 14>",
                               x, x, 15, 1.0)) == 5
+    f = np.zeros((2, 1 << 15), dtype=np.float32)  # the pipelined kernel draws leftover tiles too
+    a = _cuda.row_args("fwht_rows_pipe<float, float, 2, 9, 4, false, 0, 1, 2, 15>", f, f, 15, 1.0)
+    assert len(a) == 6 and a[5] is counter
+    assert len(_cuda.row_args("fwht_rows<float, float, 2, 8, 3, false, false, 0, 1, 13>", f, f, 13, 1.0)) == 5
 
 
 # ---- pipelined persistent kernel (PIPE) --------------------------------------------------------

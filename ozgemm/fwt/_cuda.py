@@ -662,12 +662,12 @@ def row_launch(src, L, mma=False, cfg=None):
     return name, smem, grid, 1 << tb
 
 
-_TICKETS: dict = {}  # (device id, stream pointer) -> the dedicated kernels' ticket counter
+_TICKETS: dict = {}  # (device id, stream pointer) -> the row kernels' ticket counter
 
 
 def row_tickets():
-    """The leftover-row ticket counter of the dedicated row kernels that take one
-    (``ROW_DEDICATED``: ``fwht_rows_d15s``) for the current device and stream: one uint32, 0 between launches (each launch's last CTA to draw
+    """The leftover-row ticket counter of the row kernels that take one (``takes_tickets``) for
+    the current device and stream: one uint32, 0 between launches (each launch's last CTA to draw
     resets it; fwht.cu, ``draw_leftover``). One per stream, so that launches on different
     streams never share it; launches on one stream run one after another."""
     import cupy
@@ -679,12 +679,19 @@ def row_tickets():
     return buf
 
 
+def takes_tickets(name: str) -> bool:
+    """Whether the row kernel ``name`` takes the leftover-row ticket counter (fwht.cu,
+    ``draw_leftover``): the pipelined ``fwht_rows_pipe`` and the ``ROW_DEDICATED`` kernels marked
+    so (``fwht_rows_d15s``)."""
+    return name.startswith("fwht_rows_pipe<") or any(name == ent[0] and ent[4] for ent in ROW_DEDICATED.values())
+
+
 def row_args(name, src, dst, L, scale):
     """Kernel arguments of the row pass ``name`` (``row_launch``) from ``src`` to ``dst``: the
-    dedicated kernels with leftover-row tickets (``ROW_DEDICATED``) take the stream's counter
-    (``row_tickets``) after the common five."""
+    five common ones, then the stream's ticket counter (``row_tickets``) where the kernel takes
+    one (``takes_tickets``)."""
     args = (src, dst, np.int64(src.size), np.int32(L), _TYPES[src.dtype][2](scale))
-    if any(name == ent[0] and ent[4] for ent in ROW_DEDICATED.values()):
+    if takes_tickets(name):
         args += (row_tickets(),)
     return args
 

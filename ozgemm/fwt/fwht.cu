@@ -723,23 +723,73 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
 // SM. Dynamic shared memory: 2^LT * sizeof(T) (staging) + 2^LT * sizeof(A) (exchange; half
 // with PIPE = 2; none when the rows need no shared-memory phase).
 // (the loop of both pipelined kernels; CSB = 1: the split kernel below)
+// Leftover rows (tiles) of the persistent kernels fwht_rows_d15s and fwht_rows_pipe (session 14;
+// d15s, calls 8-9: 145.5-146.9 us against 150.8-151.9 us with the static schedule;
+// fwht_rows_h15 keeps the static one: its 4 leftover rows of 4096 gain less than the reworked
+// loop cost, calls 9-11; the split kernel keeps its pairs of tiles). With G CTAs and q = ntiles / G,
+// CTA b transforms rows b + k G (k < q) and then draws one ticket from the launch's counter: the
+// first ntiles - q G tickets are the leftover rows q G + ticket, so the CTAs that finish their
+// static rows first take them (a static schedule gives them to CTAs 0 .. ntiles - q G - 1, and
+// the launch lasts until the slowest of those ends). Every CTA draws exactly once; the CTA that
+// draws ticket G - 1 resets the counter to 0 for the next launch on its stream (the host keeps
+// one counter per device and stream, ``_cuda.row_tickets``). OZ_FWT_LEFTOVER=0 (a build option,
+// benchmarks/fwt_ab_build.py) gives the leftover rows to CTAs 0, 1, ... as before (same bits);
+// OZ_FWT_PIPE_LEFTOVER=0 the same for fwht_rows_pipe alone.
+#ifndef OZ_FWT_LEFTOVER
+#define OZ_FWT_LEFTOVER 1
+#endif
+__device__ __forceinline__ long long draw_leftover(unsigned* tickets, long long ntiles) {  // thread 0
+  const long long g = gridDim.x, qg = ntiles / g * g;
+  unsigned v = blockIdx.x;
+#if OZ_FWT_LEFTOVER
+  v = atomicAdd(tickets, 1u);
+  if (v == gridDim.x - 1) atomicExch(tickets, 0u);  // every CTA has drawn
+#endif
+  return qg + v < ntiles ? qg + v : ntiles;
+}
+#ifndef OZ_FWT_PIPE_LEFTOVER
+#define OZ_FWT_PIPE_LEFTOVER 1
+#endif
+
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, int XS, int PIPE, int LC>
 __device__ __forceinline__ void pipe_loop(const T* __restrict__ x, T* __restrict__ y, long long total, int L,
-                                          A scale) {
+                                          A scale, unsigned* __restrict__ tickets = nullptr) {
   constexpr int LT = LOGV + TB + CB;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* stage = reinterpret_cast<T*>(smem_raw);
   const long long ntiles = (total + (1LL << LT) - 1) >> LT;
   long long t = blockIdx.x;
-  if (t < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, t, total);  // prologue: the first tile
-  cp_async_commit();
-  for (; t < ntiles; t += gridDim.x)
-    rows_body<T, A, LOGV, TB, CB, MMA, CSB, false, XS, PIPE, LC>(x, y, total, L, scale, t, t + gridDim.x, ntiles);
+  if constexpr (CSB == 0 && OZ_FWT_PIPE_LEFTOVER) {
+    // the static tiles below qg (pipelined), then the leftover tile drawn (draw_leftover), staged
+    // and transformed alone; its number passes through the idle staging buffer
+    const long long G = gridDim.x, qg = ntiles / G * G;
+    if (t < qg) stage_tile<T, LOGV, TB, CB>(x, stage, t, total);  // prologue: the first tile
+    cp_async_commit();
+    for (; t < qg; t += G)
+      rows_body<T, A, LOGV, TB, CB, MMA, CSB, false, XS, PIPE, LC>(x, y, total, L, scale, t, t + G, qg);
+    long long* slot = reinterpret_cast<long long*>(smem_raw);
+    __syncthreads();  // every thread has read its staged vectors
+    if (threadIdx.x == 0) *slot = draw_leftover(tickets, ntiles);
+    __syncthreads();
+    t = *slot;
+    __syncthreads();  // every thread has read the number before the copies overwrite it
+    if (t < ntiles) {
+      stage_tile<T, LOGV, TB, CB>(x, stage, t, total);
+      cp_async_commit();
+      rows_body<T, A, LOGV, TB, CB, MMA, CSB, false, XS, PIPE, LC>(x, y, total, L, scale, t, ntiles, ntiles);
+    }
+  } else {
+    if (t < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, t, total);  // prologue: the first tile
+    cp_async_commit();
+    for (; t < ntiles; t += gridDim.x)
+      rows_body<T, A, LOGV, TB, CB, MMA, CSB, false, XS, PIPE, LC>(x, y, total, L, scale, t, t + gridDim.x, ntiles);
+  }
 }
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int MINB, int XS, int PIPE, int LC>
 __global__ void __launch_bounds__(1 << TB, MINB)
-fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
-  pipe_loop<T, A, LOGV, TB, CB, MMA, 0, XS, PIPE, LC>(x, y, total, L, scale);
+fwht_rows_pipe(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale,
+               unsigned* __restrict__ tickets) {
+  pipe_loop<T, A, LOGV, TB, CB, MMA, 0, XS, PIPE, LC>(x, y, total, L, scale, tickets);
 }
 // Prefetch `bytes` (a multiple of 16) at p into the L2 cache (bulk, asynchronous, no
 // completion to wait for; sm_90). Below sm_90 a no-op (the host never launches its users there).
@@ -768,28 +818,6 @@ __device__ __forceinline__ void oz_trace_at(int row, int point) {
 __device__ __forceinline__ void oz_trace_at(int, int) {}
 #endif
 
-// Leftover rows of the dedicated persistent kernel fwht_rows_d15s (session 14; calls 8-9: 145.5-
-// 146.9 us against 150.8-151.9 us with the static schedule; fwht_rows_h15 keeps the static one: its
-// 4 leftover rows of 4096 gain less than the reworked loop cost, calls 9-11). With G CTAs and q = ntiles / G,
-// CTA b transforms rows b + k G (k < q) and then draws one ticket from the launch's counter: the
-// first ntiles - q G tickets are the leftover rows q G + ticket, so the CTAs that finish their
-// static rows first take them (a static schedule gives them to CTAs 0 .. ntiles - q G - 1, and
-// the launch lasts until the slowest of those ends). Every CTA draws exactly once; the CTA that
-// draws ticket G - 1 resets the counter to 0 for the next launch on its stream (the host keeps
-// one counter per device and stream, ``_cuda.row_tickets``). OZ_FWT_LEFTOVER=0 (a build option,
-// benchmarks/fwt_ab_build.py) gives the leftover rows to CTAs 0, 1, ... as before (same bits).
-#ifndef OZ_FWT_LEFTOVER
-#define OZ_FWT_LEFTOVER 1
-#endif
-__device__ __forceinline__ long long draw_leftover(unsigned* tickets, long long ntiles) {  // thread 0
-  const long long g = gridDim.x, qg = ntiles / g * g;
-  unsigned v = blockIdx.x;
-#if OZ_FWT_LEFTOVER
-  v = atomicAdd(tickets, 1u);
-  if (v == gridDim.x - 1) atomicExch(tickets, 0u);  // every CTA has drawn
-#endif
-  return qg + v < ntiles ? qg + v : ntiles;
-}
 
 // Three-layout kernel for binary16 rows of 2^15 (session 13): pipelined and persistent like
 // fwht_rows_pipe, with float32 compute, but each butterfly level costs one float32 add per
