@@ -512,26 +512,6 @@ def test_gpu_h15_dedicated_scaled_within_bound():
         assert np.all(err <= bound), float((err / bound).max())
 
 
-def test_gpu_h15_dedicated_first_pass_of_2_24_exact():
-    # float16 2**24: the plan's row pass is 2**15 (the dedicated kernel), then one strided pass
-    L = 24
-    n = 1 << L
-    assert _cuda.plan(L, np.float16)[0] == ("rows", 15)
-    rng = np.random.default_rng(4024)
-    k = np.zeros((2, n), dtype=np.int64)
-    want = np.empty((2, n), dtype=np.int64)
-    for r in range(2):
-        idx = rng.choice(n, size=16, replace=False)
-        vals = rng.integers(-6, 7, size=16)
-        k[r, idx] = vals
-        want[r] = _ref_sparse(n, idx, vals)
-    x = cp.asarray(k.astype(np.float16))
-    y = fwht(x)
-    np.testing.assert_array_equal(cp.asnumpy(y).astype(np.int64), want)
-    fwht(x, out=x)
-    np.testing.assert_array_equal(cp.asnumpy(x).astype(np.int64), want)
-
-
 # ---- dedicated row kernels (ROW_DEDICATED): float64 2**15, fwht_rows_d15s ---------------------
 # One CTA per row, the top butterfly last (its own order of the 15 levels): integer rows exactly,
 # every CTA looping (grid capped) and more rows than CTAs, in place, input untouched; rows whose
@@ -586,20 +566,22 @@ def test_gpu_d15s_dedicated_rounding_within_bound(norm):
         assert np.any(err > 0)  # the rounding path is exercised (some outputs are not exact)
 
 
-def test_gpu_d15s_dedicated_first_pass_of_2_24_exact():
-    # float64 2**24: the plan's row pass is 2**15 (the dedicated kernel), then one strided pass
+@pytest.mark.parametrize("dt, vmax", [(np.float16, 6), (np.float64, 1 << 30)])
+def test_gpu_dedicated_first_pass_of_2_24_exact(dt, vmax):
+    # 2**24: the plan's row pass is 2**15 (the dedicated kernel: h15 / d15s), then one strided
+    # pass; sparse integer rows (float16: ||x||_1 <= 96, every sum exact; float64: up to 2**34)
     L = 24
     n = 1 << L
-    assert _cuda.plan(L, np.float64)[0] == ("rows", 15)
-    rng = np.random.default_rng(4025)
+    assert _cuda.plan(L, dt)[0] == ("rows", 15)
+    rng = np.random.default_rng(4024 if dt == np.float16 else 4025)
     k = np.zeros((2, n), dtype=np.int64)
     want = np.empty((2, n), dtype=np.int64)
     for r in range(2):
         idx = rng.choice(n, size=16, replace=False)
-        vals = rng.integers(-(1 << 30), 1 << 30, size=16)
+        vals = rng.integers(-vmax, vmax + 1, size=16)
         k[r, idx] = vals
         want[r] = _ref_sparse(n, idx, vals)
-    x = cp.asarray(k.astype(np.float64))
+    x = cp.asarray(k.astype(dt))
     y = fwht(x)
     np.testing.assert_array_equal(cp.asnumpy(y).astype(np.int64), want)
     fwht(x, out=x)
