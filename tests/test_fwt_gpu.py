@@ -322,7 +322,7 @@ def test_gpu_pipe_exact_and_bit_identical(_pipe_compiled, monkeypatch, dt, L, cf
     lt = logv + cfg[0] + cfg[1]
     tile_rows = max(1, 1 << (lt - L))
     rows = 7 * tile_rows + 1  # 8 tiles (the last one partial when a tile holds 2 rows)
-    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", 3)  # 3 CTAs: 3, 3 and 2 tiles each
+    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", 3)  # 3 CTAs: 2 tiles each, then 2 leftover tiles drawn
     rng = np.random.default_rng(2000 + L)
     # in place: each CTA reads a tile before it writes it
     _assert_exact_untouched_in_place(rng.integers(-16, 17, size=(rows, n)), dt, L, variant, cfg)
@@ -533,7 +533,7 @@ def _wht_int64(k):
 @pytest.mark.parametrize("cap", [None, 5])
 def test_gpu_d15s_dedicated_exact_in_place(monkeypatch, cap):
     monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", cap)
-    rows = 17 if cap else 300  # capped: 5 CTAs with 4, 4, 3, 3, 3 rows; else > 132 CTAs
+    rows = 17 if cap else 300  # capped: 5 CTAs, 3 rows each, then 2 leftover rows; else > 132 CTAs
     x = cp.zeros((rows, 1 << 15), dtype=cp.float64)
     name, smem, grid, threads = _cuda.row_launch(x, 15)
     assert name == "fwht_rows_d15s<1>" and threads == 512 and smem == 192 * 1024 + 16
@@ -550,6 +550,7 @@ def test_gpu_d15s_dedicated_rounding_within_bound(norm):
     # 48-bit integers: partial sums pass 2**53 from about level 10 on, so the float64 adds round
     # (|sums| < 2**63: the int64 reference is exact)
     rows = 40
+    assert _cuda.row_launch(cp.empty((rows, 1 << 15)), 15)[0] == "fwht_rows_d15s<1>"
     k = np.random.default_rng(1516).integers(-(1 << 48), 1 << 48, size=(rows, 1 << 15))
     want = _wht_int64(k)
     y = cp.asnumpy(fwht(cp.asarray(k.astype(np.float64)), norm=norm))
@@ -573,6 +574,8 @@ def test_gpu_dedicated_first_pass_of_2_24_exact(dt, vmax):
     L = 24
     n = 1 << L
     assert _cuda.plan(L, dt)[0] == ("rows", 15)
+    assert _cuda.row_launch(cp.empty((2, n), dtype=dt), 15, dt == np.float16)[0] == (
+        "fwht_rows_h15<1>" if dt == np.float16 else "fwht_rows_d15s<1>")
     rng = np.random.default_rng(4024 if dt == np.float16 else 4025)
     k = np.zeros((2, n), dtype=np.int64)
     want = np.empty((2, n), dtype=np.int64)
@@ -588,24 +591,37 @@ def test_gpu_dedicated_first_pass_of_2_24_exact(dt, vmax):
     np.testing.assert_array_equal(cp.asnumpy(x).astype(np.int64), want)
 
 
-# ---- leftover rows of fwht_rows_d15s: the ticket counter (draw_leftover) -----------------------
-# Rows b + k G statically, then one ticket per CTA for the ntiles - q G leftover rows: every row
-# count (q = 0 is not reachable: the grid is at most one CTA per row), exact results, the
-# stream's counter back at 0 after each launch, and two streams with their own counters. (The
-# float16 kernel keeps the static schedule; it runs here too, as a check of the row counts.)
-@pytest.mark.parametrize("dt, variant", [(np.float16, "mma"), (np.float64, "plain")])
-def test_gpu_dedicated_leftover_rows_and_counter(monkeypatch, dt, variant):
+# ---- leftover rows and tiles: the ticket counter (draw_leftover) -------------------------------
+# fwht_rows_d15s (float64 2**15) and fwht_rows_pipe (float32 2**15): rows b + k G statically,
+# then one ticket per CTA for the ntiles - q G leftover rows, whichever CTA draws it: every row
+# count (q = 0 is not reachable: the grid is at most one CTA per row), exact results written
+# into a NaN-filled output (a skipped row stays NaN), the stream's counter back at its start
+# after each launch, a counter left at any value (the draws are modulo G), and two streams with
+# their own counters. (The float16 kernel keeps the static schedule; it runs here too, as a
+# check of the row counts.)
+@pytest.mark.parametrize("dt, variant, kernel", [(np.float16, "mma", "fwht_rows_h15<1>"),
+                                                 (np.float64, "plain", "fwht_rows_d15s<1>"),
+                                                 (np.float32, "plain", "fwht_rows_pipe<")])
+def test_gpu_dedicated_leftover_rows_and_counter(monkeypatch, dt, variant, kernel):
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     k_all = np.random.default_rng(1517).integers(-7, 8, size=(2 * sms + 9, 1 << 15))
     for rows, cap in ((1, None), (sms - 1, None), (sms, None), (sms + 1, None), (sms + 68, None),
                       (2 * sms + 9, None), (17, 5), (23, 7)):
         monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", cap)
         x = cp.asarray(k_all[:rows].astype(dt))
-        name = _cuda.row_launch(x, 15, mma=variant == "mma")[0]
-        assert name in ("fwht_rows_h15<1>", "fwht_rows_d15s<1>")
-        y = _cuda.transform_contiguous(cp, x, 15, 1.0, variant=variant)
+        assert _cuda.row_launch(x, 15, mma=variant == "mma")[0].startswith(kernel)
+        y = cp.full(x.shape, cp.nan, dtype=dt)
+        _cuda.transform_contiguous(cp, x, 15, 1.0, out=y, variant=variant)
         np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k_all[:rows]).astype(dt))
         assert int(_cuda.row_tickets()[0]) == 0
+    if kernel != "fwht_rows_h15<1>":  # a counter left at any value: every row still done once
+        x = cp.asarray(k_all.astype(dt))
+        for start in (1, sms - 1, sms, 12345):
+            _cuda.row_tickets()[0] = start
+            y = cp.full(x.shape, cp.nan, dtype=dt)
+            _cuda.transform_contiguous(cp, x, 15, 1.0, out=y, variant=variant)
+            np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k_all).astype(dt))
+        _cuda.row_tickets()[0] = 0
     monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", None)
     x = cp.asarray(k_all.astype(dt))
     want = _ref_int(k_all).astype(dt)

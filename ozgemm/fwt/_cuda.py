@@ -8,12 +8,13 @@ Plan for a row of n = 2**L elements, dtype with 16-byte vectors of V = 16/itemsi
   memory by cp.async while the current one is transformed).
 * A row pass of 2**L with a ``ROW_DEDICATED`` entry: one launch of that kernel (float16 2**15
   with the mma front end: ``fwht_rows_h15``, persistent, pipelined, three register layouts;
-  float64 2**15: ``fwht_rows_d15s``, one CTA per row, the halves in registers and shared
-  memory, the top butterfly last).
-* L = LMAX1 + 1 where ``ROW_TUNED`` has a split entry (it is used on sm_90+ GPUs with 227 KiB
-  of opt-in shared memory per block; float32 2**16, float64 2**15): one launch of
-  ``fwht_rows_pipe_split``, the row's two halves on the two CTAs of a cluster (one read and
-  one write of every element; the halves meet in shared memory).
+  float64 2**15: ``fwht_rows_d15s``, persistent, one CTA per SM holding one row at a time,
+  the halves in registers and shared memory, the top butterfly last).
+* L = LMAX1 + 1 where ``ROW_TUNED`` has a split entry and no ``ROW_DEDICATED`` kernel applies
+  (it is used on sm_90+ GPUs with 227 KiB of opt-in shared memory per block; float32 2**16):
+  one launch of ``fwht_rows_pipe_split``, the row's two halves on the two CTAs of a cluster (one
+  read and one write of every element; the halves meet in shared memory). (The float64 2**15
+  split entry stays in the table for ``lmax_single`` and the sweep; ``fwht_rows_d15s`` runs it.)
 * Longer rows: a row pass on the low L1 bits (out-of-place; whichever of the kernels above
   the table gives 2**L1), then ``fwht_cols`` passes of MB ∈ {3, 6, 9} bits each (in place)
   until all L bits are done; q = ceil((L-lmax)/9) strided passes (lmax: the longest one-pass
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -667,12 +669,18 @@ _TICKETS: dict = {}  # (device id, stream pointer) -> the row kernels' ticket co
 
 def row_tickets():
     """The leftover-row ticket counter of the row kernels that take one (``takes_tickets``) for
-    the current device and stream: one uint32, 0 between launches (each launch's last CTA to draw
-    resets it; fwht.cu, ``draw_leftover``). One per stream, so that launches on different
-    streams never share it; launches on one stream run one after another."""
+    the current device and stream (and host thread, on the per-thread default stream): one
+    uint32, drawn modulo the grid size (fwht.cu, ``draw_leftover``: any value it holds gives every
+    CTA of a launch a distinct ticket). Launches on one stream run one after another, so they may
+    share it; launches that run at the same time must not (different streams get different
+    counters; a CUDA graph keeps the counter it captured, so do not replay it while launches
+    with that counter run). The buffers (4 bytes each) are kept for the process's lifetime."""
     import cupy
 
-    key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)
+    stream = cupy.cuda.get_current_stream().ptr
+    # the per-thread default stream has one handle for every host thread: one counter per thread
+    thread = threading.get_ident() if stream == getattr(cupy.cuda.runtime, "streamPerThread", 2) else 0
+    key = (cupy.cuda.Device().id, stream, thread)
     buf = _TICKETS.get(key)
     if buf is None:
         buf = _TICKETS[key] = cupy.zeros(1, dtype=cupy.uint32)

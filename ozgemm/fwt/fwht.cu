@@ -730,9 +730,14 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
 // CTA b transforms rows b + k G (k < q) and then draws one ticket from the launch's counter: the
 // first ntiles - q G tickets are the leftover rows q G + ticket, so the CTAs that finish their
 // static rows first take them (a static schedule gives them to CTAs 0 .. ntiles - q G - 1, and
-// the launch lasts until the slowest of those ends). Every CTA draws exactly once; the CTA that
-// draws ticket G - 1 resets the counter to 0 for the next launch on its stream (the host keeps
-// one counter per device and stream, ``_cuda.row_tickets``). OZ_FWT_LEFTOVER=0 (a build option,
+// the launch lasts until the slowest of those ends). Every CTA draws exactly once, with atomicInc
+// modulo G: from any starting value s < G the G draws are s, ..., G - 1, 0, ..., s - 1 (distinct,
+// and the counter is back at s afterwards); from s >= G one draw gets s (no row) and the others
+// 0 .. G - 2, which still covers the at most G - 1 leftover rows. So a counter left in any state
+// (a launch that never finished, a graph that captured its first zeroing) cannot make a later
+// launch skip or repeat a row. The host keeps one counter per device and stream (and per host
+// thread on the per-thread default stream), ``_cuda.row_tickets``; two launches that use the
+// same counter must not run at the same time. OZ_FWT_LEFTOVER=0 (a build option,
 // benchmarks/fwt_ab_build.py) gives the leftover rows to CTAs 0, 1, ... as before (same bits);
 // OZ_FWT_PIPE_LEFTOVER=0 the same for fwht_rows_pipe alone.
 #ifndef OZ_FWT_LEFTOVER
@@ -742,8 +747,7 @@ __device__ __forceinline__ long long draw_leftover(unsigned* tickets, long long 
   const long long g = gridDim.x, qg = ntiles / g * g;
   unsigned v = blockIdx.x;
 #if OZ_FWT_LEFTOVER
-  v = atomicAdd(tickets, 1u);
-  if (v == gridDim.x - 1) atomicExch(tickets, 0u);  // every CTA has drawn
+  v = atomicInc(tickets, gridDim.x - 1);  // v; the counter becomes v + 1, or 0 after G - 1
 #endif
   return qg + v < ntiles ? qg + v : ntiles;
 }
@@ -996,7 +1000,8 @@ __device__ __forceinline__ void d15_levels(double* r, double* xs) {
 // e' = h >> 1, stored at e' ^ ((e' >> 4) & 15): conflict-free for the 16-lane phases of 8-byte
 // accesses in all three layouts (session 13's CPU emulation of the same maps). The slots are
 // thread-private (no barrier around them); the exchange buffer is fenced by the rounds' barriers.
-// Shared memory 192 KiB: one CTA per SM; persistent (grid = resident CTAs, whole rows only). In
+// Shared memory 192 KiB + 16 bytes (the leftover row's number): one CTA per SM; persistent (grid
+// = resident CTAs, whole rows only). In
 // place is safe: a row's halves are read (staged) before its CTA writes any output of that row,
 // and the next row staged meanwhile is another row. Every output is the exact transform rounded
 // as 15 float64 adds (the same count as every other float64 kernel, in another order), then the
@@ -1016,7 +1021,8 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
   // rows: blockIdx.x + k G below qg, then the leftover row drawn (draw_leftover) while the last
   // static row is transformed (the next x0 is staged during the combine)
   const long long G = gridDim.x, qg = ntiles / G * G;
-  // (in the dynamic buffer, after the exchange buffer, as in fwht_rows_h15)
+  // (in the dynamic buffer, after the exchange buffer: a static __shared__ variable measured
+  // 8 % slower, session 14 call 7)
   long long& s_first = *reinterpret_cast<long long*>(smem_raw + (3 << 16));
   long long& s_row = *reinterpret_cast<long long*>(smem_raw + (3 << 16) + 8);
   long long t = blockIdx.x;
