@@ -498,3 +498,33 @@ def test_split_cfg_rejected_below_sm90(monkeypatch):
     monkeypatch.setattr(_cuda, "_cc", lambda: 86)
     with pytest.raises(TypeError, match="sm_90"):
         _cuda.transform_contiguous(np, np.zeros((2, 1 << 15)), 15, 1.0, cfg=(9, 4, 1, False, 0, True, 2))
+
+
+def test_row_tickets_one_counter_per_stream_and_thread(monkeypatch):
+    # row_tickets keys its counters by device and stream, and by host thread on the per-thread
+    # default stream (one handle for every thread): a stub cupy stands in for the GPU
+    import sys
+    import threading
+    import types
+
+    cur = {"stream": types.SimpleNamespace(ptr=2)}
+    cuda = types.SimpleNamespace(Device=lambda *a: types.SimpleNamespace(id=0),
+                                 get_current_stream=lambda: cur["stream"],
+                                 runtime=types.SimpleNamespace(streamPerThread=2))
+    stub = types.SimpleNamespace(cuda=cuda, uint32=np.uint32, zeros=lambda n, dtype=None: np.zeros(n, dtype))
+    monkeypatch.setitem(sys.modules, "cupy", stub)
+    monkeypatch.setattr(_cuda, "_TICKETS", {})
+
+    def in_thread():
+        out = []
+        t = threading.Thread(target=lambda: out.append(_cuda.row_tickets()))
+        t.start()
+        t.join()
+        return out[0]
+
+    a = _cuda.row_tickets()
+    assert _cuda.row_tickets() is a and a.dtype == np.uint32 and a.tolist() == [0]
+    assert in_thread() is not a  # per-thread default stream: another thread, another counter
+    cur["stream"] = types.SimpleNamespace(ptr=12345)
+    b = _cuda.row_tickets()
+    assert b is not a and in_thread() is b  # an explicit stream: one counter for every thread
