@@ -1021,8 +1021,8 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
   // rows: blockIdx.x + k G below qg, then the leftover row drawn (draw_leftover) while the last
   // static row is transformed (the next x0 is staged during the combine)
   const long long G = gridDim.x, qg = ntiles / G * G;
-  // (in the dynamic buffer, after the exchange buffer: a static __shared__ variable measured
-  // 8 % slower, session 14 call 7)
+  // (in the dynamic buffer, after the exchange buffer: with static __shared__ variables this
+  // kernel measured 4-5 % slower, session 14 calls 7-8)
   long long& s_first = *reinterpret_cast<long long*>(smem_raw + (3 << 16));
   long long& s_row = *reinterpret_cast<long long*>(smem_raw + (3 << 16) + 8);
   long long t = blockIdx.x;
