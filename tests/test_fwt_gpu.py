@@ -455,17 +455,22 @@ def test_gpu_split_first_pass_exact(dt, L):
     # place; sparse integer rows (||x||_1 <= 96: every sum exact). (float64 2**15, the other
     # split entry, runs the dedicated fwht_rows_d15s since session 14: test_gpu_d15s_*; the
     # split kernel itself stays tested with forced configurations above.)
-    n = 1 << L
     plan = _cuda.plan(L, dt)
     assert _cuda.row_launch(cp.empty((1, 1 << 16), dtype=dt), 16)[0].startswith("fwht_rows_pipe_split<")
     assert plan[0] == ("rows", 16) and len(plan) == (1 if L < 20 else 2)
-    rng = np.random.default_rng(4000 + L)
-    rows = 2
-    k = np.zeros((rows, n), dtype=np.int64)
-    want = np.empty((rows, n), dtype=np.int64)
-    for r in range(rows):
+    _assert_sparse_rows_exact(dt, L, 4000 + L, -6, 7)
+
+
+def _assert_sparse_rows_exact(dt, L, seed, lo, hi):
+    """Two rows of 2**L with 16 random integers in [lo, hi) each (all other entries 0), through
+    the public API out of place and in place: equal to the exact sparse WHT (``_ref_sparse``)."""
+    n = 1 << L
+    rng = np.random.default_rng(seed)
+    k = np.zeros((2, n), dtype=np.int64)
+    want = np.empty((2, n), dtype=np.int64)
+    for r in range(2):
         idx = rng.choice(n, size=16, replace=False)
-        vals = rng.integers(-6, 7, size=16)
+        vals = rng.integers(lo, hi, size=16)
         k[r, idx] = vals
         want[r] = _ref_sparse(n, idx, vals)
     x = cp.asarray(k.astype(dt))
@@ -576,19 +581,8 @@ def test_gpu_dedicated_first_pass_of_2_24_exact(dt, lo, hi):
     assert _cuda.plan(L, dt)[0] == ("rows", 15)
     assert _cuda.row_launch(cp.empty((2, n), dtype=dt), 15, dt == np.float16)[0] == (
         "fwht_rows_h15<1>" if dt == np.float16 else "fwht_rows_d15s<1>")
-    rng = np.random.default_rng(4024 if dt == np.float16 else 4025)
-    k = np.zeros((2, n), dtype=np.int64)
-    want = np.empty((2, n), dtype=np.int64)
-    for r in range(2):
-        idx = rng.choice(n, size=16, replace=False)
-        vals = rng.integers(lo, hi, size=16)  # (the data of the two tests this merges, calls 12 and 15)
-        k[r, idx] = vals
-        want[r] = _ref_sparse(n, idx, vals)
-    x = cp.asarray(k.astype(dt))
-    y = fwht(x)
-    np.testing.assert_array_equal(cp.asnumpy(y).astype(np.int64), want)
-    fwht(x, out=x)
-    np.testing.assert_array_equal(cp.asnumpy(x).astype(np.int64), want)
+    # (the data of the two tests this merges, calls 12 and 15)
+    _assert_sparse_rows_exact(dt, L, 4024 if dt == np.float16 else 4025, lo, hi)
 
 
 # ---- leftover rows and tiles: the ticket counter (draw_leftover) -------------------------------
