@@ -83,14 +83,11 @@ __device__ __forceinline__ unsigned f2h2(float lo, float hi) {  // one cvt for t
   return (unsigned)f2h(lo) | ((unsigned)f2h(hi) << 16);
 #endif
 }
-__device__ __forceinline__ uint4 pack_h8(const float* a, float s) {  // 8 values scaled, to binary16
+__device__ __forceinline__ void gstore(half_bits* p, const float* a, float s) {
   unsigned w[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k) w[k] = f2h2(a[2 * k] * s, a[2 * k + 1] * s);
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
-__device__ __forceinline__ void gstore(half_bits* p, const float* a, float s) {
-  __stcs(reinterpret_cast<uint4*>(p), pack_h8(a, s));
+  __stcs(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
 }
 __device__ __forceinline__ void gstore(float* p, const float* a, float s) {
   __stcs(reinterpret_cast<float4*>(p), make_float4(a[0] * s, a[1] * s, a[2] * s, a[3] * s));
