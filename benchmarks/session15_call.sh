@@ -1,0 +1,14 @@
+#!/bin/bash
+# Session 15 device calls: $1 selects the step list (see the case below). Prints a short summary last.
+source benchmarks/device_env.sh || exit 1
+step() { echo "== $*"; }
+case "$1" in
+  1)
+    step "tests/test_fwt_gpu.py (whole file) on ${CODE:-?}"
+    timeout 360 python3 -m pytest -q -p no:cacheprovider -rf tests/test_fwt_gpu.py > $OUT/test_fwt_gpu.txt 2>&1; echo "rc $?"
+    tail -6 $OUT/test_fwt_gpu.txt
+    step "public bench, fresh processes"
+    timeout 200 python3 benchmarks/fwt_repeat.py 4 "float16:15,float32:15,float64:15,float64:14" | tail -4
+    ;;
+  *) "$@" ;;
+esac
