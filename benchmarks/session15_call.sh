@@ -10,5 +10,11 @@ case "$1" in
     step "public bench, fresh processes"
     timeout 200 python3 benchmarks/fwt_repeat.py 4 "float16:15,float32:15,float64:15,float64:14" | tail -4
     ;;
+  2)
+    step "ab: h15 one exchange (OZ_FWT_H15_X1=1) vs default"
+    timeout 150 python3 benchmarks/fwt_ab_build.py "float16:15" "" "-DOZ_FWT_H15_X1=1" "" "-DOZ_FWT_H15_X1=1"
+    step "trace h15 default, then X1"; timeout 60 python3 benchmarks/fwt_trace.py h15
+    FWT_TRACE_OPTS="-DOZ_FWT_H15_X1=1" timeout 60 python3 benchmarks/fwt_trace.py h15
+    ;;
   *) "$@" ;;
 esac
