@@ -16,5 +16,10 @@ case "$1" in
     step "trace h15 default, then X1"; timeout 60 python3 benchmarks/fwt_trace.py h15
     FWT_TRACE_OPTS="-DOZ_FWT_H15_X1=1" timeout 60 python3 benchmarks/fwt_trace.py h15
     ;;
+  3)
+    step "ab: h15 one exchange X1=1, deferred stores X1=2 (mma phase), X1=3 (spread)"
+    timeout 150 python3 benchmarks/fwt_ab_build.py "float16:15" "" "-DOZ_FWT_H15_X1=1" "-DOZ_FWT_H15_X1=2" "-DOZ_FWT_H15_X1=3" "" "-DOZ_FWT_H15_X1=2" "-DOZ_FWT_H15_X1=3"
+    for o in 2 3; do step "trace X1=$o"; FWT_TRACE_OPTS="-DOZ_FWT_H15_X1=$o" timeout 60 python3 benchmarks/fwt_trace.py h15 | grep -v "first row"; done
+    ;;
   *) "$@" ;;
 esac

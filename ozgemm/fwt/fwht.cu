@@ -886,6 +886,89 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   cp_async_commit();
   const uint4 hb = h16_frags(lane);
   int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
+#if OZ_FWT_H15_X1
+  // (X1 >= 2) the previous row's packed outputs, stored during this row's front end
+  unsigned op[32];
+  half_bits* yp = nullptr;
+  auto ooff = [&](int p) { return o2x + ((p & 1) << 7) + ((p >> 1) << 11); };
+  auto store4 = [&](int q) {
+    if (OZ_FWT_H15_X1 >= 2 && yp != nullptr) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) __stcs(reinterpret_cast<unsigned*>(yp + ooff(4 * q + k)), op[4 * q + k]);
+    }
+  };
+  for (; t < ntiles; t += gridDim.x, ++it) {
+    float r[64];
+    uint4 u[8];
+    oz_trace_at(it, 0);
+    if (tid == 0 && t + 2 * (long long)gridDim.x < ntiles)
+      prefetch_l2(x + ((t + 2 * (long long)gridDim.x) << LT), 2u << LT);
+    cp_async_wait_all();
+    oz_trace_at(it, 1);
+#pragma unroll
+    for (int c = 0; c < 8; ++c) u[c] = *reinterpret_cast<const uint4*>(stage + o1 + (c << 8));
+    const long long nt = t + gridDim.x;
+    if (nt < ntiles) {
+#pragma unroll
+      for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
+    }
+    cp_async_commit();
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      mma_h16(u[c], hb, r + 8 * c);  // bits 0, 2, 3, 4
+      if (OZ_FWT_H15_X1 == 2) store4(c);
+      if (OZ_FWT_H15_X1 == 3 && (c & 1)) store4(c >> 1);
+    }
+    reg_stage<float, 64>(r, 2);   // bit 1
+    if (OZ_FWT_H15_X1 == 3) store4(4);
+    reg_stage<float, 64>(r, 8);   // bit 8
+    if (OZ_FWT_H15_X1 == 3) store4(5);
+    reg_stage<float, 64>(r, 16);  // bit 9
+    if (OZ_FWT_H15_X1 == 3) store4(6);
+    reg_stage<float, 64>(r, 32);  // bit 10
+    if (OZ_FWT_H15_X1 == 3) store4(7);
+    shfl_stage<float, 64>(r, 4);  // bit 5 (lane bit 2)
+    shfl_stage<float, 64>(r, 8);  // bit 6 (lane bit 3)
+    __syncthreads();  // the previous row's exchange reads are done
+    oz_trace_at(it, 2);
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      sstore<4>(sm + ((o1 + (c << 8)) ^ sw), r + 8 * c);
+      sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int p = 0; p < 32; ++p) {  // r[2p + k]: bit 0 = k, bits 7, 11, 12, 13, 14 = bits of p
+      const float2 v = *reinterpret_cast<const float2*>(sm + (ooff(p) ^ sw2));
+      r[2 * p] = v.x;
+      r[2 * p + 1] = v.y;
+    }
+    reg_stage<float, 64>(r, 2);   // bit 7
+    reg_stage<float, 64>(r, 4);   // bit 11
+    reg_stage<float, 64>(r, 8);   // bit 12
+    reg_stage<float, 64>(r, 16);  // bit 13
+    reg_stage<float, 64>(r, 32);  // bit 14
+    oz_trace_at(it, 3);
+    yp = y + (t << LT);
+    if (scale == 1.f) {
+#pragma unroll
+      for (int p = 0; p < 32; ++p) op[p] = f2h2(r[2 * p], r[2 * p + 1]);
+    } else {
+#pragma unroll
+      for (int p = 0; p < 32; ++p) op[p] = f2h2(r[2 * p] * scale, r[2 * p + 1] * scale);
+    }
+    if (OZ_FWT_H15_X1 == 1) {
+#pragma unroll
+      for (int q = 0; q < 8; ++q)
+#pragma unroll
+        for (int k = 0; k < 4; ++k) __stcs(reinterpret_cast<unsigned*>(yp + ooff(4 * q + k)), op[4 * q + k]);
+    }
+  }
+  if (OZ_FWT_H15_X1 >= 2) {
+#pragma unroll
+    for (int q = 0; q < 8; ++q) store4(q);
+  }
+#else
   for (; t < ntiles; t += gridDim.x, ++it) {
     float r[64];
     uint4 u[8];
@@ -910,41 +993,6 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
     reg_stage<float, 64>(r, 8);   // bit 8
     reg_stage<float, 64>(r, 16);  // bit 9
     reg_stage<float, 64>(r, 32);  // bit 10
-#if OZ_FWT_H15_X1
-    shfl_stage<float, 64>(r, 4);  // bit 5 (lane bit 2)
-    shfl_stage<float, 64>(r, 8);  // bit 6 (lane bit 3)
-    __syncthreads();  // the previous row's L2 reads are done
-    oz_trace_at(it, 2);
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      sstore<4>(sm + ((o1 + (c << 8)) ^ sw), r + 8 * c);
-      sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
-    }
-    __syncthreads();
-#pragma unroll
-    for (int p = 0; p < 32; ++p) {  // r[2p + k]: bit 0 = k, bits 7, 11, 12, 13, 14 = bits of p
-      const float2 v = *reinterpret_cast<const float2*>(sm + ((o2x + ((p & 1) << 7) + ((p >> 1) << 11)) ^ sw2));
-      r[2 * p] = v.x;
-      r[2 * p + 1] = v.y;
-    }
-    reg_stage<float, 64>(r, 2);   // bit 7
-    reg_stage<float, 64>(r, 4);   // bit 11
-    reg_stage<float, 64>(r, 8);   // bit 12
-    reg_stage<float, 64>(r, 16);  // bit 13
-    reg_stage<float, 64>(r, 32);  // bit 14
-    oz_trace_at(it, 3);
-    half_bits* yt = y + (t << LT);
-    if (scale == 1.f) {
-#pragma unroll
-      for (int p = 0; p < 32; ++p)
-        __stcs(reinterpret_cast<unsigned*>(yt + o2x + ((p & 1) << 7) + ((p >> 1) << 11)), f2h2(r[2 * p], r[2 * p + 1]));
-    } else {
-#pragma unroll
-      for (int p = 0; p < 32; ++p)
-        __stcs(reinterpret_cast<unsigned*>(yt + o2x + ((p & 1) << 7) + ((p >> 1) << 11)),
-               f2h2(r[2 * p] * scale, r[2 * p + 1] * scale));
-    }
-#else
     __syncthreads();  // the previous row's L3 reads are done
     oz_trace_at(it, 2);
 #pragma unroll
@@ -981,8 +1029,8 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
 #pragma unroll
       for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, scale);
     }
-#endif
   }
+#endif
 }
 
 // The 14 levels of a 2^14 half: r in the L1 layout in, r in the L3 layout out (no stores).
