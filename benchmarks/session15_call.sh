@@ -21,5 +21,13 @@ case "$1" in
     timeout 150 python3 benchmarks/fwt_ab_build.py "float16:15" "" "-DOZ_FWT_H15_X1=1" "-DOZ_FWT_H15_X1=2" "-DOZ_FWT_H15_X1=3" "" "-DOZ_FWT_H15_X1=2" "-DOZ_FWT_H15_X1=3"
     for o in 2 3; do step "trace X1=$o"; FWT_TRACE_OPTS="-DOZ_FWT_H15_X1=$o" timeout 60 python3 benchmarks/fwt_trace.py h15 | grep -v "first row"; done
     ;;
+  4)
+    step "h15 sources: base (7d7c9db) vs noinline row loop + leftover tickets, its static build, inlined"
+    timeout 200 python3 benchmarks/fwt_src_ab.py float16 "benchmarks/_tmp/fwht_base.cu" "ozgemm/fwt/fwht.cu" "ozgemm/fwt/fwht.cu -DOZ_FWT_LEFTOVER=0" "ozgemm/fwt/fwht.cu -DOZ_FWT_H15_INLINE=1" "benchmarks/_tmp/fwht_base.cu" "ozgemm/fwt/fwht.cu"
+    step "trace h15 (new)"; timeout 60 python3 benchmarks/fwt_trace.py h15 | grep -v "first row"
+    step "tests: h15, leftover, 2^24 first pass, float16 within bound"
+    timeout 200 python3 -m pytest -q -p no:cacheprovider -rf tests/test_fwt_gpu.py -k "h15 or leftover or first_pass_of_2_24 or (random_within_bound and float16)" 2>&1 | tail -3
+    step "public bench, fresh processes"; timeout 100 python3 benchmarks/fwt_repeat.py 4 "float16:15" | tail -1
+    ;;
   *) "$@" ;;
 esac

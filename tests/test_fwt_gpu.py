@@ -586,13 +586,13 @@ def test_gpu_dedicated_first_pass_of_2_24_exact(dt, lo, hi):
 
 
 # ---- leftover rows and tiles: the ticket counter (draw_leftover) -------------------------------
-# fwht_rows_d15s (float64 2**15) and fwht_rows_pipe (float32 2**15): rows b + k G statically,
+# fwht_rows_h15 (float16 2**15), fwht_rows_d15s (float64 2**15) and fwht_rows_pipe (float32
+# 2**15): rows b + k G statically,
 # then one ticket per CTA for the ntiles - q G leftover rows, whichever CTA draws it: every row
 # count (q = 0 is not reachable: the grid is at most one CTA per row), exact results written
 # into a NaN-filled output (a skipped row stays NaN), the stream's counter back at its start
 # after each launch, a counter left at any value (the draws are modulo G), and two streams with
-# their own counters. (The float16 kernel keeps the static schedule; it runs here too, as a
-# check of the row counts.)
+# their own counters.
 @pytest.mark.parametrize("dt, variant, kernel", [(np.float16, "mma", "fwht_rows_h15<1>"),
                                                  (np.float64, "plain", "fwht_rows_d15s<1>"),
                                                  (np.float32, "plain", "fwht_rows_pipe<")])
@@ -608,14 +608,13 @@ def test_gpu_dedicated_leftover_rows_and_counter(monkeypatch, dt, variant, kerne
         _cuda.transform_contiguous(cp, x, 15, 1.0, out=y, variant=variant)
         np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k_all[:rows]).astype(dt))
         assert int(_cuda.row_tickets()[0]) == 0
-    if kernel != "fwht_rows_h15<1>":  # a counter left at any value: every row still done once
-        x = cp.asarray(k_all.astype(dt))
-        for start in (1, sms - 1, sms, 12345):
-            _cuda.row_tickets()[0] = start
-            y = cp.full(x.shape, cp.nan, dtype=dt)
-            _cuda.transform_contiguous(cp, x, 15, 1.0, out=y, variant=variant)
-            np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k_all).astype(dt))
-        _cuda.row_tickets()[0] = 0
+    x = cp.asarray(k_all.astype(dt))  # a counter left at any value: every row still done once
+    for start in (1, sms - 1, sms, 12345):
+        _cuda.row_tickets()[0] = start
+        y = cp.full(x.shape, cp.nan, dtype=dt)
+        _cuda.transform_contiguous(cp, x, 15, 1.0, out=y, variant=variant)
+        np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k_all).astype(dt))
+    _cuda.row_tickets()[0] = 0
     monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", None)
     x = cp.asarray(k_all.astype(dt))
     want = _ref_int(k_all).astype(dt)

@@ -300,8 +300,8 @@ def test_dedicated_row_kernels_selection(monkeypatch):
 
 
 def test_row_args_ticket_counter_for_dedicated_kernels(monkeypatch):
-    # the kernels with leftover-row tickets (d15s, the pipelined kernel) take the stream's counter
-    # as a sixth argument, the others (h15, split, one-pass rows) not
+    # the kernels with leftover-row tickets (h15, d15s, the pipelined kernel) take the stream's
+    # counter as a sixth argument, the others (split, one-pass rows) not
     counter = object()
     monkeypatch.setattr(_cuda, "row_tickets", lambda: counter)
     x = np.zeros((2, 1 << 15), dtype=np.float64)
@@ -309,8 +309,8 @@ def test_row_args_ticket_counter_for_dedicated_kernels(monkeypatch):
     assert len(a) == 6 and a[5] is counter and a[2] == 1 << 16 and a[3] == 15 and a[4] == 0.5
     assert isinstance(a[4], np.float64) and isinstance(a[2], np.int64)
     h = np.zeros((1, 1 << 15), dtype=np.float16)
-    a = _cuda.row_args("fwht_rows_h15<1>", h, h, 15, 1.0)  # static schedule: no counter
-    assert len(a) == 5 and isinstance(a[4], np.float32)
+    a = _cuda.row_args("fwht_rows_h15<1>", h, h, 15, 1.0)
+    assert len(a) == 6 and a[5] is counter and isinstance(a[4], np.float32)
     assert len(_cuda.row_args("fwht_rows_pipe_split<double, double, 1, 9, 4, false, 0, 1, 2, 14>",
                               x, x, 15, 1.0)) == 5
     f = np.zeros((2, 1 << 15), dtype=np.float32)  # the pipelined kernel draws leftover tiles too

@@ -102,7 +102,7 @@ ROW_TUNED: dict = {
 # for the split kernel of ROW_TUNED in calls 4-5; the split entry stays for the sweep and
 # lmax_single); +16 bytes of shared memory for the leftover row's number.
 ROW_DEDICATED: dict = {
-    ("float16", 15): ("fwht_rows_h15<1>", (2 + 4) << 15, 3407, True, False),
+    ("float16", 15): ("fwht_rows_h15<1>", (2 + 4) << 15, 3407, True, True),
     ("float64", 15): ("fwht_rows_d15s<1>", ((1 << 14) + (1 << 13)) * 8 + 16, 3674, False, True),
 }
 

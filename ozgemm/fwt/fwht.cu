@@ -237,18 +237,6 @@ __device__ __forceinline__ void reg_stage(A* r, int h) {
   }
 }
 
-// butterfly on index bit log2(m) held in lane bit log2(m): lower lane r + o, upper lane o - r
-// (bit-identical to reg_stage's u + w, u - w), one warp shuffle per value
-template <typename A, int N>
-__device__ __forceinline__ void shfl_stage(A* r, int m) {
-  const A sg = (threadIdx.x & m) ? A(-1) : A(1);
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const A o = __shfl_xor_sync(0xffffffffu, r[k], m);
-    r[k] = bfly(sg, r[k], o);
-  }
-}
-
 // ---- tensor-core front end for binary16 (MMA variant of fwht_rows) ---------------------
 // One 16-byte vector per lane = 8 halves at tile index 8*lane + e (e < 8) of a 256-element
 // chunk. Read as the A fragment of mma.m16n8k16 (row-major 16x16, fp16) with the mapping
@@ -853,18 +841,21 @@ __device__ __forceinline__ void oz_trace_at(int, int) {}
 // Shared memory: 64 KiB staging (binary16) + 128 KiB exchange (float32). Whole rows only
 // (total a multiple of 2^15); in place is safe (a row is staged completely before its CTA
 // writes it, and the next row staged meanwhile is another row).
-#ifndef OZ_FWT_H15_X1
-#define OZ_FWT_H15_X1 0
+#ifndef OZ_FWT_H15_INLINE
+#define OZ_FWT_H15_INLINE 0
 #endif
-template <int MINB>
-__global__ void __launch_bounds__(512, MINB)
-fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long total, int L, float scale) {
+#if OZ_FWT_H15_INLINE
+#define OZ_FWT_H15_FN __forceinline__
+#else
+#define OZ_FWT_H15_FN __noinline__
+#endif
+__device__ OZ_FWT_H15_FN int h15_rows(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long t,
+                                     long long end, float scale, int it) {
   constexpr int LT = 15;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   half_bits* stage = reinterpret_cast<half_bits*>(smem_raw);
   float* sm = reinterpret_cast<float*>(smem_raw + (sizeof(half_bits) << LT));
   const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
-  const long long ntiles = total >> LT;
   const int o1 = (lane << 3) | (wid << 11);  // L1 offset of chunk c: o1 + (c << 8)
   const int o2 = ((lane & 7) << 2) | ((lane >> 3) << 8) | ((wid & 1) << 10) | ((wid >> 1) << 12);
   const int o3 = (lane << 3) | (wid << 8);   // L3 offset of group j: o3 + (j << 12)
@@ -874,115 +865,26 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   // are 32 bytes apart and bit 5 is lane bit 2; in L2 they are 16 bytes apart). The swap is a
   // per-thread constant in L1 and L3 and a per-j constant in L2: no value selects.
   const int sw = lane & 4;  // 4 * bit 5 of e in L1 and L3 (lane bit 2)
-#if OZ_FWT_H15_X1
-  const int o2x = (lane << 1) | ((wid & 1) << 6) | ((wid >> 1) << 8);  // pair p: o2x + 128 (p & 1) + 2048 (p >> 1)
-  const int sw2 = (lane >> 2) & 4;  // 4 * bit 5 of e in the one-exchange L2 (lane bit 4)
-#endif
-  long long t = blockIdx.x;
-  if (t < ntiles) {
+  if (t < end) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (t << LT) + o1 + (c << 8));
   }
   cp_async_commit();
   const uint4 hb = h16_frags(lane);
-  int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
-#if OZ_FWT_H15_X1
-  // (X1 >= 2) the previous row's packed outputs, stored during this row's front end
-  unsigned op[32];
-  half_bits* yp = nullptr;
-  auto ooff = [&](int p) { return o2x + ((p & 1) << 7) + ((p >> 1) << 11); };
-  auto store4 = [&](int q) {
-    if (OZ_FWT_H15_X1 >= 2 && yp != nullptr) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) __stcs(reinterpret_cast<unsigned*>(yp + ooff(4 * q + k)), op[4 * q + k]);
-    }
-  };
-  for (; t < ntiles; t += gridDim.x, ++it) {
-    float r[64];
-    uint4 u[8];
-    oz_trace_at(it, 0);
-    if (tid == 0 && t + 2 * (long long)gridDim.x < ntiles)
-      prefetch_l2(x + ((t + 2 * (long long)gridDim.x) << LT), 2u << LT);
-    cp_async_wait_all();
-    oz_trace_at(it, 1);
-#pragma unroll
-    for (int c = 0; c < 8; ++c) u[c] = *reinterpret_cast<const uint4*>(stage + o1 + (c << 8));
-    const long long nt = t + gridDim.x;
-    if (nt < ntiles) {
-#pragma unroll
-      for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
-    }
-    cp_async_commit();
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      mma_h16(u[c], hb, r + 8 * c);  // bits 0, 2, 3, 4
-      if (OZ_FWT_H15_X1 == 2) store4(c);
-      if (OZ_FWT_H15_X1 == 3 && (c & 1)) store4(c >> 1);
-    }
-    reg_stage<float, 64>(r, 2);   // bit 1
-    if (OZ_FWT_H15_X1 == 3) store4(4);
-    reg_stage<float, 64>(r, 8);   // bit 8
-    if (OZ_FWT_H15_X1 == 3) store4(5);
-    reg_stage<float, 64>(r, 16);  // bit 9
-    if (OZ_FWT_H15_X1 == 3) store4(6);
-    reg_stage<float, 64>(r, 32);  // bit 10
-    if (OZ_FWT_H15_X1 == 3) store4(7);
-    shfl_stage<float, 64>(r, 4);  // bit 5 (lane bit 2)
-    shfl_stage<float, 64>(r, 8);  // bit 6 (lane bit 3)
-    __syncthreads();  // the previous row's exchange reads are done
-    oz_trace_at(it, 2);
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      sstore<4>(sm + ((o1 + (c << 8)) ^ sw), r + 8 * c);
-      sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
-    }
-    __syncthreads();
-#pragma unroll
-    for (int p = 0; p < 32; ++p) {  // r[2p + k]: bit 0 = k, bits 7, 11, 12, 13, 14 = bits of p
-      const float2 v = *reinterpret_cast<const float2*>(sm + (ooff(p) ^ sw2));
-      r[2 * p] = v.x;
-      r[2 * p + 1] = v.y;
-    }
-    reg_stage<float, 64>(r, 2);   // bit 7
-    reg_stage<float, 64>(r, 4);   // bit 11
-    reg_stage<float, 64>(r, 8);   // bit 12
-    reg_stage<float, 64>(r, 16);  // bit 13
-    reg_stage<float, 64>(r, 32);  // bit 14
-    oz_trace_at(it, 3);
-    yp = y + (t << LT);
-    if (scale == 1.f) {
-#pragma unroll
-      for (int p = 0; p < 32; ++p) op[p] = f2h2(r[2 * p], r[2 * p + 1]);
-    } else {
-#pragma unroll
-      for (int p = 0; p < 32; ++p) op[p] = f2h2(r[2 * p] * scale, r[2 * p + 1] * scale);
-    }
-    if (OZ_FWT_H15_X1 == 1) {
-#pragma unroll
-      for (int q = 0; q < 8; ++q)
-#pragma unroll
-        for (int k = 0; k < 4; ++k) __stcs(reinterpret_cast<unsigned*>(yp + ooff(4 * q + k)), op[4 * q + k]);
-    }
-  }
-  if (OZ_FWT_H15_X1 >= 2) {
-#pragma unroll
-    for (int q = 0; q < 8; ++q) store4(q);
-  }
-#else
-  for (; t < ntiles; t += gridDim.x, ++it) {
+  for (; t < end; t += gridDim.x, ++it) {
     float r[64];
     uint4 u[8];
     oz_trace_at(it, 0);
     // the row after the staged one into L2 (its cp.async copies then hit L2; session 13, call
     // 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits)
-    if (tid == 0 && t + 2 * (long long)gridDim.x < ntiles)
+    if (tid == 0 && t + 2 * (long long)gridDim.x < end)
       prefetch_l2(x + ((t + 2 * (long long)gridDim.x) << LT), 2u << LT);
     cp_async_wait_all();
     oz_trace_at(it, 1);
 #pragma unroll
     for (int c = 0; c < 8; ++c) u[c] = *reinterpret_cast<const uint4*>(stage + o1 + (c << 8));
     const long long nt = t + gridDim.x;
-    if (nt < ntiles) {  // stage the next row into the slots this thread has just read
+    if (nt < end) {  // stage the next row into the slots this thread has just read
 #pragma unroll
       for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (nt << LT) + o1 + (c << 8));
     }
@@ -1030,7 +932,24 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
       for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, scale);
     }
   }
-#endif
+  return it;
+}
+
+template <int MINB>
+__global__ void __launch_bounds__(512, MINB)
+fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long total, int L, float scale,
+              unsigned* __restrict__ tickets) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const long long ntiles = total >> 15, qg = ntiles / gridDim.x * gridDim.x;
+  const int it = h15_rows(x, y, blockIdx.x, qg, scale, 0);  // the static rows b + k G below q G
+  if (qg < ntiles) {  // the leftover rows by tickets (draw_leftover), one per CTA at most
+    long long* slot = reinterpret_cast<long long*>(smem_raw);  // thread 0's own staging slot
+    if (threadIdx.x == 0) *slot = draw_leftover(tickets, ntiles);
+    __syncthreads();
+    const long long t = *slot;
+    __syncthreads();  // every thread has read the number before thread 0's copies overwrite it
+    if (t < ntiles) h15_rows(x, y, t, t + 1, scale, it);
+  }
 }
 
 // The 14 levels of a 2^14 half: r in the L1 layout in, r in the L3 layout out (no stores).
