@@ -29,5 +29,11 @@ case "$1" in
     timeout 200 python3 -m pytest -q -p no:cacheprovider -rf tests/test_fwt_gpu.py -k "h15 or leftover or first_pass_of_2_24 or (random_within_bound and float16)" 2>&1 | tail -3
     step "public bench, fresh processes"; timeout 100 python3 benchmarks/fwt_repeat.py 4 "float16:15" | tail -1
     ;;
+  5)
+    step "h15 sources: base (7d7c9db) vs inlined loop + leftover tickets (default), + X1, + PF=3, probes (wrong values)"
+    F=ozgemm/fwt/fwht.cu
+    timeout 200 python3 benchmarks/fwt_src_ab.py float16 "benchmarks/_tmp/fwht_base.cu" "$F" "$F -DOZ_FWT_H15_X1=1" "$F -DOZ_FWT_H15_PF=3" "$F -DOZ_FWT_H15_PROBE=1" "$F -DOZ_FWT_H15_PROBE=2"
+    step "public bench, fresh processes (default)"; timeout 100 python3 benchmarks/fwt_repeat.py 4 "float16:15" | tail -1
+    ;;
   *) "$@" ;;
 esac

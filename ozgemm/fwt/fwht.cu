@@ -237,6 +237,18 @@ __device__ __forceinline__ void reg_stage(A* r, int h) {
   }
 }
 
+// butterfly on index bit log2(m) held in lane bit log2(m): lower lane r + o, upper lane o - r
+// (bit-identical to reg_stage's u + w, u - w), one warp shuffle per value
+template <typename A, int N>
+__device__ __forceinline__ void shfl_stage(A* r, int m) {
+  const A sg = (threadIdx.x & m) ? A(-1) : A(1);
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const A o = __shfl_xor_sync(0xffffffffu, r[k], m);
+    r[k] = bfly(sg, r[k], o);
+  }
+}
+
 // ---- tensor-core front end for binary16 (MMA variant of fwht_rows) ---------------------
 // One 16-byte vector per lane = 8 halves at tile index 8*lane + e (e < 8) of a 256-element
 // chunk. Read as the A fragment of mma.m16n8k16 (row-major 16x16, fp16) with the mapping
@@ -841,8 +853,17 @@ __device__ __forceinline__ void oz_trace_at(int, int) {}
 // Shared memory: 64 KiB staging (binary16) + 128 KiB exchange (float32). Whole rows only
 // (total a multiple of 2^15); in place is safe (a row is staged completely before its CTA
 // writes it, and the next row staged meanwhile is another row).
+#ifndef OZ_FWT_H15_PF
+#define OZ_FWT_H15_PF 2
+#endif
+#ifndef OZ_FWT_H15_PROBE
+#define OZ_FWT_H15_PROBE 0
+#endif
+#ifndef OZ_FWT_H15_X1
+#define OZ_FWT_H15_X1 0
+#endif
 #ifndef OZ_FWT_H15_INLINE
-#define OZ_FWT_H15_INLINE 0
+#define OZ_FWT_H15_INLINE 1
 #endif
 #if OZ_FWT_H15_INLINE
 #define OZ_FWT_H15_FN __forceinline__
@@ -865,6 +886,10 @@ __device__ OZ_FWT_H15_FN int h15_rows(const half_bits* __restrict__ x, half_bits
   // are 32 bytes apart and bit 5 is lane bit 2; in L2 they are 16 bytes apart). The swap is a
   // per-thread constant in L1 and L3 and a per-j constant in L2: no value selects.
   const int sw = lane & 4;  // 4 * bit 5 of e in L1 and L3 (lane bit 2)
+#if OZ_FWT_H15_X1
+  const int o2x = (lane << 1) | ((wid & 1) << 6) | ((wid >> 1) << 8);  // pair p: o2x + 128 (p & 1) + 2048 (p >> 1)
+  const int sw2 = (lane >> 2) & 4;  // 4 * bit 5 of e in the one-exchange L2 (lane bit 4)
+#endif
   if (t < end) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (t << LT) + o1 + (c << 8));
@@ -877,8 +902,8 @@ __device__ OZ_FWT_H15_FN int h15_rows(const half_bits* __restrict__ x, half_bits
     oz_trace_at(it, 0);
     // the row after the staged one into L2 (its cp.async copies then hit L2; session 13, call
     // 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits)
-    if (tid == 0 && t + 2 * (long long)gridDim.x < end)
-      prefetch_l2(x + ((t + 2 * (long long)gridDim.x) << LT), 2u << LT);
+    if (tid == 0 && t + OZ_FWT_H15_PF * (long long)gridDim.x < end)
+      prefetch_l2(x + ((t + OZ_FWT_H15_PF * (long long)gridDim.x) << LT), 2u << LT);
     cp_async_wait_all();
     oz_trace_at(it, 1);
 #pragma unroll
@@ -895,6 +920,41 @@ __device__ OZ_FWT_H15_FN int h15_rows(const half_bits* __restrict__ x, half_bits
     reg_stage<float, 64>(r, 8);   // bit 8
     reg_stage<float, 64>(r, 16);  // bit 9
     reg_stage<float, 64>(r, 32);  // bit 10
+#if OZ_FWT_H15_X1
+    shfl_stage<float, 64>(r, 4);  // bit 5 (lane bit 2)
+    shfl_stage<float, 64>(r, 8);  // bit 6 (lane bit 3)
+    __syncthreads();  // the previous row's L2 reads are done
+    oz_trace_at(it, 2);
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      sstore<4>(sm + ((o1 + (c << 8)) ^ sw), r + 8 * c);
+      sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int p = 0; p < 32; ++p) {  // r[2p + k]: bit 0 = k, bits 7, 11, 12, 13, 14 = bits of p
+      const float2 v = *reinterpret_cast<const float2*>(sm + ((o2x + ((p & 1) << 7) + ((p >> 1) << 11)) ^ sw2));
+      r[2 * p] = v.x;
+      r[2 * p + 1] = v.y;
+    }
+    reg_stage<float, 64>(r, 2);   // bit 7
+    reg_stage<float, 64>(r, 4);   // bit 11
+    reg_stage<float, 64>(r, 8);   // bit 12
+    reg_stage<float, 64>(r, 16);  // bit 13
+    reg_stage<float, 64>(r, 32);  // bit 14
+    oz_trace_at(it, 3);
+    half_bits* yt = y + (t << LT);
+    if (scale == 1.f) {
+#pragma unroll
+      for (int p = 0; p < 32; ++p)
+        __stcs(reinterpret_cast<unsigned*>(yt + o2x + ((p & 1) << 7) + ((p >> 1) << 11)), f2h2(r[2 * p], r[2 * p + 1]));
+    } else {
+#pragma unroll
+      for (int p = 0; p < 32; ++p)
+        __stcs(reinterpret_cast<unsigned*>(yt + o2x + ((p & 1) << 7) + ((p >> 1) << 11)),
+               f2h2(r[2 * p] * scale, r[2 * p + 1] * scale));
+    }
+#else
     __syncthreads();  // the previous row's L3 reads are done
     oz_trace_at(it, 2);
 #pragma unroll
@@ -924,6 +984,27 @@ __device__ OZ_FWT_H15_FN int h15_rows(const half_bits* __restrict__ x, half_bits
     reg_stage<float, 64>(r, 32);  // bit 14
     oz_trace_at(it, 3);
     half_bits* yt = y + (t << LT);
+#if OZ_FWT_H15_PROBE
+    // measurement only (wrong values): 1 = the same stores without the conversions; 2 = the
+    // conversions, one store of the eight (the packed values folded by xor)
+    uint4 acc = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      unsigned w[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        w[k] = OZ_FWT_H15_PROBE == 1
+                   ? __byte_perm(__float_as_uint(r[8 * j + 2 * k] * scale), __float_as_uint(r[8 * j + 2 * k + 1] * scale), 0x7632)
+                   : f2h2(r[8 * j + 2 * k] * scale, r[8 * j + 2 * k + 1] * scale);
+      if (OZ_FWT_H15_PROBE == 1) {
+        __stcs(reinterpret_cast<uint4*>(yt + o3 + (j << 12)), make_uint4(w[0], w[1], w[2], w[3]));
+      } else {
+        acc.x ^= w[0]; acc.y ^= w[1]; acc.z ^= w[2]; acc.w ^= w[3];
+      }
+    }
+    if (OZ_FWT_H15_PROBE == 2) __stcs(reinterpret_cast<uint4*>(yt + o3), acc);
+    if (false)
+#endif
     if (scale == 1.f) {  // (x * 1 is x: the same bits without the multiplies)
 #pragma unroll
       for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, 1.f);
@@ -931,6 +1012,7 @@ __device__ OZ_FWT_H15_FN int h15_rows(const half_bits* __restrict__ x, half_bits
 #pragma unroll
       for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, scale);
     }
+#endif
   }
   return it;
 }
