@@ -1,4 +1,4 @@
-"""Probe (session 13): the three-layout binary16 kernel ``fwht_rows_h15`` (fwht.cu) against the
+"""Probe (session 13): the dedicated binary16 kernel ``fwht_rows_h15`` (fwht.cu) against the
 configurable kernel of ROW_TUNED's float16 2**15 entry ("shipped": the public path before the
 dedicated kernel), in one process on the device. (Session 13's device calls 3-5 also ran
 variants since removed: the next row loaded into registers instead of staged, 67.7 % of copy;

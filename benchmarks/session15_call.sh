@@ -35,5 +35,18 @@ case "$1" in
     timeout 200 python3 benchmarks/fwt_src_ab.py float16 "benchmarks/_tmp/fwht_base.cu" "$F" "$F -DOZ_FWT_H15_X1=1" "$F -DOZ_FWT_H15_PF=3" "$F -DOZ_FWT_H15_PROBE=1" "$F -DOZ_FWT_H15_PROBE=2"
     step "public bench, fresh processes (default)"; timeout 100 python3 benchmarks/fwt_repeat.py 4 "float16:15" | tail -1
     ;;
+  6)
+    step "tests/test_fwt_gpu.py (whole file) on ${CODE:-?}"
+    timeout 380 python3 -m pytest -q -p no:cacheprovider -rf tests/test_fwt_gpu.py > $OUT/test_fwt_gpu.txt 2>&1; echo "rc $?"
+    tail -4 $OUT/test_fwt_gpu.txt
+    step "public bench, fresh processes"
+    timeout 150 python3 benchmarks/fwt_repeat.py 4 "float16:15,float32:15,float64:15,float64:14" | tail -4
+    ;;
+  7)
+    step "ozgemm fwt bench, 256 MiB, float16/32/64, 2^8..2^16 (+ the default extra lengths) on ${CODE:-?}"
+    timeout 300 python3 -m ozgemm fwt bench --dtypes float16,float32,float64 --lmin 8 --lmax 16 --mbytes 256 --json $OUT/fwt_bench_256mib.json > $OUT/fwt_bench_256mib.txt 2>&1; echo "rc $?"
+    grep -E "2\^1[45] " $OUT/fwt_bench_256mib.txt
+    step "trace h15"; timeout 60 python3 benchmarks/fwt_trace.py h15 | grep -v "first row"
+    ;;
   *) "$@" ;;
 esac

@@ -481,7 +481,7 @@ def _assert_sparse_rows_exact(dt, L, seed, lo, hi):
 
 
 # ---- dedicated row kernels (ROW_DEDICATED): float16 2**15, fwht_rows_h15 ---------------------
-# Its own order of butterfly levels (mma front end, then three layouts): integer rows exactly
+# Its own order of butterfly levels (mma front end, then two layouts): integer rows exactly
 # (one float16 rounding), random rows within the a-priori bound (test_gpu_random_within_bound,
 # L = 15), here also with every CTA looping (grid capped), in place, input untouched, and as the
 # first pass of the 2**24 plan.

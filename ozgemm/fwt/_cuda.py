@@ -7,7 +7,7 @@ Plan for a row of n = 2**L elements, dtype with 16-byte vectors of V = 16/itemsi
   pipelined persistent ``fwht_rows_pipe``: the same transform, the next tile staged in shared
   memory by cp.async while the current one is transformed).
 * A row pass of 2**L with a ``ROW_DEDICATED`` entry: one launch of that kernel (float16 2**15
-  with the mma front end: ``fwht_rows_h15``, persistent, pipelined, three register layouts;
+  with the mma front end: ``fwht_rows_h15``, persistent, pipelined, two register layouts;
   float64 2**15: ``fwht_rows_d15s``, persistent, one CTA per SM holding one row at a time,
   the halves in registers and shared memory, the top butterfly last).
 * L = LMAX1 + 1 where ``ROW_TUNED`` has a split entry and no ``ROW_DEDICATED`` kernel applies
@@ -94,15 +94,15 @@ ROW_TUNED: dict = {
 # sweep's forced configurations (``cfg``) never use them. Entry: (kernel name, dynamic shared
 # memory bytes, GB/s measured, whether it is the tensor-core front end: then only for the "auto"
 # and "mma" variants, not "plain"; whether it takes the leftover-row ticket counter, ``row_args``).
-# float16 2**15: ``fwht_rows_h15`` (three layouts, two float4 exchanges, 15 thread
-# instructions per element; session 5 counted 31 for a configurable kernel of this size;
-# session 13, device calls 3-6: 3392-3439 GB/s against 3233-3266 for ROW_TUNED's kernel in the
-# same processes).
+# float16 2**15: ``fwht_rows_h15`` (session 13: three layouts, two float4 exchanges, 15 thread
+# instructions per element, 3392-3439 GB/s against 3233-3266 for ROW_TUNED's kernel in the same
+# processes; session 15: two layouts, one exchange, two warp-shuffle levels, leftover rows by
+# tickets, 3649 GB/s against 3558 GB/s for session 13's kernel in the same process, call 5).
 # float64 2**15: ``fwht_rows_d15s`` (session 14: 3655-3692 GB/s in calls 8-9 against 2393-2400
 # for the split kernel of ROW_TUNED in calls 4-5; the split entry stays for the sweep and
 # lmax_single); +16 bytes of shared memory for the leftover row's number.
 ROW_DEDICATED: dict = {
-    ("float16", 15): ("fwht_rows_h15<1>", (2 + 4) << 15, 3407, True, True),
+    ("float16", 15): ("fwht_rows_h15<1>", (2 + 4) << 15, 3649, True, True),
     ("float64", 15): ("fwht_rows_d15s<1>", ((1 << 14) + (1 << 13)) * 8 + 16, 3674, False, True),
 }
 

@@ -733,9 +733,8 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
 // with PIPE = 2; none when the rows need no shared-memory phase).
 // (the loop of both pipelined kernels; CSB = 1: the split kernel below)
 // Leftover rows (tiles) of the persistent kernels fwht_rows_d15s and fwht_rows_pipe (session 14;
-// d15s, calls 8-9: 145.5-146.9 us against 150.8-151.9 us with the static schedule;
-// fwht_rows_h15 keeps the static one: its 4 leftover rows of 4096 gain less than the reworked
-// loop cost, calls 9-11; the split kernel keeps its pairs of tiles). With G CTAs and q = ntiles / G,
+// d15s, calls 8-9: 145.5-146.9 us against 150.8-151.9 us with the static schedule) and
+// fwht_rows_h15 (session 15, see there; the split kernel keeps its pairs of tiles). With G CTAs and q = ntiles / G,
 // CTA b transforms rows b + k G (k < q) and then draws one ticket from the launch's counter: the
 // first ntiles - q G tickets are the leftover rows q G + ticket, so the CTAs that finish their
 // static rows first take them (a static schedule gives them to CTAs 0 .. ntiles - q G - 1, and
@@ -832,64 +831,48 @@ __device__ __forceinline__ void oz_trace_at(int, int) {}
 #endif
 
 
-// Three-layout kernel for binary16 rows of 2^15 (session 13): pipelined and persistent like
-// fwht_rows_pipe, with float32 compute, but each butterfly level costs one float32 add per
-// element and no warp shuffle: the tile's index bits are brought into registers by two
-// shared-memory exchanges of 16-byte float4 pieces (15 thread instructions per element in
-// session 13's ncu count; session 5 counted 31 for a configurable float16 2^15 kernel,
-// issue-bound; the pipelined one this replaces, at 78 % of copy, was not counted).
+// Two-layout kernel for binary16 rows of 2^15 (sessions 13 and 15): pipelined and persistent
+// like fwht_rows_pipe, with float32 compute, the mma front end, and one shared-memory exchange.
 // 512 threads, 64 elements each; element index e (15 bits) of the row:
-//   L1 (load, mma, registers): e = v + 8*lane + 256*c + 2048*wid (v < 8, c < 8); the mma
-//      front end (mma_h16) transforms bits {0, 2, 3, 4}, register butterflies bits 1, 8, 9, 10;
-//   L2 (after exchange 1): registers hold bits {0, 1, 5, 6, 7, 11} (float4 pieces of bits
-//      0-1; lanes: bits 2, 3, 4, 8, 9; warps: 10, 12, 13, 14); butterflies on bits 5, 6, 7, 11;
-//      each thread writes its values back where it read them (no other thread reads there in
-//      this layout: no barrier between the read and the write);
-//   L3 (after exchange 2): registers hold bits {0, 1, 2, 12, 13, 14} (lanes: 3-7, warps: 8-11);
-//      butterflies on bits 12, 13, 14, then 16-byte coalesced stores of 8 halves per lane.
-// Every output is the exact transform rounded as: one mma of 16 inputs with float32
-// accumulation, then 11 float32 adds, then the scale and one rounding to binary16 (the same
-// operations as fwht_rows_pipe with the mma front end, in another order of levels).
+//   L1 (load, mma, registers, lanes): e = v + 8*lane + 256*c + 2048*wid (v < 8, c < 8); the mma
+//      front end (mma_h16) transforms bits {0, 2, 3, 4}, register butterflies bits 1, 8, 9, 10,
+//      then two warp-shuffle levels bits 5 and 6 (lane bits 2 and 3);
+//   L2 (after the exchange): e = k + 2*lane + 64*(wid & 1) + 128*p0 + 256*(wid >> 1) + 2048*p1
+//      (r[2p + k], p = p0 + 2 p1): registers hold bits {0, 7, 11, 12, 13, 14}, lanes 1-5, warps
+//      6, 8, 9, 10; register butterflies bits 7, 11, 12, 13, 14, then 4-byte stores (two halves
+//      per lane, 128 contiguous bytes per warp store).
+// The levels run in the order of session 13's three-layout kernel (mma; bits 1, 8, 9, 10, 5, 6,
+// 7, 11, 12, 13, 14), so the outputs are bit for bit the same; every output is the exact
+// transform rounded as: one mma of 16 inputs with float32 accumulation, then 11 float32 adds,
+// then the scale and one rounding to binary16 (the same operations as fwht_rows_pipe with the
+// mma front end, in another order of levels). Session 13's kernel had registers-only levels and
+// two float4 exchanges (L2 bits 5, 6, 7, 11; L3 bits 12, 13, 14, 16-byte stores); session 15,
+// call 5: 149.6 us for it against 147.1 us for this one in the same process (call 2, with the
+// static schedule: 150.5 against 150.0 us; call 3: the same one-exchange loop written with a
+// buffer of packed outputs stored after the loop's end took 180.8 us).
+// The rows: CTA b transforms rows b + k G below q G (G CTAs, q = ntiles / G), then at most one
+// leftover row drawn by ticket (draw_leftover; session 15, call 4: 149.9 us against 151.1 us for
+// the static schedule of session 13's kernel; with the loop in a non-inlined function 151.7 us,
+// its static build 154.0 us).
 // Shared memory: 64 KiB staging (binary16) + 128 KiB exchange (float32). Whole rows only
 // (total a multiple of 2^15); in place is safe (a row is staged completely before its CTA
 // writes it, and the next row staged meanwhile is another row).
-#ifndef OZ_FWT_H15_PF
-#define OZ_FWT_H15_PF 2
-#endif
-#ifndef OZ_FWT_H15_PROBE
-#define OZ_FWT_H15_PROBE 0
-#endif
-#ifndef OZ_FWT_H15_X1
-#define OZ_FWT_H15_X1 0
-#endif
-#ifndef OZ_FWT_H15_INLINE
-#define OZ_FWT_H15_INLINE 1
-#endif
-#if OZ_FWT_H15_INLINE
-#define OZ_FWT_H15_FN __forceinline__
-#else
-#define OZ_FWT_H15_FN __noinline__
-#endif
-__device__ OZ_FWT_H15_FN int h15_rows(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long t,
-                                     long long end, float scale, int it) {
+__device__ __forceinline__ int h15_rows(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long t,
+                                        long long end, float scale, int it) {
   constexpr int LT = 15;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   half_bits* stage = reinterpret_cast<half_bits*>(smem_raw);
   float* sm = reinterpret_cast<float*>(smem_raw + (sizeof(half_bits) << LT));
   const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
   const int o1 = (lane << 3) | (wid << 11);  // L1 offset of chunk c: o1 + (c << 8)
-  const int o2 = ((lane & 7) << 2) | ((lane >> 3) << 8) | ((wid & 1) << 10) | ((wid >> 1) << 12);
-  const int o3 = (lane << 3) | (wid << 8);   // L3 offset of group j: o3 + (j << 12)
+  const int o2 = (lane << 1) | ((wid & 1) << 6) | ((wid >> 1) << 8);  // L2 pair p: o2 + 128 (p & 1) + 2048 (p >> 1)
   // The exchange buffer holds element e at float offset e ^ (4 * bit 5 of e) (the two float4
-  // halves of each 8-float group swapped where bit 5 is set), so that the 8 lanes of each
-  // 16-byte access phase hit 8 different bank groups in all three layouts (in L1 and L3 lanes
-  // are 32 bytes apart and bit 5 is lane bit 2; in L2 they are 16 bytes apart). The swap is a
-  // per-thread constant in L1 and L3 and a per-j constant in L2: no value selects.
-  const int sw = lane & 4;  // 4 * bit 5 of e in L1 and L3 (lane bit 2)
-#if OZ_FWT_H15_X1
-  const int o2x = (lane << 1) | ((wid & 1) << 6) | ((wid >> 1) << 8);  // pair p: o2x + 128 (p & 1) + 2048 (p >> 1)
-  const int sw2 = (lane >> 2) & 4;  // 4 * bit 5 of e in the one-exchange L2 (lane bit 4)
-#endif
+  // halves of each 8-float group swapped where bit 5 is set): in L1 lanes are 32 bytes apart and
+  // bit 5 is lane bit 2, so the 8 lanes of each 16-byte store phase hit 8 different bank groups;
+  // in L2 each half-warp reads 128 contiguous bytes (bit 5 is lane bit 4). The swap is a
+  // per-thread constant in both layouts.
+  const int sw1 = lane & 4;         // 4 * bit 5 of e in L1 (lane bit 2)
+  const int sw2 = (lane >> 2) & 4;  // 4 * bit 5 of e in L2 (lane bit 4)
   if (t < end) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) cp_async16(stage + o1 + (c << 8), x + (t << LT) + o1 + (c << 8));
@@ -901,9 +884,10 @@ __device__ OZ_FWT_H15_FN int h15_rows(const half_bits* __restrict__ x, half_bits
     uint4 u[8];
     oz_trace_at(it, 0);
     // the row after the staged one into L2 (its cp.async copies then hit L2; session 13, call
-    // 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits)
-    if (tid == 0 && t + OZ_FWT_H15_PF * (long long)gridDim.x < end)
-      prefetch_l2(x + ((t + OZ_FWT_H15_PF * (long long)gridDim.x) << LT), 2u << LT);
+    // 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits; session 15, call 5:
+    // the row after that instead, 190.5 against 149.6 us)
+    if (tid == 0 && t + 2 * (long long)gridDim.x < end)
+      prefetch_l2(x + ((t + 2 * (long long)gridDim.x) << LT), 2u << LT);
     cp_async_wait_all();
     oz_trace_at(it, 1);
 #pragma unroll
@@ -920,20 +904,19 @@ __device__ OZ_FWT_H15_FN int h15_rows(const half_bits* __restrict__ x, half_bits
     reg_stage<float, 64>(r, 8);   // bit 8
     reg_stage<float, 64>(r, 16);  // bit 9
     reg_stage<float, 64>(r, 32);  // bit 10
-#if OZ_FWT_H15_X1
     shfl_stage<float, 64>(r, 4);  // bit 5 (lane bit 2)
     shfl_stage<float, 64>(r, 8);  // bit 6 (lane bit 3)
     __syncthreads();  // the previous row's L2 reads are done
     oz_trace_at(it, 2);
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-      sstore<4>(sm + ((o1 + (c << 8)) ^ sw), r + 8 * c);
-      sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
+      sstore<4>(sm + ((o1 + (c << 8)) ^ sw1), r + 8 * c);
+      sstore<4>(sm + ((o1 + (c << 8)) ^ sw1 ^ 4), r + 8 * c + 4);
     }
     __syncthreads();
 #pragma unroll
     for (int p = 0; p < 32; ++p) {  // r[2p + k]: bit 0 = k, bits 7, 11, 12, 13, 14 = bits of p
-      const float2 v = *reinterpret_cast<const float2*>(sm + ((o2x + ((p & 1) << 7) + ((p >> 1) << 11)) ^ sw2));
+      const float2 v = *reinterpret_cast<const float2*>(sm + ((o2 + ((p & 1) << 7) + ((p >> 1) << 11)) ^ sw2));
       r[2 * p] = v.x;
       r[2 * p + 1] = v.y;
     }
@@ -944,75 +927,16 @@ __device__ OZ_FWT_H15_FN int h15_rows(const half_bits* __restrict__ x, half_bits
     reg_stage<float, 64>(r, 32);  // bit 14
     oz_trace_at(it, 3);
     half_bits* yt = y + (t << LT);
-    if (scale == 1.f) {
-#pragma unroll
-      for (int p = 0; p < 32; ++p)
-        __stcs(reinterpret_cast<unsigned*>(yt + o2x + ((p & 1) << 7) + ((p >> 1) << 11)), f2h2(r[2 * p], r[2 * p + 1]));
-    } else {
-#pragma unroll
-      for (int p = 0; p < 32; ++p)
-        __stcs(reinterpret_cast<unsigned*>(yt + o2x + ((p & 1) << 7) + ((p >> 1) << 11)),
-               f2h2(r[2 * p] * scale, r[2 * p + 1] * scale));
-    }
-#else
-    __syncthreads();  // the previous row's L3 reads are done
-    oz_trace_at(it, 2);
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      sstore<4>(sm + ((o1 + (c << 8)) ^ sw), r + 8 * c);
-      sstore<4>(sm + ((o1 + (c << 8)) ^ sw ^ 4), r + 8 * c + 4);
-    }
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < 16; ++j)  // r[4j + k]: bits 0-1 = k, bits 5, 6, 7, 11 = bits of j
-      sload<4>(sm + ((o2 + ((j & 7) << 5) + ((j >> 3) << 11)) ^ ((j & 1) << 2)), r + 4 * j);
-    reg_stage<float, 64>(r, 4);   // bit 5
-    reg_stage<float, 64>(r, 8);   // bit 6
-    reg_stage<float, 64>(r, 16);  // bit 7
-    reg_stage<float, 64>(r, 32);  // bit 11
-#pragma unroll
-    for (int j = 0; j < 16; ++j)
-      sstore<4>(sm + ((o2 + ((j & 7) << 5) + ((j >> 3) << 11)) ^ ((j & 1) << 2)), r + 4 * j);
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {  // r[8j + v]: bits 0-2 = v
-      sload<4>(sm + ((o3 + (j << 12)) ^ sw), r + 8 * j);
-      sload<4>(sm + ((o3 + (j << 12)) ^ sw ^ 4), r + 8 * j + 4);
-    }
-    reg_stage<float, 64>(r, 8);   // bit 12
-    reg_stage<float, 64>(r, 16);  // bit 13
-    reg_stage<float, 64>(r, 32);  // bit 14
-    oz_trace_at(it, 3);
-    half_bits* yt = y + (t << LT);
-#if OZ_FWT_H15_PROBE
-    // measurement only (wrong values): 1 = the same stores without the conversions; 2 = the
-    // conversions, one store of the eight (the packed values folded by xor)
-    uint4 acc = make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      unsigned w[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        w[k] = OZ_FWT_H15_PROBE == 1
-                   ? __byte_perm(__float_as_uint(r[8 * j + 2 * k] * scale), __float_as_uint(r[8 * j + 2 * k + 1] * scale), 0x7632)
-                   : f2h2(r[8 * j + 2 * k] * scale, r[8 * j + 2 * k + 1] * scale);
-      if (OZ_FWT_H15_PROBE == 1) {
-        __stcs(reinterpret_cast<uint4*>(yt + o3 + (j << 12)), make_uint4(w[0], w[1], w[2], w[3]));
-      } else {
-        acc.x ^= w[0]; acc.y ^= w[1]; acc.z ^= w[2]; acc.w ^= w[3];
-      }
-    }
-    if (OZ_FWT_H15_PROBE == 2) __stcs(reinterpret_cast<uint4*>(yt + o3), acc);
-    if (false)
-#endif
     if (scale == 1.f) {  // (x * 1 is x: the same bits without the multiplies)
 #pragma unroll
-      for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, 1.f);
+      for (int p = 0; p < 32; ++p)
+        __stcs(reinterpret_cast<unsigned*>(yt + o2 + ((p & 1) << 7) + ((p >> 1) << 11)), f2h2(r[2 * p], r[2 * p + 1]));
     } else {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) gstore(yt + o3 + (j << 12), r + 8 * j, scale);
+      for (int p = 0; p < 32; ++p)
+        __stcs(reinterpret_cast<unsigned*>(yt + o2 + ((p & 1) << 7) + ((p >> 1) << 11)),
+               f2h2(r[2 * p] * scale, r[2 * p + 1] * scale));
     }
-#endif
   }
   return it;
 }
