@@ -48,5 +48,11 @@ case "$1" in
     grep -E "2\^1[45] " $OUT/fwt_bench_256mib.txt
     step "trace h15"; timeout 60 python3 benchmarks/fwt_trace.py h15 | grep -v "first row"
     ;;
+  8)
+    step "ozgemm fwt bench, 256 MiB, float16/32/64, 2^17..2^22 on ${CODE:-?}"
+    timeout 200 python3 -m ozgemm fwt bench --dtypes float16,float32,float64 --lmin 17 --lmax 22 --mbytes 256 --json $OUT/fwt_bench_17_22.json > $OUT/fwt_bench_17_22.txt 2>&1; echo "rc $?"
+    grep -E "L=(17|22) " $OUT/fwt_bench_17_22.txt
+    step "public bench float16 2^15, 8 more fresh processes"; timeout 150 python3 benchmarks/fwt_repeat.py 8 "float16:15" | tail -1
+    ;;
   *) "$@" ;;
 esac
