@@ -2,14 +2,17 @@
 # Session 15 device calls: $1 selects the step list (see the case below). Prints a short summary last.
 source benchmarks/device_env.sh || exit 1
 step() { echo "== $*"; }
+# the whole GPU test file (log in $OUT), then the public benchmark of the four sizes nearest 85 %
+# in 4 fresh processes; $1, $2: the two time limits (s)
+tests_and_repeat() {
+  step "tests/test_fwt_gpu.py (whole file) on ${CODE:-?}"
+  timeout "$1" python3 -m pytest -q -p no:cacheprovider -rf tests/test_fwt_gpu.py > $OUT/test_fwt_gpu.txt 2>&1; echo "rc $?"
+  tail -4 $OUT/test_fwt_gpu.txt
+  step "public bench, fresh processes"
+  timeout "$2" python3 benchmarks/fwt_repeat.py 4 "float16:15,float32:15,float64:15,float64:14" | tail -4
+}
 case "$1" in
-  1)
-    step "tests/test_fwt_gpu.py (whole file) on ${CODE:-?}"
-    timeout 360 python3 -m pytest -q -p no:cacheprovider -rf tests/test_fwt_gpu.py > $OUT/test_fwt_gpu.txt 2>&1; echo "rc $?"
-    tail -6 $OUT/test_fwt_gpu.txt
-    step "public bench, fresh processes"
-    timeout 200 python3 benchmarks/fwt_repeat.py 4 "float16:15,float32:15,float64:15,float64:14" | tail -4
-    ;;
+  1) tests_and_repeat 360 200 ;;  # (call 1: the same steps, tail -6 of the test log)
   2)
     step "ab: h15 one exchange (OZ_FWT_H15_X1=1) vs default"
     timeout 150 python3 benchmarks/fwt_ab_build.py "float16:15" "" "-DOZ_FWT_H15_X1=1" "" "-DOZ_FWT_H15_X1=1"
@@ -35,13 +38,7 @@ case "$1" in
     timeout 200 python3 benchmarks/fwt_src_ab.py float16 "benchmarks/_tmp/fwht_base.cu" "$F" "$F -DOZ_FWT_H15_X1=1" "$F -DOZ_FWT_H15_PF=3" "$F -DOZ_FWT_H15_PROBE=1" "$F -DOZ_FWT_H15_PROBE=2"
     step "public bench, fresh processes (default)"; timeout 100 python3 benchmarks/fwt_repeat.py 4 "float16:15" | tail -1
     ;;
-  6)
-    step "tests/test_fwt_gpu.py (whole file) on ${CODE:-?}"
-    timeout 380 python3 -m pytest -q -p no:cacheprovider -rf tests/test_fwt_gpu.py > $OUT/test_fwt_gpu.txt 2>&1; echo "rc $?"
-    tail -4 $OUT/test_fwt_gpu.txt
-    step "public bench, fresh processes"
-    timeout 150 python3 benchmarks/fwt_repeat.py 4 "float16:15,float32:15,float64:15,float64:14" | tail -4
-    ;;
+  6) tests_and_repeat 380 150 ;;
   7)
     step "ozgemm fwt bench, 256 MiB, float16/32/64, 2^8..2^16 (+ the default extra lengths) on ${CODE:-?}"
     timeout 300 python3 -m ozgemm fwt bench --dtypes float16,float32,float64 --lmin 8 --lmax 16 --mbytes 256 --json $OUT/fwt_bench_256mib.json > $OUT/fwt_bench_256mib.txt 2>&1; echo "rc $?"
