@@ -690,7 +690,7 @@ def row_tickets():
 def takes_tickets(name: str) -> bool:
     """Whether the row kernel ``name`` takes the leftover-row ticket counter (fwht.cu,
     ``draw_leftover``): the pipelined ``fwht_rows_pipe`` and the ``ROW_DEDICATED`` kernels marked
-    so (``fwht_rows_d15s``)."""
+    so (``fwht_rows_h15``, ``fwht_rows_d15s``)."""
     return name.startswith("fwht_rows_pipe<") or any(name == ent[0] and ent[4] for ent in ROW_DEDICATED.values())
 
 
