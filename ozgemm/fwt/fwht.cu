@@ -847,9 +847,10 @@ __device__ __forceinline__ void oz_trace_at(int, int) {}
 // then the scale and one rounding to binary16 (the same operations as fwht_rows_pipe with the
 // mma front end, in another order of levels). Session 13's kernel had registers-only levels and
 // two float4 exchanges (L2 bits 5, 6, 7, 11; L3 bits 12, 13, 14, 16-byte stores); session 15,
-// call 5: 149.6 us for it against 147.1 us for this one in the same process (call 2, with the
-// static schedule: 150.5 against 150.0 us; call 3: the same one-exchange loop written with a
-// buffer of packed outputs stored after the loop's end took 180.8 us).
+// call 5, same process: 150.9 us for session 13's kernel, 149.6 us for its two exchanges in this
+// row loop (leftover tickets), 147.1 us for this one (call 2, both in session 13's static loop:
+// 150.5 against 150.0 us; call 3: the same one-exchange loop written with a buffer of packed
+// outputs, stored after all the conversions, took 180.8 us).
 // The rows: CTA b transforms rows b + k G below q G (G CTAs, q = ntiles / G), then at most one
 // leftover row drawn by ticket (draw_leftover; session 15, call 4: 149.9 us against 151.1 us for
 // the static schedule of session 13's kernel; with the loop in a non-inlined function 151.7 us,
