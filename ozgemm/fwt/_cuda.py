@@ -664,7 +664,7 @@ def row_launch(src, L, mma=False, cfg=None):
     return name, smem, grid, 1 << tb
 
 
-_TICKETS: dict = {}  # (device id, stream pointer) -> the row kernels' ticket counter
+_TICKETS: dict = {}  # (device id, stream pointer, host thread or 0) -> the row kernels' ticket counter
 
 
 def row_tickets():

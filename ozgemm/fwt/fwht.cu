@@ -538,14 +538,8 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   constexpr int LANEB = XK ? TB - XK : (TB < 5 ? TB : 5);  // XK: the upper lane bits come later
 #pragma unroll
   for (int j = 0; j < LANEB; ++j) {
-    if (LOGV + j < L && !(use_mma && j < 2)) {  // MMA did index bits 3, 4 (lane bits 0, 1)
-      const A sg = ((lane >> j) & 1) ? A(-1) : A(1);
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        const A o = __shfl_xor_sync(0xffffffffu, r[e], 1 << j);
-        r[e] = bfly(sg, r[e], o);
-      }
-    }
+    if (LOGV + j < L && !(use_mma && j < 2))  // MMA did index bits 3, 4 (lane bits 0, 1)
+      shfl_stage<A, E>(r, 1 << j);
   }
 
   // ---- phase B: warp bits [WB0, WB0+TB-5) through shared memory, in groups of at most
@@ -762,6 +756,15 @@ __device__ __forceinline__ long long draw_leftover(unsigned* tickets, long long 
 #ifndef OZ_FWT_PIPE_LEFTOVER
 #define OZ_FWT_PIPE_LEFTOVER 1
 #endif
+// Every thread of the CTA gets its leftover row (draw_leftover), passed through *slot (shared
+// memory that no other thread reads or writes from the call until the caller's next use of it)
+__device__ __forceinline__ long long leftover_row(unsigned* tickets, long long ntiles, long long* slot) {
+  if (threadIdx.x == 0) *slot = draw_leftover(tickets, ntiles);
+  __syncthreads();
+  const long long t = *slot;
+  __syncthreads();  // every thread has read the number before the slot is reused
+  return t;
+}
 
 template <typename T, typename A, int LOGV, int TB, int CB, bool MMA, int CSB, int XS, int PIPE, int LC>
 __device__ __forceinline__ void pipe_loop(const T* __restrict__ x, T* __restrict__ y, long long total, int L,
@@ -779,12 +782,9 @@ __device__ __forceinline__ void pipe_loop(const T* __restrict__ x, T* __restrict
     cp_async_commit();
     for (; t < qg; t += G)
       rows_body<T, A, LOGV, TB, CB, MMA, CSB, false, XS, PIPE, LC>(x, y, total, L, scale, t, t + G, qg);
-    long long* slot = reinterpret_cast<long long*>(smem_raw);
     __syncthreads();  // every thread has read its staged vectors
-    if (threadIdx.x == 0) *slot = draw_leftover(tickets, ntiles);
-    __syncthreads();
-    t = *slot;
-    __syncthreads();  // every thread has read the number before the copies overwrite it
+    // through the idle staging buffer (the copies below overwrite it)
+    t = leftover_row(tickets, ntiles, reinterpret_cast<long long*>(smem_raw));
     if (t < ntiles) {
       stage_tile<T, LOGV, TB, CB>(x, stage, t, total);
       cp_async_commit();
@@ -950,11 +950,8 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
   const long long ntiles = total >> 15, qg = ntiles / gridDim.x * gridDim.x;
   const int it = h15_rows(x, y, blockIdx.x, qg, scale, 0);  // the static rows b + k G below q G
   if (qg < ntiles) {  // the leftover rows by tickets (draw_leftover), one per CTA at most
-    long long* slot = reinterpret_cast<long long*>(smem_raw);  // thread 0's own staging slot
-    if (threadIdx.x == 0) *slot = draw_leftover(tickets, ntiles);
-    __syncthreads();
-    const long long t = *slot;
-    __syncthreads();  // every thread has read the number before thread 0's copies overwrite it
+    // through thread 0's own staging slot (its copies of the drawn row overwrite it)
+    const long long t = leftover_row(tickets, ntiles, reinterpret_cast<long long*>(smem_raw));
     if (t < ntiles) h15_rows(x, y, t, t + 1, scale, it);
   }
 }
@@ -968,12 +965,7 @@ __device__ __forceinline__ void d15_levels(double* r, double* xs) {
   reg_stage<double, 32>(r, 4);   // bit 7
   reg_stage<double, 32>(r, 8);   // bit 8
   reg_stage<double, 32>(r, 16);  // bit 9
-  const double sg = (lane & 16) ? -1.0 : 1.0;  // bit 5 = lane bit 4
-#pragma unroll
-  for (int k = 0; k < 32; ++k) {
-    const double o = __shfl_xor_sync(0xffffffffu, r[k], 16);
-    r[k] = bfly(sg, r[k], o);
-  }
+  shfl_stage<double, 32>(r, 16);  // bit 5 = lane bit 4
   // exchange A: L1 -> L2, rounds k = index bit 0; r[2c + k] <-> r[2j + k]. Warps hold bits
   // 10-13 in both layouts: each warp exchanges within its own 4 KiB region, with warp barriers
   // (session 14, call 6: 150.2 against 153.9 us with CTA barriers), then one CTA barrier before
