@@ -270,9 +270,13 @@ def _quad_exact(rows):
             neg, v = v < 0, abs(v)
             e = v.numerator.bit_length() - v.denominator.bit_length()
             e += (Fraction(2) ** (e + 1) <= v) - (Fraction(2) ** e > v)
+            if e < -16382:  # subnormal: biased exponent 0, unit 2**-16494
+                e, be = -16382, 0
+            else:
+                be = e + 16383
             sig = int(v / Fraction(2) ** (e - 112))
             assert Fraction(sig) * Fraction(2) ** (e - 112) == v
-            out[i, j] = (sig & ((1 << 64) - 1), ((sig >> 64) & ((1 << 48) - 1)) | ((e + 16383) << 48) | (neg << 63))
+            out[i, j] = (sig & ((1 << 64) - 1), ((sig >> 64) & ((1 << 48) - 1)) | (be << 48) | (neg << 63))
     return quad_from_bits(out)
 
 
@@ -291,10 +295,102 @@ def test_binary128_spread_beyond_binary64_range_is_not_dropped(contract):
         assert measure(c, exact_product(a, b), ozgemm.load_contract(contract)).breaches == 0
 
 
-def test_dd_beyond_binary64_range_is_refused():
+def _quad_fracs(x):
+    """Exact Fractions of a numpy quad array (decoded from its IEEE encoding)."""
+    return [[_frac_of(x, i, j) for j in range(x.shape[1])] for i in range(x.shape[0])]
+
+
+def _exact_bound_check(c, A, B, bits):
+    """|C - AB| <= 2^-bits |AB| + 2^-(bits-1) (|A||B|) entry by entry, with Fractions, plus
+    half the output format's smallest subnormal (the contracts' subnormal allowance)."""
+    m, n = len(A), len(B[0])
+    tiny = Fraction(1, 2 ** (16495 if bits == 113 else 1075))
+    for i in range(m):
+        for j in range(n):
+            ab = sum(A[i][l] * B[l][j] for l in range(len(B)))
+            aab = sum(abs(A[i][l] * B[l][j]) for l in range(len(B)))
+            err = abs(_frac_of(c, i, j) - ab)
+            assert err <= Fraction(1, 2 ** bits) * abs(ab) + Fraction(1, 2 ** (bits - 1)) * aab + tiny, (i, j)
+
+
+_PROMISE_BITS = {"fp128": 113, "dd": 106, "fp64": 53}
+
+
+def _quad_subnormal(sig):
+    """binary128 subnormal sig * 2**-16494 (sig < 2**112) as a (1, 1) quad array."""
+    w = np.zeros((1, 1, 2), dtype=np.uint64)
+    w[0, 0] = (sig & ((1 << 64) - 1), sig >> 64)
+    return quad_from_bits(w)
+
+
+@pytest.mark.parametrize("contract", ["fp128", "dd", "fp64"])
+def test_binary128_subnormal_row_maximum_keeps_the_bound(contract):
+    """A row whose largest entries are binary128 subnormals with few significant bits (their
+    leading bits lie in the second or third float64 piece, the first is zero): the bound
+    GEMM's upper bound used to come from the first piece alone, too few moduli were chosen
+    and the CRT wrapped around. Expected values: Fractions decoded from the encodings."""
+    bexp = np.zeros((1, 1, 2), dtype=np.uint64)
+    bexp[0, 0, 1] = (16000 + 16383) << 48  # 2**16000
+    B = quad_from_bits(bexp)
+    A = _quad_subnormal(0x123456789ABCDEF)  # 57 significant bits
+    c = ozgemm.matmul(A, B, contract=contract)
+    exact = Fraction(0x123456789ABCDEF) * Fraction(2) ** (16000 - 16494)
+    got = _frac_of(c, 0, 0)
+    assert abs(got - exact) <= Fraction(3, 2 ** _PROMISE_BITS[contract]) * exact
+    _exact_bound_check(c, _quad_fracs(A), _quad_fracs(B), _PROMISE_BITS[contract])
+    # the same row times a float64 column
+    c = ozgemm.matmul(A, np.array([[2.0 ** 1000]]), contract=contract)
+    _exact_bound_check(c, _quad_fracs(A), [[Fraction(2) ** 1000]], _PROMISE_BITS[contract])
+
+
+@pytest.mark.parametrize("contract", ["fp128", "dd", "fp64"])
+def test_binary128_subnormal_rows_random(contract):
+    """Rows of binary128 subnormals with 1..112 significant bits (and zeros), mixed signs,
+    times normal binary128 columns: every entry within the promise (Fractions)."""
+    rng = random.Random(11)
+    m, k, n = 4, 5, 3
+    rows = []
+    for _ in range(m):
+        row = []
+        for _ in range(k):
+            nb = rng.choice([0, 1, 7, 8, 40, 53, 57, 60, 61, 66, 100, 112])
+            v = Fraction(rng.getrandbits(nb) | (1 << (nb - 1)) if nb else 0) * Fraction(2) ** -16494
+            row.append(-v if rng.random() < 0.5 else v)
+        rows.append(row)
+    cols = [[Fraction(rng.getrandbits(30) + 1) * Fraction(2) ** rng.choice([16000, 16003, 16010])
+             * rng.choice([-1, 1]) for _ in range(n)] for _ in range(k)]
+    A, B = _quad_exact(rows), _quad_exact(cols)
+    c = ozgemm.matmul(A, B, contract=contract)
+    _exact_bound_check(c, rows, cols, _PROMISE_BITS[contract])
+
+
+def test_dd_without_lo_keeps_infinite_hi():
+    """DD(hi) alone has lo = 0 (not hi * 0, which is NaN for an infinite hi): the product has
+    numpy's class (+inf), with no RuntimeWarning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = ozgemm.DD(np.array([[np.inf, 1.0]]))
+        assert d.lo[0, 0] == 0.0
+        c = ozgemm.matmul(d, np.array([[2.0], [1.0]]), contract="dd")
+    assert c.hi[0, 0] == np.inf and c.lo[0, 0] == 0.0
+    assert np.matmul(np.array([[np.inf, 1.0]]), np.array([[2.0], [1.0]]))[0, 0] == np.inf
+
+
+@pytest.mark.parametrize("contract", ["dd", "fp64", "fp128"])
+def test_dd_pair_whose_sum_overflows_is_infinite(contract):
+    """A finite DD pair whose value hi + lo reaches 2**1024 has the class of hi + lo (+-inf,
+    as docs/semantics.md states); the other entries of its row are unaffected."""
     big = np.finfo(np.float64).max
-    with pytest.raises(ValueError, match="2\\*\\*1024"):
-        ozgemm.matmul(ozgemm.DD(np.array([[big]]), np.array([[big]])), np.array([[2.0 ** -1000]]), contract="fp64")
+    d = ozgemm.DD(np.array([[big, 1.0], [-big, 3.0]]), np.array([[big, 0.0], [-big, 0.0]]))
+    b = np.array([[2.0], [1.0]])
+    c = ozgemm.matmul(d, b, contract=contract)
+    hi = c.hi if isinstance(c, ozgemm.DD) else np.asarray(c, dtype=np.float64)
+    assert hi[0, 0] == np.inf and hi[1, 0] == -np.inf
+    c0 = ozgemm.matmul(d, np.array([[0.0], [1.0]]), contract=contract)  # inf * 0: NaN, as numpy
+    hi0 = c0.hi if isinstance(c0, ozgemm.DD) else np.asarray(c0, dtype=np.float64)
+    assert np.isnan(hi0).all()
 
 
 def test_auto_method_falls_back_to_crt_for_wide_formats():

@@ -167,8 +167,8 @@ class DD:
             if not (isinstance(v, np.ndarray) or is_cupy_array(v)):
                 raise TypeError(f"DD: {nm} must be a numpy or cupy array, got {type(v).__name__}; "
                                 "convert with numpy.asarray(...) first")
-        if lo is None:
-            lo = hi * 0
+        if lo is None:  # zeros, not hi * 0: an infinite hi keeps its class
+            lo = array_namespace(hi).zeros(hi.shape, dtype=np.float64)
         if isinstance(hi, np.ndarray) and not hi.dtype.isnative:
             hi = hi.astype(hi.dtype.newbyteorder("="))
         if isinstance(lo, np.ndarray) and not lo.dtype.isnative:

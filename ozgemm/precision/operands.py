@@ -86,16 +86,14 @@ def operand_rows(x, xp) -> Rows:
             s = hi + lo  # TwoSum: s + err == hi + lo exactly (no overflow)
             bb = s - hi
             err = (hi - (s - bb)) + (lo - bb)
-        ok = xp.isfinite(s) & xp.isfinite(err)
-        if bool(xp.any(~ok & xp.isfinite(hi) & xp.isfinite(lo))):
-            raise ValueError("a DD operand holds pairs whose value |hi + lo| reaches 2**1024 (hi + lo "
-                             "overflows binary64): not a finite double-double; rescale the operand")
-        hi2 = xp.where(ok, s, hi)
-        lo2 = xp.where(ok, err, lo)
-        fin = xp.isfinite(hi2) & xp.isfinite(lo2)
+        # a pair is a finite double-double where TwoSum succeeds; elsewhere its class is that of
+        # the float64 sum hi + lo (a NaN/Inf part, or a finite pair whose sum overflows: +-Inf)
+        fin = xp.isfinite(s) & xp.isfinite(err)
+        hi2 = xp.where(fin, s, 0.0)
+        lo2 = xp.where(fin, err, 0.0)
         with ignore_fp_errors(xp):
-            proxy = xp.where(fin, hi2, hi2 + lo2)  # the IEEE class of hi + lo
-        comps = xp.stack([xp.where(fin, hi2, 0.0), xp.where(fin, lo2, 0.0)])
+            proxy = xp.where(fin, hi2, hi + lo)  # the IEEE class of hi + lo
+        comps = xp.stack([hi2, lo2])
         return Rows(comps=comps, pre=None, proxy=proxy, cpow=2)
     if isinstance(x, Binary128):
         return _quad_rows(xp.ascontiguousarray(x.bits), xp)

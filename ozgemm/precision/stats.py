@@ -76,9 +76,14 @@ def row_stats(x, xp) -> RowStats:
     ``mant``/``exp`` are (C, r, k) and ``ncomp`` = C enters the planner's bounds.
 
     For C > 1: E and width cover every component; the 1-norm and sum-of-squares bounds add
-    the components' round-up quantisations (|x| <= sum |x_c|); q rounds |x_0| down and
-    subtracts one where x_0 2**(7-E) is an integer and the rest has the opposite sign (the
-    rest is below ulp(x_0)/2 <= 2**(E-53), so this is floor(|x| 2**(7-E)) exactly).
+    the components' round-up quantisations (|x| <= sum |x_c|). q is floor(|x| 2**(7-E))
+    exactly, from every component: it sums floor(|x_c| 2**(7-E)) over the components and
+    subtracts one where x_0 2**(7-E) is an integer and the rest has the opposite sign.
+    binary128 pieces have disjoint bits and one sign, so the floors add up exactly (a
+    subnormal's leading bits may lie in x_1 or x_2 with x_0 = 0); a dd ``lo`` is below
+    ulp(hi)/2 <= 2**(E-53), so its floor is 0 and only the sign rule applies. q must be
+    exact, not merely a lower bound: ``|x| 2**(7-E) < q + 1`` gives the bound GEMM's upper
+    bound on |A~||B~| (see :func:`ozgemm.precision.planner._lb_upper_max`).
     """
     multi = x.ndim == 3
     xs = x if multi else x[None]
@@ -113,7 +118,8 @@ def row_stats(x, xp) -> RowStats:
         n2 = xp.zeros((r,), dtype=xp.int64)
         norm1 = xp.zeros((r,), dtype=xp.float64)
     if k:
-        y = xp.ldexp(ax[0], (LB_BITS - E)[:, None].astype(xp.int32))
+        sh7 = (LB_BITS - E)[:, None].astype(xp.int32)
+        y = xp.ldexp(ax[0], sh7)
         fq = xp.floor(y)
         if C > 1:
             rest = xs[1]
@@ -121,6 +127,8 @@ def row_stats(x, xp) -> RowStats:
                 rest = xp.where(rest != 0, rest, xs[c])
             opposite = ((rest < 0) & (xs[0] > 0)) | ((rest > 0) & (xs[0] < 0))  # (a product could underflow)
             fq = fq - ((fq == y) & opposite)
+            for c in range(1, C):  # binary128 pieces: disjoint bits, one sign (a dd lo adds 0)
+                fq = fq + xp.floor(xp.ldexp(ax[c], sh7))
         q = fq.astype(xp.int8)
     else:
         q = xp.zeros((r, 0), dtype=xp.int8)

@@ -138,16 +138,18 @@ __device__ __forceinline__ void row_stats_impl(const T* __restrict__ x, i64 ldx,
             acc += eq.n1;
             i64 h = eq.h;
             const double y = eq.y;
-            int fq = eq.fq;
+            int fq = eq.fq, fr = 0;
             double rest = 0.0;                                       // first non-zero lower component
             for (int c = 1; c < ncomp; ++c) {
                 const double xc = load_f64(row + c * sc + l);
                 acc += __double2ll_ru(f30(fabs(xc)));
                 h += __double2ll_ru(f15(fabs(xc)));
+                fr += __double2int_rd(f7(fabs(xc)));  // binary128 pieces: disjoint bits (a dd lo adds 0)
                 if (rest == 0.0) rest = xc;
             }
             acc2 += h * h;                                           // <= 9 2^30
             if ((double)fq == y && ((rest < 0.0 && x0 > 0.0) || (rest > 0.0 && x0 < 0.0))) fq -= 1;
+            fq += fr;
             qq = (signed char)fq;
         }
         qs64 += qq;
