@@ -748,3 +748,51 @@ def test_audit_cli_on_the_cuda_engine(argv, capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "kept on all" in out
+
+
+@pytest.mark.parametrize("contract", ["fp128", "dd", "fp64"])
+def test_binary128_subnormal_row_maxima_bit_identical_and_kept(contract):
+    """Rows whose largest entries are binary128 subnormals with few significant bits (the
+    first float64 piece is zero): the fused statistics kernel's 7-bit magnitudes come from
+    every piece, as on the CPU; the result keeps the contract against the exact product."""
+    from ozgemm.precision.formats import quad_dtype, quad_from_bits, quad_to_bits
+    from ozgemm.verify.reference import exact_product, measure
+
+    rng = np.random.default_rng(12)
+    m, k, n = 6, 9, 5
+    w = np.zeros((m, k, 2), dtype=np.uint64)
+    for i in range(m):
+        for j in range(k):
+            nb = int(rng.choice([0, 1, 8, 40, 57, 60]))
+            sig = (int(rng.integers(0, 2**62)) << 50 | int(rng.integers(0, 2**50))) % (1 << nb) | (1 << (nb - 1)) if nb else 0
+            w[i, j] = (sig & ((1 << 64) - 1), (sig >> 64) | (int(rng.integers(0, 2)) << 63))
+    a = quad_from_bits(w)
+    b = (np.exp(rng.standard_normal((k, n))) * 2.0 ** 1000).astype(quad_dtype()) * np.array(2.0 ** 1000, dtype=quad_dtype()) ** 15
+    want = ozgemm.matmul(a, b, contract=contract)
+    got = ozgemm.matmul(ozgemm.Binary128.from_numpy(a, device=True), ozgemm.Binary128.from_numpy(b, device=True),
+                        contract=contract)
+    if contract == "dd":
+        assert np.array_equal(want.hi, cp.asnumpy(got.hi)) and np.array_equal(want.lo, cp.asnumpy(got.lo))
+    elif contract == "fp128":
+        assert np.array_equal(quad_to_bits(want), cp.asnumpy(got.bits))
+    else:
+        assert np.array_equal(want.view(np.uint64), cp.asnumpy(got).view(np.uint64))
+    assert measure(want, exact_product(a, b), ozgemm.load_contract(contract)).breaches == 0
+
+
+def test_dd_specials_on_device():
+    """DD(hi) on cupy has lo = 0 (an infinite hi stays infinite), and a finite pair whose
+    sum overflows has the class of hi + lo: the same bits as the CPU."""
+    big = np.finfo(np.float64).max
+    b = np.array([[2.0], [1.0]])
+    d = ozgemm.DD(cp.asarray([[np.inf, 1.0]]))
+    assert float(d.lo[0, 0]) == 0.0
+    c = ozgemm.matmul(d, cp.asarray(b), contract="dd")
+    assert float(c.hi[0, 0]) == np.inf and float(c.lo[0, 0]) == 0.0
+    hi, lo = np.array([[big, 1.0], [-big, 3.0]]), np.array([[big, 0.0], [-big, 0.0]])
+    for con in ("dd", "fp64"):
+        want = ozgemm.matmul(ozgemm.DD(hi, lo), b, contract=con)
+        got = ozgemm.matmul(ozgemm.DD(cp.asarray(hi), cp.asarray(lo)), cp.asarray(b), contract=con)
+        wh = want.hi if con == "dd" else want
+        gh = cp.asnumpy(got.hi if con == "dd" else got)
+        assert wh[0, 0] == np.inf and wh[1, 0] == -np.inf and np.array_equal(wh, gh)
