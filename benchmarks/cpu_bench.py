@@ -1,4 +1,4 @@
-"""CPU benchmark of the fp64 contract (issue: core). Equivalent to
+"""CPU benchmark of the fp64 and fp32 contracts against numpy.matmul, with accuracy. Equivalent to
 
     ozgemm bench --device cpu --sizes 256 512 1024 --contracts fp64 fp32 --ref-sizes 512 1024
 

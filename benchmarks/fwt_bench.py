@@ -1,7 +1,8 @@
 """Benchmark ozgemm.fwt on the GPU: effective bandwidth vs a device copy, plus accuracy.
 
 Usage: PYTHONPATH=. python3 benchmarks/fwt_bench.py [--lmin 8 --lmax 22 --mbytes 256 --json out.json]
-(same as ``ozgemm fwt bench``). See ozgemm/fwt/bench.py for the timing scope.
+(as ``ozgemm fwt bench``, plus --variants). See ozgemm/fwt/bench.py for the timing scope and
+docs/performance.md for the figures.
 """
 import argparse
 import sys

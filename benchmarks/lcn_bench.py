@@ -1,4 +1,4 @@
-"""Benchmarks for ozgemm.lcn (see benchmarks/results_lcn.md for results and context).
+"""Benchmarks for ozgemm.lcn (figures and their context: docs/performance.md, section LCN).
 
     python benchmarks/lcn_bench.py score [--data DIR] [--json OUT]
         k, edges at k, total and validity of the nine GD 2025 instances (CPU, and the GPU
@@ -11,9 +11,7 @@
         One annealing run; prints best k at each checkpoint and writes the solution/history.
     python benchmarks/lcn_bench.py solve-all --time S [--params JSON] [--state-dir DIR] [--resume DIR]
         All nine instances concurrently on one GPU (one CUDA stream each); exact resume from
-        saved states (a 600 s run as two device commands of 300 s).
-    python benchmarks/lcn_bench.py probe --instances 1,3,7,9 --configs JSON --time S
-        Parameter sets x instances, all concurrently on one GPU.
+        saved states (e.g. a 600 s run as two commands of 300 s).
 """
 from __future__ import annotations
 
@@ -244,44 +242,12 @@ def cmd_solve_all(a):
     return dict(env=env(), wall=wall, concurrent=len(ds), seed=a.seed, params=a.params, rows=rows)
 
 
-def cmd_probe(a):
-    """Several parameter sets x instances, all concurrently on one GPU (one stream each)."""
-    from ozgemm.lcn.gpu import anneal_many_gpu
-    inst = [int(x) for x in a.instances.split(",")]
-    configs = json.loads(a.configs)  # {name: AnnealParams kwargs}
-    jobs = [(name, i) for name in configs for i in inst]
-    ds = {i: lcn.load(path(a.data, i)) for i in inst}
-    cps = [float(x) for x in a.checkpoints.split(",")] if a.checkpoints else []
-    res = anneal_many_gpu([ds[i] for _, i in jobs], seconds=a.time, seeds=[a.seed] * len(jobs),
-                          params=[lcn.AnnealParams(**configs[name]) for name, _ in jobs], checkpoints=cps)
-    rows = []
-    for (name, i), (r, cpd) in zip(jobs, res):
-        assert lcn.is_valid(r.drawing)
-        row = dict(config=name, instance=i, final=list(r.crossings.objective), iterations=r.iterations,
-                   evaluations=r.evaluations, T0_start=r.params["T0_start"], T0=r.params["T0"],
-                   checkpoints={str(c): list(o) for c, (_, o, _) in cpd.items()}, history=r.history)
-        rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if k != "history"}), flush=True)
-    print(f"\nbest k (concurrent runs: {len(jobs)}, {a.time:.0f} s, seed {a.seed}); checkpoints {cps} and final")
-    print("| config | " + " | ".join(f"inst {i}" for i in inst) + " |")
-    print("|---|" + "---|" * len(inst))
-    for name in configs:
-        cells = []
-        for i in inst:
-            r = next(r for r in rows if r["config"] == name and r["instance"] == i)
-            cells.append(" / ".join(str(v[0]) for v in r["checkpoints"].values()) + f" / **{r['final'][0]}** "
-                         f"({r['iterations'] // 1000}k it)")
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    return dict(env=env(), concurrent=len(jobs), seconds=a.time, seed=a.seed, configs=configs, rows=rows)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=("score", "evaluator", "solve", "solve-all", "probe"))
-    ap.add_argument("--params", default=None, help="AnnealParams as JSON (solve-all)")
+    ap.add_argument("mode", choices=("score", "evaluator", "solve", "solve-all"))
+    ap.add_argument("--params", default=None, help="AnnealParams as JSON (solve, solve-all)")
     ap.add_argument("--init", default="given", choices=("given", "kamada-kawai", "spring"),
                     help="solve: start layout (ozgemm.lcn.layout); its time counts against --time")
-    ap.add_argument("--configs", default=None, help="probe: JSON {name: AnnealParams kwargs}")
     ap.add_argument("--state-dir", default=None, help="solve-all: write the final annealing states here")
     ap.add_argument("--resume", default=None, help="solve-all: resume from the states in this folder")
     ap.add_argument("--until", type=float, default=None,
@@ -302,7 +268,7 @@ def main(argv=None):
     ap.add_argument("--report-every", type=float, default=2.0)
     ap.add_argument("--out-drawing", default=None)
     a = ap.parse_args(argv)
-    out = dict(score=cmd_score, evaluator=cmd_evaluator, solve=cmd_solve, probe=cmd_probe,
+    out = dict(score=cmd_score, evaluator=cmd_evaluator, solve=cmd_solve,
                **{"solve-all": cmd_solve_all})[a.mode](a)
     if a.json:
         with open(a.json, "w") as fh:

@@ -1,4 +1,4 @@
-"""Ozaki scheme I against CRT (Ozaki scheme II) and the native matmul, side by side (BENCHMARKING.md).
+"""Ozaki scheme I against CRT (Ozaki scheme II) and the native matmul, side by side in one run.
 
     python benchmarks/ozaki_bench.py --device gpu --sizes 4096 8192 16384 --json out.json
     python benchmarks/ozaki_bench.py --device cpu --sizes 512 1024
