@@ -262,12 +262,12 @@ def test_gpu_xs_exact_and_bit_identical(_xs_compiled, dt, L, cfg, variant):
     _assert_bit_identical(rng, rows, L, dt, variant, cfg, _xs_ref_cfg(cfg))
 
 
-def _assert_bit_identical(rng, rows, L, dt, variant, cfg, ref_cfg):
+def _assert_bit_identical(rng, rows, L, dt, variant, cfg, ref_cfg, max_grid=None):
     """Random data, "ortho" scale: configurations ``cfg`` and ``ref_cfg`` give the same bits."""
     n = 1 << L
     xr = cp.asarray((rng.random((rows, n)) - 0.5).astype(dt))
     s = n**-0.5
-    y_a = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=cfg)
+    y_a = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=cfg, max_grid=max_grid)
     y_b = _cuda.transform_contiguous(cp, xr, L, s, variant=variant, cfg=ref_cfg)
     u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dt).itemsize]
     np.testing.assert_array_equal(cp.asnumpy(y_a).view(u), cp.asnumpy(y_b).view(u))
@@ -289,7 +289,7 @@ def test_gpu_xs_table_entries_exact():
 # fwht_rows_pipe loops each CTA over several tiles and stages the next tile with cp.async; the
 # butterflies and their order are those of the same (TB, CB, MINB, XS) with PIPE = 0, so float
 # results must be bit-identical to it, and integer-valued inputs exact. The grid is capped
-# (PIPE_MAX_GRID) so that every CTA transforms several tiles, the last one partial.
+# (``max_grid``) so that every CTA transforms several tiles, the last one partial.
 def _pipe_cases():  # the split candidates (CSB = 1) are in test_gpu_split_*
     return _candidate_cases(12, lambda cfg: cfg[6] and not cfg[2], lambda cfg: f"-pipe{cfg[6]}")
 
@@ -316,36 +316,36 @@ def test_pipe_cases_cover_the_target_sizes():
 
 
 @pytest.mark.parametrize("dt, L, cfg, variant", _PIPE_CASES)
-def test_gpu_pipe_exact_and_bit_identical(_pipe_compiled, monkeypatch, dt, L, cfg, variant):
+def test_gpu_pipe_exact_and_bit_identical(_pipe_compiled, dt, L, cfg, variant):
     n = 1 << L
     _, _, _, logv, _ = _cuda._TYPES[np.dtype(dt) if np.dtype(dt).kind == "f" else np.dtype(np.int64)]
     lt = logv + cfg[0] + cfg[1]
     tile_rows = max(1, 1 << (lt - L))
     rows = 7 * tile_rows + 1  # 8 tiles (the last one partial when a tile holds 2 rows)
-    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", 3)  # 3 CTAs: 2 tiles each, then 2 leftover tiles drawn
+    cap = 3  # 3 CTAs: 2 tiles each, then 2 leftover tiles drawn
     rng = np.random.default_rng(2000 + L)
     # in place: each CTA reads a tile before it writes it
-    _assert_exact_untouched_in_place(rng.integers(-16, 17, size=(rows, n)), dt, L, variant, cfg)
+    _assert_exact_untouched_in_place(rng.integers(-16, 17, size=(rows, n)), dt, L, variant, cfg, max_grid=cap)
     if np.dtype(dt).kind == "i":
         return
     # random data, "ortho" scale: bit-identical to the same configuration with PIPE = 0
-    _assert_bit_identical(rng, rows, L, dt, variant, cfg, _pipe_ref_cfg(cfg))
+    _assert_bit_identical(rng, rows, L, dt, variant, cfg, _pipe_ref_cfg(cfg), max_grid=cap)
 
 
-def _assert_exact_untouched_in_place(k, dt, L, variant, cfg):
+def _assert_exact_untouched_in_place(k, dt, L, variant, cfg, max_grid=None):
     """The row kernel ``cfg`` on integer rows ``k``: equal to the exact transform (float16:
     rounded once), the input untouched, and the same result in place (out aliases the input)."""
     want = _ref_int(k)
     x = cp.asarray(k.astype(dt))
     x0 = x.copy()
-    y = _cuda.transform_contiguous(cp, x, L, 1.0, variant=variant, cfg=cfg)
+    y = _cuda.transform_contiguous(cp, x, L, 1.0, variant=variant, cfg=cfg, max_grid=max_grid)
     assert cp.array_equal(x, x0)  # input untouched
     if np.dtype(dt).kind == "i":
         np.testing.assert_array_equal(cp.asnumpy(y), want)
     else:
         np.testing.assert_array_equal(cp.asnumpy(y), want.astype(dt))  # float16: one rounding
     xi = x.copy()
-    _cuda.transform_contiguous(cp, xi, L, 1.0, out=xi, variant=variant, cfg=cfg)
+    _cuda.transform_contiguous(cp, xi, L, 1.0, out=xi, variant=variant, cfg=cfg, max_grid=max_grid)
     assert cp.array_equal(xi, y)
 
 
@@ -363,17 +363,16 @@ def test_gpu_pipe_full_grid_exact():
         np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k.astype(np.int64)).astype(dt))
 
 
-def test_gpu_pipe_table_entries_exact(monkeypatch):
-    # the committed table's pipelined entries (if any) through the public API; the grid is
+def test_gpu_pipe_table_entries_exact():
+    # the committed table's pipelined entries (if any) with the plan fwht uses; the grid is
     # capped at 5 CTAs so that each CTA transforms several tiles (stages the next one)
-    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", 5)
     for (name, L), entry in sorted(_cuda.ROW_TUNED.items()):
         if not _cuda.tuned_cfg(entry)[6]:
             continue
         n = 1 << L
         rows = 3 * max(1, (1 << 20) // n) + 1
         k = np.random.default_rng(L).integers(-16, 17, size=(rows, n))
-        y = fwht(cp.asarray(k.astype(name)))
+        y = _cuda.transform_contiguous(cp, cp.asarray(k.astype(name)), L, 1.0, max_grid=5)
         np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k).astype(name))
 
 
@@ -405,15 +404,14 @@ def test_split_cases_cover_the_target_sizes():
 
 
 @pytest.mark.parametrize("dt, L, cfg, variant", _SPLIT_CASES)
-def test_gpu_split_exact_in_place_and_within_bound(_split_compiled, monkeypatch, dt, L, cfg, variant):
+def test_gpu_split_exact_in_place_and_within_bound(_split_compiled, dt, L, cfg, variant):
     n = 1 << L
     rows = 5  # 10 tiles over 4 CTAs: 3, 3, 2 and 2 tiles each
-    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", 5)
     probe = cp.empty((rows, n), dtype=dt)
-    assert _cuda.row_launch(probe, L, variant == "mma", cfg)[2] == 4  # the cap applies: 2 clusters
+    assert _cuda.row_launch(probe, L, variant == "mma", cfg, max_grid=5)[2] == 4  # the cap applies: 2 clusters
     rng = np.random.default_rng(3000 + L)
     # in place: each half-row is read from global memory only by the CTA that writes it
-    _assert_exact_untouched_in_place(rng.integers(-16, 17, size=(rows, n)), dt, L, variant, cfg)
+    _assert_exact_untouched_in_place(rng.integers(-16, 17, size=(rows, n)), dt, L, variant, cfg, max_grid=5)
     if np.dtype(dt).kind == "i":
         return
     xr = (rng.random((rows, n)) - 0.5).astype(dt)
@@ -486,15 +484,14 @@ def _assert_sparse_rows_exact(dt, L, seed, lo, hi):
 # L = 15), here also with every CTA looping (grid capped), in place, input untouched, and as the
 # first pass of the 2**24 plan.
 @pytest.mark.parametrize("cap", [None, 5])
-def test_gpu_h15_dedicated_exact_in_place(monkeypatch, cap):
-    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", cap)
+def test_gpu_h15_dedicated_exact_in_place(cap):
     rows = 17 if cap else 300  # capped: 5 CTAs with 4, 4, 3, 3, 3 rows; else > 132 CTAs
     x = cp.zeros((rows, 1 << 15), dtype=cp.float16)
-    name, smem, grid, threads = _cuda.row_launch(x, 15, mma=True)
+    name, smem, grid, threads = _cuda.row_launch(x, 15, mma=True, max_grid=cap)
     assert name == "fwht_rows_h15<1>" and threads == 512 and smem == 6 << 15
     assert grid == (5 if cap else min(rows, cp.cuda.Device().attributes["MultiProcessorCount"]))
     k = np.random.default_rng(15).integers(-64, 65, size=(rows, 1 << 15))  # float32 sums exact
-    _assert_exact_untouched_in_place(k, np.float16, 15, "mma", None)
+    _assert_exact_untouched_in_place(k, np.float16, 15, "mma", None, max_grid=cap)
     # "auto" takes it too, and the plain variant does not; partial rows are refused
     assert _cuda.auto_mma(np.float16, 15)
     with pytest.raises(ValueError, match="whole rows"):
@@ -536,15 +533,14 @@ def _wht_int64(k):
 
 
 @pytest.mark.parametrize("cap", [None, 5])
-def test_gpu_d15s_dedicated_exact_in_place(monkeypatch, cap):
-    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", cap)
+def test_gpu_d15s_dedicated_exact_in_place(cap):
     rows = 17 if cap else 300  # capped: 5 CTAs, 3 rows each, then 2 leftover rows; else > 132 CTAs
     x = cp.zeros((rows, 1 << 15), dtype=cp.float64)
-    name, smem, grid, threads = _cuda.row_launch(x, 15)
+    name, smem, grid, threads = _cuda.row_launch(x, 15, max_grid=cap)
     assert name == "fwht_rows_d15s<1>" and threads == 512 and smem == 192 * 1024 + 16
     assert grid == (5 if cap else min(rows, cp.cuda.Device().attributes["MultiProcessorCount"]))
     k = np.random.default_rng(1515).integers(-(1 << 20), 1 << 20, size=(rows, 1 << 15))  # sums < 2**36
-    _assert_exact_untouched_in_place(k, np.float64, 15, "auto", None)
+    _assert_exact_untouched_in_place(k, np.float64, 15, "auto", None, max_grid=cap)
     assert _cuda.row_launch(x, 15, mma=False)[0] == name  # "plain" takes it too (CUDA cores)
     with pytest.raises(ValueError, match="whole rows"):
         _cuda.row_launch(cp.zeros(3 << 14, dtype=cp.float64), 15)
@@ -596,16 +592,15 @@ def test_gpu_dedicated_first_pass_of_2_24_exact(dt, lo, hi):
 @pytest.mark.parametrize("dt, variant, kernel", [(np.float16, "mma", "fwht_rows_h15<1>"),
                                                  (np.float64, "plain", "fwht_rows_d15s<1>"),
                                                  (np.float32, "plain", "fwht_rows_pipe<")])
-def test_gpu_dedicated_leftover_rows_and_counter(monkeypatch, dt, variant, kernel):
+def test_gpu_dedicated_leftover_rows_and_counter(dt, variant, kernel):
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     k_all = np.random.default_rng(1517).integers(-7, 8, size=(2 * sms + 9, 1 << 15))
     for rows, cap in ((1, None), (sms - 1, None), (sms, None), (sms + 1, None), (sms + 68, None),
                       (2 * sms + 9, None), (17, 5), (23, 7)):
-        monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", cap)
         x = cp.asarray(k_all[:rows].astype(dt))
-        assert _cuda.row_launch(x, 15, mma=variant == "mma")[0].startswith(kernel)
+        assert _cuda.row_launch(x, 15, mma=variant == "mma", max_grid=cap)[0].startswith(kernel)
         y = cp.full(x.shape, cp.nan, dtype=dt)
-        _cuda.transform_contiguous(cp, x, 15, 1.0, out=y, variant=variant)
+        _cuda.transform_contiguous(cp, x, 15, 1.0, out=y, variant=variant, max_grid=cap)
         np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k_all[:rows]).astype(dt))
         assert int(_cuda.row_tickets()[0]) == 0
     x = cp.asarray(k_all.astype(dt))  # a counter left at any value: every row still done once
@@ -615,7 +610,6 @@ def test_gpu_dedicated_leftover_rows_and_counter(monkeypatch, dt, variant, kerne
         _cuda.transform_contiguous(cp, x, 15, 1.0, out=y, variant=variant)
         np.testing.assert_array_equal(cp.asnumpy(y), _ref_int(k_all).astype(dt))
     _cuda.row_tickets()[0] = 0
-    monkeypatch.setattr(_cuda, "PIPE_MAX_GRID", None)
     x = cp.asarray(k_all.astype(dt))
     want = _ref_int(k_all).astype(dt)
     streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]

@@ -224,11 +224,10 @@ def test_row_names():
         _cuda._row_name(f16, 12, mma=True, cfg=(7, 2, 0, False, 0, 6))  # lane exchange K > TB - 2
 
 
-def test_row_config_and_names_with_an_xs_entry(monkeypatch):
-    monkeypatch.setattr(_cuda, "_cc", lambda: 90)
-    monkeypatch.setitem(_cuda.ROW_TUNED, ("float32", 14), (8, 4, 0, False, 3600, False, 0, True))
-    assert _cuda.row_config(14, 2, "float32") == (8, 4, 0, False, 0, True, 0)
-    assert "fwht_rows<float, float, 2, 8, 4, false, false, 0, 1, 14>" in _cuda._names(np.float32, 90, sweep=False)
+def test_row_config_and_names_with_an_xs_entry():
+    cfg = _cuda.tuned_cfg((8, 4, 0, False, 3600, False, 0, True))
+    assert cfg == (8, 4, 0, False, 0, True, 0)
+    assert _cuda._row_name(np.float32, 14, cfg=cfg) == "fwht_rows<float, float, 2, 8, 4, false, false, 0, 1, 14>"
     # a restricted sweep compiles only the candidates of its lengths (no rule, table or cols)
     ns = _cuda._names(np.float32, 90, sweep=True, Ls=(14,))
     assert len(ns) == len(_cuda.row_candidates(14, 2, 4))
@@ -274,49 +273,48 @@ def test_xs_kernels_compile_with_nvcc(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
 
 
-def test_dedicated_row_kernels_selection(monkeypatch):
+def test_dedicated_row_kernels_selection():
     # ROW_DEDICATED: float16 2**15 (fwht_rows_h15) only with the mma front end, float64 2**15
     # (fwht_rows_d15s, CUDA cores) always; never for a forced sweep configuration, only on the
     # table's device class; compiled with the table's kernels on sm_90 (not on sm_80); the
     # shared memory fits the opt-in limit
-    monkeypatch.setattr(_cuda, "_cc", lambda: 90)
-    monkeypatch.setattr(_cuda, "_smem_optin", lambda: _cuda._SMEM_OPTIN)
-    assert _cuda.dedicated_row(np.float16, 15, True) == ("fwht_rows_h15<1>", 6 << 15)
-    assert _cuda.dedicated_row(np.float16, 15, False) is None
-    assert _cuda.dedicated_row(np.float16, 15, True, cfg=(9, 3, 0)) is None
-    assert _cuda.dedicated_row(np.float16, 14, True) is None
-    assert _cuda.dedicated_row(np.float32, 15, True) is None
-    assert _cuda.dedicated_row(np.float64, 15, False) == ("fwht_rows_d15s<1>", 192 * 1024 + 16)
-    assert _cuda.dedicated_row(np.float64, 15, False, cfg=(9, 4, 1)) is None
-    assert _cuda.dedicated_row(np.float64, 14, False) is None
-    assert _cuda.dedicated_row(np.int64, 15, False) is None
+    h200 = _cuda.DeviceInfo(90, _cuda._SMEM_OPTIN)
+    assert _cuda.dedicated_row(np.float16, 15, True, dev=h200) == ("fwht_rows_h15<1>", 6 << 15)
+    assert _cuda.dedicated_row(np.float16, 15, False, dev=h200) is None
+    assert _cuda.dedicated_row(np.float16, 15, True, cfg=(9, 3, 0), dev=h200) is None
+    assert _cuda.dedicated_row(np.float16, 14, True, dev=h200) is None
+    assert _cuda.dedicated_row(np.float32, 15, True, dev=h200) is None
+    assert _cuda.dedicated_row(np.float64, 15, False, dev=h200) == ("fwht_rows_d15s<1>", 192 * 1024 + 16)
+    assert _cuda.dedicated_row(np.float64, 15, False, cfg=(9, 4, 1), dev=h200) is None
+    assert _cuda.dedicated_row(np.float64, 14, False, dev=h200) is None
+    assert _cuda.dedicated_row(np.int64, 15, False, dev=h200) is None
     for (dname, L), (name, smem, gbs, _, _) in _cuda.ROW_DEDICATED.items():
         assert smem <= _cuda._SMEM_OPTIN and gbs > 0
         assert name in _cuda._names(np.dtype(dname), 90, sweep=False)
         assert name not in _cuda._names(np.dtype(dname), 80, sweep=False)
-    monkeypatch.setattr(_cuda, "_smem_optin", lambda: 164 * 1024)  # an A100: not the table's class
-    assert _cuda.dedicated_row(np.float16, 15, True) is None
-    assert _cuda.dedicated_row(np.float64, 15, False) is None
+    a100 = _cuda.DeviceInfo(80, 164 * 1024)  # not the table's class
+    assert _cuda.dedicated_row(np.float16, 15, True, dev=a100) is None
+    assert _cuda.dedicated_row(np.float64, 15, False, dev=a100) is None
+    assert _cuda.dedicated_row(np.float64, 15, False, dev=_cuda.DeviceInfo(90, 164 * 1024)) is None
 
 
-def test_row_args_ticket_counter_for_dedicated_kernels(monkeypatch):
+def test_row_args_ticket_counter_for_dedicated_kernels():
     # the kernels with leftover-row tickets (h15, d15s, the pipelined kernel) take the stream's
     # counter as a sixth argument, the others (split, one-pass rows) not
     counter = object()
-    monkeypatch.setattr(_cuda, "row_tickets", lambda: counter)
     x = np.zeros((2, 1 << 15), dtype=np.float64)
-    a = _cuda.row_args("fwht_rows_d15s<1>", x, x, 15, 0.5)
+    a = _cuda.row_args("fwht_rows_d15s<1>", x, x, 15, 0.5, tickets=counter)
     assert len(a) == 6 and a[5] is counter and a[2] == 1 << 16 and a[3] == 15 and a[4] == 0.5
     assert isinstance(a[4], np.float64) and isinstance(a[2], np.int64)
     h = np.zeros((1, 1 << 15), dtype=np.float16)
-    a = _cuda.row_args("fwht_rows_h15<1>", h, h, 15, 1.0)
+    a = _cuda.row_args("fwht_rows_h15<1>", h, h, 15, 1.0, tickets=counter)
     assert len(a) == 6 and a[5] is counter and isinstance(a[4], np.float32)
     assert len(_cuda.row_args("fwht_rows_pipe_split<double, double, 1, 9, 4, false, 0, 1, 2, 14>",
-                              x, x, 15, 1.0)) == 5
+                              x, x, 15, 1.0, tickets=counter)) == 5
     f = np.zeros((2, 1 << 15), dtype=np.float32)  # the pipelined kernel draws leftover tiles too
-    a = _cuda.row_args("fwht_rows_pipe<float, float, 2, 9, 4, false, 0, 1, 2, 15>", f, f, 15, 1.0)
+    a = _cuda.row_args("fwht_rows_pipe<float, float, 2, 9, 4, false, 0, 1, 2, 15>", f, f, 15, 1.0, tickets=counter)
     assert len(a) == 6 and a[5] is counter
-    assert len(_cuda.row_args("fwht_rows<float, float, 2, 8, 3, false, false, 0, 1, 13>", f, f, 13, 1.0)) == 5
+    assert len(_cuda.row_args("fwht_rows<float, float, 2, 8, 3, false, false, 0, 1, 13>", f, f, 13, 1.0, tickets=counter)) == 5
 
 
 # ---- pipelined persistent kernel (PIPE) --------------------------------------------------------
@@ -418,22 +416,16 @@ def test_resident_ctas():
     assert _cuda._resident_ctas(255, 1024, 200 * 1024) == 1    # never below 1
 
 
-def test_tuned_needs_sm90_and_large_shared_memory(monkeypatch):
-    monkeypatch.setattr(_cuda, "_cc", lambda: 90)
-    monkeypatch.setattr(_cuda, "_smem_optin", lambda: 227 * 1024)
-    assert _cuda._tuned("float32", 15) is not None
-    monkeypatch.setattr(_cuda, "_smem_optin", lambda: 99 * 1024)   # e.g. consumer Blackwell
-    assert _cuda._tuned("float32", 15) is None
-    monkeypatch.setattr(_cuda, "_smem_optin", lambda: 227 * 1024)
-    monkeypatch.setattr(_cuda, "_cc", lambda: 80)
-    assert _cuda._tuned("float32", 15) is None
+def test_tuned_needs_sm90_and_large_shared_memory():
+    assert _cuda._tuned("float32", 15, _cuda.DeviceInfo(90, 227 * 1024)) is not None
+    assert _cuda._tuned("float32", 15, _cuda.DeviceInfo(120, 99 * 1024)) is None  # e.g. consumer Blackwell
+    assert _cuda._tuned("float32", 15, _cuda.DeviceInfo(80, 227 * 1024)) is None
 
 
-def test_pipe_cfg_rejected_below_sm80(monkeypatch):
-    monkeypatch.setattr(_cuda, "_cc", lambda: 75)
+def test_pipe_cfg_rejected_below_sm80():
     x = np.zeros((2, 1 << 15), np.float32)
     with pytest.raises(TypeError, match="sm_80"):
-        _cuda.transform_contiguous(np, x, 15, 1.0, cfg=(9, 4, 0, False, 0, True, 2))
+        _cuda.transform_contiguous(np, x, 15, 1.0, cfg=(9, 4, 0, False, 0, True, 2), dev=_cuda.DeviceInfo(75, 64 * 1024))
 
 
 def test_pipe_minb2_only_where_two_ctas_fit():
@@ -483,7 +475,7 @@ def test_plan_with_the_split_entries():
                 s += mb
 
 
-def test_split_launch_needs_whole_rows(monkeypatch):
+def test_split_launch_needs_whole_rows():
     # the split kernel pairs tiles 2r, 2r+1 of one row: a size that is not whole rows is refused
     # before any launch (the public API always passes whole rows)
     class Fake:
@@ -494,10 +486,10 @@ def test_split_launch_needs_whole_rows(monkeypatch):
         _cuda._launch_rows(None, Fake(), Fake(), 15, 1.0, np.dtype(np.float64), cfg=(9, 4, 1, False, 0, True, 2))
 
 
-def test_split_cfg_rejected_below_sm90(monkeypatch):
-    monkeypatch.setattr(_cuda, "_cc", lambda: 86)
+def test_split_cfg_rejected_below_sm90():
     with pytest.raises(TypeError, match="sm_90"):
-        _cuda.transform_contiguous(np, np.zeros((2, 1 << 15)), 15, 1.0, cfg=(9, 4, 1, False, 0, True, 2))
+        _cuda.transform_contiguous(np, np.zeros((2, 1 << 15)), 15, 1.0, cfg=(9, 4, 1, False, 0, True, 2),
+                                   dev=_cuda.DeviceInfo(86, 99 * 1024))
 
 
 def test_row_tickets_one_counter_per_stream_and_thread(monkeypatch):
@@ -508,12 +500,12 @@ def test_row_tickets_one_counter_per_stream_and_thread(monkeypatch):
     import types
 
     cur = {"stream": types.SimpleNamespace(ptr=2)}
-    cuda = types.SimpleNamespace(Device=lambda *a: types.SimpleNamespace(id=0),
+    # a device id no real device has, so the counters made here are this test's own
+    cuda = types.SimpleNamespace(Device=lambda *a: types.SimpleNamespace(id=-7),
                                  get_current_stream=lambda: cur["stream"],
                                  runtime=types.SimpleNamespace(streamPerThread=2))
     stub = types.SimpleNamespace(cuda=cuda, uint32=np.uint32, zeros=lambda n, dtype=None: np.zeros(n, dtype))
     monkeypatch.setitem(sys.modules, "cupy", stub)
-    monkeypatch.setattr(_cuda, "_TICKETS", {})
 
     def in_thread():
         out = []

@@ -20,6 +20,7 @@ import operator
 import numpy as np
 
 from .._xp import array_namespace, is_cupy_array
+from ._cuda import try_transform
 
 __all__ = ["fwht", "ifwht", "sequency_permutation"]
 
@@ -235,10 +236,8 @@ def _fwht_impl(x, axis, norm, order, out, inverse):
 
     y = None
     if xp is not np:
-        from . import _cuda
-
-        y = _cuda.try_transform(xm, L, scale, unit, dt, perm, inverse,
-                                out=out if axis == x.ndim - 1 else None)
+        y = try_transform(xm, L, scale, unit, dt, perm, inverse,
+                          out=out if axis == x.ndim - 1 else None)
         if y is not None and y is out:
             return out
     if y is None:

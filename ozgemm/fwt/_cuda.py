@@ -27,6 +27,7 @@ last pass (for "ortho" each pass gets its share, keeping float16 intermediates i
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import threading
@@ -107,14 +108,14 @@ ROW_DEDICATED: dict = {
 }
 
 
-def dedicated_row(dtype, L: int, mma: bool, cfg=None):
+def dedicated_row(dtype, L: int, mma: bool, cfg=None, dev: DeviceInfo = None):
     """(kernel name, shared memory bytes) of the ``ROW_DEDICATED`` kernel for a row pass of
     2**L of ``dtype`` (``mma``: the tensor-core front end was chosen), or None (no entry, a
     forced ``cfg``, a tensor-core kernel without mma, or a device outside the table's class)."""
     if cfg is not None:
         return None
     ent = ROW_DEDICATED.get((np.dtype(dtype).name, L))
-    if ent is None or (ent[3] and not mma) or _tuned(np.dtype(dtype).name, L) is None:
+    if ent is None or (ent[3] and not mma) or _tuned(np.dtype(dtype).name, L, dev) is None:
         return None
     return ent[0], ent[1]
 
@@ -169,11 +170,30 @@ def _ctas_by_smem(smem: int) -> int:
     return _SM_SMEM // (smem + _CTA_SMEM_RESERVED)
 
 
-def _tuned(dtype_name: str, L: int):
+@dataclasses.dataclass(frozen=True)
+class DeviceInfo:
+    """What the launch plan depends on: the compute capability (e.g. 90) and the opt-in shared
+    memory per block in bytes. ``DeviceInfo.current()``: the current CUDA device (sm_90 with
+    227 KiB without CuPy/GPU). The planning functions take one as ``dev`` (None: current)."""
+
+    cc: int = 90
+    smem_optin: int = _SMEM_OPTIN
+
+    @classmethod
+    def current(cls) -> "DeviceInfo":
+        return cls(_cc(), _smem_optin())
+
+
+def _dev(dev) -> DeviceInfo:
+    return DeviceInfo.current() if dev is None else dev
+
+
+def _tuned(dtype_name: str, L: int, dev: DeviceInfo = None):
     """The ``ROW_TUNED`` entry, used only on sm_90+ devices with the H100/H200's 227 KiB of
     shared memory per block (it was measured on an H200; its cluster, pipelined and large-tile
     kernels need sm_90 and that shared memory); elsewhere the fixed rule (no clusters, no mma)."""
-    if _cc() < 90 or _smem_optin() < _SMEM_OPTIN:
+    dev = _dev(dev)
+    if dev.cc < 90 or dev.smem_optin < _SMEM_OPTIN:
         return None
     return ROW_TUNED.get((dtype_name, L))
 
@@ -343,12 +363,12 @@ def tuned_cfg(entry) -> tuple:
     return tuple(int(v) for v in entry[:3]) + (wm, minb, xs, pipe)
 
 
-def row_config(L: int, logv: int, dtype_name: str = None):
+def row_config(L: int, logv: int, dtype_name: str = None, dev: DeviceInfo = None):
     """(TB, CB, CSB, WM, MINB, XS, PIPE) for the row kernel: 2**TB threads, 2**CB 16-byte
     vectors per thread, cluster of 2**CSB CTAs, warp-major layout, min CTAs per SM (0:
     unspecified), exchange-store phase B, pipelined kernel. The measured choice
     (``ROW_TUNED``) if any, else a fixed rule."""
-    t = _tuned(dtype_name, L) if dtype_name is not None else None
+    t = _tuned(dtype_name, L, dev) if dtype_name is not None else None
     if t is not None:
         return tuned_cfg(t)
     if L <= 13:
@@ -362,12 +382,12 @@ def row_config(L: int, logv: int, dtype_name: str = None):
     return tb, cb, 0, False, 0, False, 0
 
 
-def lmax_single(dtype) -> int:
+def lmax_single(dtype, dev: DeviceInfo = None) -> int:
     """Longest row (log2) done in one pass: LMAX1, or longer where a measured cluster
     configuration exists for every length up to it."""
     dt = np.dtype(dtype)
     lm = _TYPES[dt][4]
-    while _tuned(dt.name, lm + 1) is not None:
+    while _tuned(dt.name, lm + 1, dev) is not None:
         lm += 1
     return lm
 
@@ -377,25 +397,25 @@ def col_config(mb: int):
     return {3: 7, 6: 4, 9: 3}[mb]
 
 
-def _row_score(dtype, L1: int) -> float:
+def _row_score(dtype, L1: int, dev: DeviceInfo = None) -> float:
     """Expected speed of a row pass of 2**L1 (measured GB/s from ``ROW_TUNED`` when known;
     else the first H200 run: rows up to 2**13 (float64: 2**12) reached ~95 % of copy,
     longer single-CTA rows ~60 %)."""
     dt = np.dtype(dtype)
-    t = _tuned(dt.name, L1)
+    t = _tuned(dt.name, L1, dev)
     if t is not None and len(t) > 4:
         return float(t[4])
     return 1.0 if L1 <= (12 if dt.itemsize == 8 else 13) else 0.6
 
 
-def plan(L: int, dtype) -> list:
+def plan(L: int, dtype, dev: DeviceInfo = None) -> list:
     """List of passes: ("rows", L1) then ("cols", s, MB)...; the transform bits in order.
 
     One row pass when L fits (``lmax_single``); else the fewest strided passes q =
     ceil((L - lmax)/9) of MB ∈ {3, 6, 9} bits, and among those splits the first-pass length
     L1 with the best expected row-pass speed (``_row_score``), larger L1 on ties."""
     dt = np.dtype(dtype)
-    lmax1 = lmax_single(dt)
+    lmax1 = lmax_single(dt, dev)
     if L <= lmax1:
         return [("rows", L)]
     logv = _TYPES[dt][3]
@@ -405,7 +425,7 @@ def plan(L: int, dtype) -> list:
         l1 = L - m_total
         if l1 > lmax1 or l1 < 7 + logv:  # the MB=3 strided kernel needs s >= 7 + LOGV
             continue
-        key = (_row_score(dt, l1), l1)
+        key = (_row_score(dt, l1, dev), l1)
         if best is None or key > best[0]:
             best = (key, l1, m_total)
     _, l1, m_total = best
@@ -429,9 +449,9 @@ def plan(L: int, dtype) -> list:
 LC_MIN = 12
 
 
-def _row_name(dtype, L, mma=False, cfg=None) -> str:
+def _row_name(dtype, L, mma=False, cfg=None, dev: DeviceInfo = None) -> str:
     T, A, sc, logv, _ = _TYPES[np.dtype(dtype)]
-    tb, cb, csb, wm, minb, xs, pipe = _cfg7(cfg if cfg is not None else row_config(L, logv, np.dtype(dtype).name))
+    tb, cb, csb, wm, minb, xs, pipe = _cfg7(cfg if cfg is not None else row_config(L, logv, np.dtype(dtype).name, dev))
     b = lambda v: "true" if v else "false"  # noqa: E731
     if pipe:
         if not pipe_ok(L, logv, np.dtype(sc).itemsize, tb, cb, csb, wm, xs, pipe):
@@ -568,11 +588,6 @@ def _kernel(dtype_str: str, device_id: int, name: str, smem: int, L: int = None)
     return configure_kernel(_module_for(dtype_str, device_id, name, L).get_function(name), name, smem)
 
 
-# Cap on the pipelined kernel's grid (None: the CTAs that fit on the device at once); tests set
-# a small cap so that every CTA loops over several tiles.
-PIPE_MAX_GRID = None
-
-
 def _resident_ctas(regs: int, nthreads: int, smem: int) -> int:
     """CTAs of a kernel with ``regs`` registers per thread that fit on one SM (H100/H200
     limits: 2048 threads, 64K registers, 228 KiB shared memory with 1 KiB reserved per CTA,
@@ -623,27 +638,30 @@ def _active_clusters(kernel, nthreads: int, smem: int):
         return None
 
 
-def _persistent_grid(src, name: str, smem: int, L: int, tb: int, ntiles: int) -> int:
+def _persistent_grid(src, name: str, smem: int, L: int, tb: int, ntiles: int, max_grid=None) -> int:
     """Grid of a persistent row kernel: the CTAs resident at once (``_pipe_grid``), at most
-    one per tile, capped by ``PIPE_MAX_GRID``."""
+    one per tile, at most ``max_grid`` (None: no cap)."""
     grid = min(ntiles, _pipe_grid(src.dtype.str, src.device.id, name, smem, L, tb))
-    return grid if PIPE_MAX_GRID is None else min(grid, PIPE_MAX_GRID)
+    return grid if max_grid is None else min(grid, max_grid)
 
 
-def row_launch(src, L, mma=False, cfg=None):
+def row_launch(src, L, mma=False, cfg=None, dev: DeviceInfo = None, max_grid=None):
     """(kernel name, dynamic shared memory bytes, grid, threads per CTA) of the row pass over
     the rows of 2**L of the contiguous array ``src`` with configuration ``cfg`` (default: the
     ``ROW_DEDICATED`` kernel where ``dedicated_row`` applies, else the table's or the rule's).
-    Raises ValueError where the split or the dedicated kernel would get partial rows."""
+    ``dev``: the device the plan is for (None: the current one); ``max_grid``: cap on the grid of
+    the persistent kernels (None: the CTAs resident at once; a small cap makes every CTA loop
+    over several tiles). Raises ValueError where the split or the dedicated kernel would get
+    partial rows."""
     dtype = src.dtype
     _, _, sc, logv, _ = _TYPES[dtype]
-    ded = dedicated_row(dtype, L, mma, cfg)
+    ded = dedicated_row(dtype, L, mma, cfg, dev)
     if ded is not None:  # persistent, 512 threads, whole rows of 2**L (the row pass's segments)
         name, smem = ded
         if src.size % (1 << L):  # the kernel transforms total >> L whole rows
             raise ValueError(f"{name} needs whole rows of 2**{L} elements; got {src.size} elements")
-        return name, smem, max(1, _persistent_grid(src, name, smem, L, 9, src.size >> L)), 512
-    cfg = _cfg7(cfg if cfg is not None else row_config(L, logv, dtype.name))
+        return name, smem, max(1, _persistent_grid(src, name, smem, L, 9, src.size >> L, max_grid)), 512
+    cfg = _cfg7(cfg if cfg is not None else row_config(L, logv, dtype.name, dev))
     tb, cb, csb, wm, _, xs, pipe = cfg
     lt = logv + tb + cb
     total = src.size
@@ -654,11 +672,11 @@ def row_launch(src, L, mma=False, cfg=None):
         smem = phase_b_smem(L, logv, acc, tb, cb, csb, wm, xs)
     if csb and pipe and total % (2 << lt):  # the split kernel pairs the two tiles of each row
         raise ValueError(f"the split kernel needs whole rows of 2**{L} elements; got {total} elements")
-    name = _row_name(dtype, L, mma, cfg)
+    name = _row_name(dtype, L, mma, cfg, dev)
     ntiles = (total + (1 << lt) - 1) >> lt
     grid = ntiles
     if pipe:  # persistent: the CTAs that are resident at once loop over the tiles
-        grid = _persistent_grid(src, name, smem, L, tb, ntiles)
+        grid = _persistent_grid(src, name, smem, L, tb, ntiles, max_grid)
         if csb:  # split kernel: whole 2-CTA clusters (ntiles is even: whole rows of 2 tiles)
             grid = max(2, grid & ~1)
     return name, smem, grid, 1 << tb
@@ -694,18 +712,18 @@ def takes_tickets(name: str) -> bool:
     return name.startswith("fwht_rows_pipe<") or any(name == ent[0] and ent[4] for ent in ROW_DEDICATED.values())
 
 
-def row_args(name, src, dst, L, scale):
+def row_args(name, src, dst, L, scale, tickets=None):
     """Kernel arguments of the row pass ``name`` (``row_launch``) from ``src`` to ``dst``: the
     five common ones, then the stream's ticket counter (``row_tickets``) where the kernel takes
-    one (``takes_tickets``)."""
+    one (``takes_tickets``; ``tickets``: that counter, default the stream's)."""
     args = (src, dst, np.int64(src.size), np.int32(L), _TYPES[src.dtype][2](scale))
     if takes_tickets(name):
-        args += (row_tickets(),)
+        args += (row_tickets() if tickets is None else tickets,)
     return args
 
 
-def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None):
-    name, smem, grid, threads = row_launch(src, L, mma, cfg)
+def _launch_rows(xp, src, dst, L, scale, dtype, mma=False, cfg=None, dev=None, max_grid=None):
+    name, smem, grid, threads = row_launch(src, L, mma, cfg, dev, max_grid)
     k = _kernel(dtype.str, src.device.id, name, smem, L)
     k((grid,), (threads,), row_args(name, src, dst, L, scale), shared_mem=smem)
 
@@ -723,16 +741,17 @@ def _launch_cols(xp, buf, s, mb, scale, dtype):
     k(grid, (nthreads,), (buf, buf, np.int64(total), np.int32(s), sc(scale)), shared_mem=smem)
 
 
-def auto_mma(dtype, L1: int) -> bool:
+def auto_mma(dtype, L1: int, dev: DeviceInfo = None) -> bool:
     """Whether the "auto" variant uses the tensor-core (mma) front end for a float16 row pass
     of 2**L1: the table's choice (``ROW_TUNED``), else ``MMA_DEFAULT_L``."""
     if np.dtype(dtype) != np.float16:
         return False
-    tuned = _tuned(np.dtype(dtype).name, L1)
+    tuned = _tuned(np.dtype(dtype).name, L1, dev)
     return bool(tuned[3]) if tuned else L1 in MMA_DEFAULT_L
 
 
-def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
+def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None, dev: DeviceInfo = None,
+                         max_grid=None):
     """Unscaled-then-``scale`` natural WHT of each row of the C-contiguous array ``x2``
     (any shape whose last axis has 2**L elements) with the kernels; returns a new array
     (or ``out``, which must be C-contiguous and may alias ``x2``).
@@ -740,22 +759,23 @@ def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
     ``variant``: "plain" (CUDA cores), "mma" (float16 only: tensor-core front end in the
     row pass), or "auto" (the measured choice in ``ROW_TUNED``, else ``MMA_DEFAULT_L``).
     ``cfg``: force one row pass with this (TB, CB, CSB[, WM, MINB[, XS[, PIPE]]]) (used by the
-    tuning sweep)."""
+    tuning sweep). ``dev``, ``max_grid``: as for ``row_launch``."""
     dtype = x2.dtype
     if variant not in ("auto", "plain", "mma"):
         raise ValueError(f"variant must be 'auto', 'plain' or 'mma', got {variant!r}")
     if variant == "mma" and dtype != np.float16:
         raise TypeError("the tensor-core (mma) variant is for float16 only")
-    passes = plan(L, dtype) if cfg is None else [("rows", L)]
+    dev = _dev(dev)
+    passes = plan(L, dtype, dev) if cfg is None else [("rows", L)]
     l1 = passes[0][1]
-    if variant == "mma" and _cc() < 80:
+    if variant == "mma" and dev.cc < 80:
         raise TypeError("the tensor-core (mma) variant needs an sm_80 or newer GPU")
-    if cfg is not None and _cfg7(cfg)[6] and _cc() < 80:
+    if cfg is not None and _cfg7(cfg)[6] and dev.cc < 80:
         raise TypeError("the pipelined kernel (PIPE > 0) needs an sm_80 or newer GPU (cp.async)")
-    if cfg is not None and _cfg7(cfg)[2] and _cc() < 90:
+    if cfg is not None and _cfg7(cfg)[2] and dev.cc < 90:
         raise TypeError("cluster configurations (CSB > 0, including the split kernel) need an sm_90 or "
                         "newer GPU (thread-block clusters)")
-    mma = variant == "mma" or (variant == "auto" and auto_mma(dtype, l1))
+    mma = variant == "mma" or (variant == "auto" and auto_mma(dtype, l1, dev))
     y = xp.empty_like(x2) if out is None else out
     if x2.size == 0:
         return y
@@ -770,7 +790,7 @@ def transform_contiguous(xp, x2, L, scale, out=None, variant="auto", cfg=None):
         scales.append(scale / math.prod(scales))
     for p, s_ in zip(passes, scales):
         if p[0] == "rows":
-            _launch_rows(xp, x2, y, p[1], s_, dtype, mma, cfg)
+            _launch_rows(xp, x2, y, p[1], s_, dtype, mma, cfg, dev, max_grid)
         else:
             _launch_cols(xp, y, p[1], p[2], s_, dtype)
     return y

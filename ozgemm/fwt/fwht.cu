@@ -103,21 +103,10 @@ __device__ __forceinline__ void gstore(long long* p, const long long* a, long lo
 // The pipelined row kernel stages the next tile with these while it transforms the current
 // one. Each thread copies exactly the 16-byte vectors it will read itself, so waiting for its
 // own copies (cp.async.wait_all) is enough before it reads them.
-// OZ_FWT_CP_L2 (a build option, benchmarks/fwt_ab_build.py; 0 by default): the L2 prefetch size
-// qualifier of these copies, 128 or 256 bytes
-#ifndef OZ_FWT_CP_L2
-#define OZ_FWT_CP_L2 0
-#endif
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-#if OZ_FWT_CP_L2 == 256
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-#elif OZ_FWT_CP_L2 == 128
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-#else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-#endif
 #else
   __trap();  // the host code never selects the pipelined kernel below sm_80
 #endif
@@ -296,12 +285,12 @@ __device__ __forceinline__ uint4 h16_frags(int lane) {
 // ---- thread-block cluster helpers (sm_90): distributed shared memory, cluster barrier ----
 // Below sm_90 they compile to traps; the host code never launches cluster kernels there.
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-#define OZ_FWT_CLUSTERS 1
+#define FWHT_HAVE_CLUSTERS 1
 #else
-#define OZ_FWT_CLUSTERS 0
+#define FWHT_HAVE_CLUSTERS 0
 #endif
 __device__ __forceinline__ unsigned cluster_rank() {
-#if OZ_FWT_CLUSTERS
+#if FWHT_HAVE_CLUSTERS
   unsigned r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
@@ -311,28 +300,14 @@ __device__ __forceinline__ unsigned cluster_rank() {
 #endif
 }
 __device__ __forceinline__ void cluster_sync() {
-#if OZ_FWT_CLUSTERS
+#if FWHT_HAVE_CLUSTERS
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 #else
   __trap();
 #endif
 }
-// OZ_FWT_SPLIT_RELAXED (a measurement-only build option, benchmarks/fwt_ab_build.py; 0 by
-// default): the split kernel's two cluster barriers per tile without the release/acquire
-// ordering, to measure what that ordering costs (its release waits for the previous tile's
-// global stores: ncu "Stall Membar", session 8). NOT memory-model safe: never shipped.
-#ifndef OZ_FWT_SPLIT_RELAXED
-#define OZ_FWT_SPLIT_RELAXED 0
-#endif
-__device__ __forceinline__ void split_sync() {
-#if OZ_FWT_CLUSTERS && OZ_FWT_SPLIT_RELAXED
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-#else
-  cluster_sync();
-#endif
-}
 template <typename P> __device__ __forceinline__ P* map_rank(P* p, unsigned rank) {
-#if OZ_FWT_CLUSTERS
+#if FWHT_HAVE_CLUSTERS
   unsigned long long q;
   asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
   return reinterpret_cast<P*>(q);
@@ -452,7 +427,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   const T* pstage = stage;
   A ssg = A(1);
   if constexpr (SPLIT) {
-    split_sync();
+    cluster_sync();
     const unsigned rank = cluster_rank();
     pstage = map_rank(stage, rank ^ 1u);
     ssg = (rank & 1u) ? A(-1) : A(1);
@@ -462,7 +437,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // staging buffer)
   auto prefetch_next = [&]() {
     if constexpr (SPLIT) {
-      split_sync();
+      cluster_sync();
       if (next < ntiles) stage_tile<T, LOGV, TB, CB>(x, stage, next, total);
       cp_async_commit();
     } else if constexpr (PIPE != 0) {  // no barrier: see EARLY_PF
@@ -739,23 +714,12 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
 // (a launch that never finished, a graph that captured its first zeroing) cannot make a later
 // launch skip or repeat a row. The host keeps one counter per device and stream (and per host
 // thread on the per-thread default stream), ``_cuda.row_tickets``; two launches that use the
-// same counter must not run at the same time. OZ_FWT_LEFTOVER=0 (a build option,
-// benchmarks/fwt_ab_build.py) gives the leftover rows to CTAs 0, 1, ... as before (same bits);
-// OZ_FWT_PIPE_LEFTOVER=0 the same for fwht_rows_pipe alone.
-#ifndef OZ_FWT_LEFTOVER
-#define OZ_FWT_LEFTOVER 1
-#endif
+// same counter must not run at the same time.
 __device__ __forceinline__ long long draw_leftover(unsigned* tickets, long long ntiles) {  // thread 0
   const long long g = gridDim.x, qg = ntiles / g * g;
-  unsigned v = blockIdx.x;
-#if OZ_FWT_LEFTOVER
-  v = atomicInc(tickets, gridDim.x - 1);  // v; the counter becomes v + 1, or 0 after G - 1
-#endif
+  const unsigned v = atomicInc(tickets, gridDim.x - 1);  // v; the counter becomes v + 1, or 0 after G - 1
   return qg + v < ntiles ? qg + v : ntiles;
 }
-#ifndef OZ_FWT_PIPE_LEFTOVER
-#define OZ_FWT_PIPE_LEFTOVER 1
-#endif
 // Every thread of the CTA gets its leftover row (draw_leftover), passed through *slot (shared
 // memory that no other thread reads or writes from the call until the caller's next use of it)
 __device__ __forceinline__ long long leftover_row(unsigned* tickets, long long ntiles, long long* slot) {
@@ -774,7 +738,7 @@ __device__ __forceinline__ void pipe_loop(const T* __restrict__ x, T* __restrict
   T* stage = reinterpret_cast<T*>(smem_raw);
   const long long ntiles = (total + (1LL << LT) - 1) >> LT;
   long long t = blockIdx.x;
-  if constexpr (CSB == 0 && OZ_FWT_PIPE_LEFTOVER) {
+  if constexpr (CSB == 0) {
     // the static tiles below qg (pipelined), then the leftover tile drawn (draw_leftover), staged
     // and transformed alone; its number passes through the idle staging buffer
     const long long G = gridDim.x, qg = ntiles / G * G;
@@ -811,24 +775,6 @@ __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
 #endif
 }
 
-// OZ_FWT_TRACE (a measurement-only build option, benchmarks/fwt_trace.py; 0 by default): thread
-// 0 of each CTA (blockIdx.x < 256) records the global timer (ns) at up to 4 points of each of
-// its first 64 rows into oz_trace[CTA][row][point]; a no-op in the default build.
-#ifndef OZ_FWT_TRACE
-#define OZ_FWT_TRACE 0
-#endif
-#if OZ_FWT_TRACE
-__device__ unsigned long long oz_trace[1 << 16];
-__device__ __forceinline__ void oz_trace_at(int row, int point) {
-  if (threadIdx.x == 0 && row < 64 && blockIdx.x < 256) {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
-    oz_trace[((blockIdx.x * 64 + row) << 2) + point] = t;
-  }
-}
-#else
-__device__ __forceinline__ void oz_trace_at(int, int) {}
-#endif
 
 
 // Two-layout kernel for binary16 rows of 2^15 (sessions 13 and 15): pipelined and persistent
@@ -858,8 +804,8 @@ __device__ __forceinline__ void oz_trace_at(int, int) {}
 // Shared memory: 64 KiB staging (binary16) + 128 KiB exchange (float32). Whole rows only
 // (total a multiple of 2^15); in place is safe (a row is staged completely before its CTA
 // writes it, and the next row staged meanwhile is another row).
-__device__ __forceinline__ int h15_rows(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long t,
-                                        long long end, float scale, int it) {
+__device__ __forceinline__ void h15_rows(const half_bits* __restrict__ x, half_bits* __restrict__ y, long long t,
+                                         long long end, float scale) {
   constexpr int LT = 15;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   half_bits* stage = reinterpret_cast<half_bits*>(smem_raw);
@@ -880,17 +826,15 @@ __device__ __forceinline__ int h15_rows(const half_bits* __restrict__ x, half_bi
   }
   cp_async_commit();
   const uint4 hb = h16_frags(lane);
-  for (; t < end; t += gridDim.x, ++it) {
+  for (; t < end; t += gridDim.x) {
     float r[64];
     uint4 u[8];
-    oz_trace_at(it, 0);
     // the row after the staged one into L2 (its cp.async copies then hit L2; session 13, call
     // 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits; session 15, call 5:
     // the row after that instead, 190.5 against 149.6 us)
     if (tid == 0 && t + 2 * (long long)gridDim.x < end)
       prefetch_l2(x + ((t + 2 * (long long)gridDim.x) << LT), 2u << LT);
     cp_async_wait_all();
-    oz_trace_at(it, 1);
 #pragma unroll
     for (int c = 0; c < 8; ++c) u[c] = *reinterpret_cast<const uint4*>(stage + o1 + (c << 8));
     const long long nt = t + gridDim.x;
@@ -908,7 +852,6 @@ __device__ __forceinline__ int h15_rows(const half_bits* __restrict__ x, half_bi
     shfl_stage<float, 64>(r, 4);  // bit 5 (lane bit 2)
     shfl_stage<float, 64>(r, 8);  // bit 6 (lane bit 3)
     __syncthreads();  // the previous row's L2 reads are done
-    oz_trace_at(it, 2);
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
       sstore<4>(sm + ((o1 + (c << 8)) ^ sw1), r + 8 * c);
@@ -926,7 +869,6 @@ __device__ __forceinline__ int h15_rows(const half_bits* __restrict__ x, half_bi
     reg_stage<float, 64>(r, 8);   // bit 12
     reg_stage<float, 64>(r, 16);  // bit 13
     reg_stage<float, 64>(r, 32);  // bit 14
-    oz_trace_at(it, 3);
     half_bits* yt = y + (t << LT);
     if (scale == 1.f) {  // (x * 1 is x: the same bits without the multiplies)
 #pragma unroll
@@ -939,7 +881,6 @@ __device__ __forceinline__ int h15_rows(const half_bits* __restrict__ x, half_bi
                f2h2(r[2 * p] * scale, r[2 * p + 1] * scale));
     }
   }
-  return it;
 }
 
 template <int MINB>
@@ -948,11 +889,11 @@ fwht_rows_h15(const half_bits* __restrict__ x, half_bits* __restrict__ y, long l
               unsigned* __restrict__ tickets) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const long long ntiles = total >> 15, qg = ntiles / gridDim.x * gridDim.x;
-  const int it = h15_rows(x, y, blockIdx.x, qg, scale, 0);  // the static rows b + k G below q G
+  h15_rows(x, y, blockIdx.x, qg, scale);  // the static rows b + k G below q G
   if (qg < ntiles) {  // the leftover rows by tickets (draw_leftover), one per CTA at most
     // through thread 0's own staging slot (its copies of the drawn row overwrite it)
     const long long t = leftover_row(tickets, ntiles, reinterpret_cast<long long*>(smem_raw));
-    if (t < ntiles) h15_rows(x, y, t, t + 1, scale, it);
+    if (t < ntiles) h15_rows(x, y, t, t + 1, scale);
   }
 }
 
@@ -1054,9 +995,7 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
     for (int c = 0; c < 16; ++c) cp_async16(dsm + tid + 512 * c, x + (t << LT) + o1 + (c << 6));
   }
   cp_async_commit();
-  int it = 0;  // row count of this CTA (OZ_FWT_TRACE only)
-  for (; t < ntiles; ++it) {
-    oz_trace_at(it, 0);
+  for (; t < ntiles;) {
     // t is this CTA's last static row: draw the leftover row (read after the y1 levels' barriers;
     // the atomic's latency is paid once per CTA, and nothing is kept live across the levels)
     if (tid == 0 && t < qg && t + G >= qg) s_row = draw_leftover(tickets, ntiles);
@@ -1072,7 +1011,6 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
 #pragma unroll
     for (int c = 0; c < 16; ++c) cp_async16(dsm + tid + 512 * c, xr + H + o1 + (c << 6));  // x1
     cp_async_commit();
-    oz_trace_at(it, 1);
     d15_levels(r, xs);  // y0
     cp_async_wait_all();  // x1
 #pragma unroll
@@ -1082,9 +1020,7 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
       r[2 * c] = b.x;
       r[2 * c + 1] = b.y;
     }
-    oz_trace_at(it, 2);
     d15_levels(r, xs);  // y1
-    oz_trace_at(it, 3);
     const long long nt = t + G < qg ? t + G : (t < qg ? s_row : ntiles);  // the next row
     double* yt = y + (t << LT);
 #pragma unroll
@@ -1101,7 +1037,7 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
   }
 }
 
-#if OZ_FWT_CLUSTERS
+#if FWHT_HAVE_CLUSTERS
 // Pipelined split kernel (PIPE = 1 or 2 with a cluster of 2 CTAs): a row of 2^(LT+1) elements
 // is two tiles, its halves x0 and x1, handled by the two CTAs of a cluster in the same loop
 // iteration (gridDim.x even, so tile t and its partner t ^ 1 have the parity of the CTA's rank).
@@ -1127,7 +1063,7 @@ __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1 << TB, MINB)
 fwht_rows_cluster4(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A scale) {
   rows_body<T, A, LOGV, TB, CB, MMA, 2, WM, 0>(x, y, total, L, scale, blockIdx.x);
 }
-#endif  // OZ_FWT_CLUSTERS
+#endif  // FWHT_HAVE_CLUSTERS
 
 // ========================================================================= strided kernel
 template <typename T, typename A, int LOGV, int MB, int TPLB>

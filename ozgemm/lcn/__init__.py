@@ -11,6 +11,8 @@ from .drawing import Drawing, DrawingFormatError, from_arrays, load, save
 from .exact import (CoordinateRangeError, Crossings, MoveEvaluator, Violation, crossing_pairs,
                     crossings, int64_exact, is_valid, move_delta, move_is_valid, repair,
                     segments_intersect, validate)
+from .gpu import crossings_gpu
+from .solver import AnnealParams, AnnealResult, anneal
 
 __all__ = [
     "Drawing", "DrawingFormatError", "from_arrays", "load", "save",
@@ -19,12 +21,3 @@ __all__ = [
     "segments_intersect", "validate", "anneal", "AnnealParams", "AnnealResult", "crossings_gpu",
 ]
 
-
-def __getattr__(name):  # lazy: the solver pulls in more machinery
-    if name in ("anneal", "AnnealParams", "AnnealResult"):
-        from . import solver as _a
-        return getattr(_a, name)
-    if name == "crossings_gpu":
-        from .gpu import crossings_gpu
-        return crossings_gpu
-    raise AttributeError(name)

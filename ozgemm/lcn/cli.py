@@ -63,7 +63,11 @@ def _solve(args) -> int:
         args.time = max(args.time - lay_s, 0.0)
     bar = None
     if not args.quiet:
-        from tqdm import tqdm
+        try:  # an optional dependency (the ``[lcn]`` extra), imported on first use
+            from tqdm import tqdm
+        except ImportError as exc:
+            raise ImportError("ozgemm lcn solve's progress bar needs tqdm: pip install 'ozgemm[lcn]' "
+                              "(or pass --quiet)") from exc
 
         total = args.iterations if args.time is None else args.time
         bar = tqdm(total=total, unit="it" if args.time is None else "s", file=sys.stderr,

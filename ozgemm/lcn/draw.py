@@ -15,7 +15,10 @@ def plot(d: Drawing, path: str, *, counts=None, dpi: int = 150, title: str | Non
     Edges are grey, coloured by crossing count; the edges with count k (the maximum) are
     drawn in red on top. ``counts`` may pass precomputed :class:`Crossings`.
     """
-    import matplotlib
+    try:  # an optional dependency (the ``[lcn]`` extra), imported on first use
+        import matplotlib
+    except ImportError as exc:
+        raise ImportError("ozgemm.lcn.draw needs matplotlib: pip install 'ozgemm[lcn]'") from exc
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -18,6 +18,8 @@ from dataclasses import asdict
 import numpy as np
 
 from .._xp import cupy_or_none, to_numpy
+from ._common import (CAL_BATCH, CAL_IT, AnnealParams, AnnealResult, AnnealState, _check_resume, _prepare,
+                      _t0_from, edges_fingerprint, hinge_base, weights)
 from .drawing import Drawing
 from .exact import CoordinateRangeError, Crossings, _summary, crossings, int64_exact
 
@@ -118,7 +120,6 @@ class GpuState:
         st[_ST["BEST_K"]], st[_ST["BEST_AT"]], st[_ST["BEST_TOT"]] = self.initial.objective
         st[_ST["BEFF"]] = p.batch_first
         self.st = cp.asarray(st)
-        from .solver import hinge_base
         self.set_weights(hinge_base(p, self.initial.k) if base is None else base)
         self.set_temperature(T0)
         self._alloc(max(p.batch, 256))
@@ -126,7 +127,6 @@ class GpuState:
     def set_weights(self, base: int):
         """Energy table ``weights(m, power, base)`` (in place once allocated, so captured
         CUDA graphs see the new table)."""
-        from .solver import weights
         self.base = int(base)
         W = self.cp.asarray(weights(self.m, self.p.power, self.base))
         if getattr(self, "W", None) is None:
@@ -154,7 +154,6 @@ class GpuState:
         solver._anneal_cpu: restart from the best drawing (``restart``), rebuild the hinge
         energy from the best k (``hinge``), re-calibrate T0 on the current drawing (``recal``).
         Runs on the current stream; the hinge and the calibration read scalars back (sync)."""
-        from .solver import CAL_IT, hinge_base
         p = self.p
         if p.restart:
             self.restart_from_best()
@@ -183,16 +182,13 @@ class GpuState:
     def state(self, elapsed: float, initial, repaired: bool):
         """The complete annealing state (:class:`ozgemm.lcn.solver.AnnealState`) after the
         queued work (synchronises the current stream)."""
-        from dataclasses import asdict as _asdict
-
-        from .solver import AnnealState, edges_fingerprint
         s = self.scalars()
         return AnnealState(x=to_numpy(self.x).astype(np.int64), y=to_numpy(self.y).astype(np.int64),
                            bx=to_numpy(self.bx).astype(np.int64), by=to_numpy(self.by).astype(np.int64),
                            counts=self.counts(), it=s["IT"], beff=s["BEFF"], T0=self.T0, base=self.base,
                            best=(s["BEST_K"], s["BEST_AT"], s["BEST_TOT"]), accepted=s["ACCEPTED"],
                            evals=s["EVALS"], elapsed=float(elapsed), initial=tuple(int(v) for v in initial),
-                           repaired=bool(repaired), seed=int(self.seed), device="gpu", params=_asdict(self.p),
+                           repaired=bool(repaired), seed=int(self.seed), device="gpu", params=asdict(self.p),
                            edges_sha=edges_fingerprint(self.d))
 
     def _alloc(self, B):
@@ -296,7 +292,6 @@ class GpuState:
     def calibrate(self, cal_it: int | None = None):
         """T0 from the calibration batch of iteration ``cal_it`` (default ``CAL_IT``; same
         candidates as the CPU path) on the current drawing. Synchronises the current stream."""
-        from .solver import CAL_BATCH, CAL_IT, _t0_from
         st = to_numpy(self.st)
         s2 = st.copy()
         s2[_ST["IT"]], s2[_ST["BEFF"]] = CAL_IT if cal_it is None else cal_it, CAL_BATCH
@@ -340,7 +335,6 @@ def anneal_gpu(d: Drawing, repaired: bool, p, seed: int, seconds, iterations, pr
     works (fewer host launches), else launched kernel by kernel; the result is identical.
     ``resume``: an AnnealState to continue from (see :func:`ozgemm.lcn.anneal`).
     """
-    from .solver import AnnealResult
     cp = _cp()
     S = _new_state(d, p, seed, resume)
     T0 = S.T0
@@ -424,7 +418,6 @@ def anneal_many_gpu(drawings, *, seconds: float | None = None, seeds=None, param
     Returns a list of (AnnealResult, {checkpoint_seconds: (seconds_read, objective, Drawing)});
     ``AnnealResult.state`` resumes the run.
     """
-    from .solver import AnnealParams, AnnealResult, _check_resume, _prepare
     if seconds is None and iterations is None:
         raise ValueError("give seconds= or iterations=")
     if iterations is not None and iterations % GRAPH_STEPS:

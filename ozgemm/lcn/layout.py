@@ -36,8 +36,17 @@ KK_MAX_N = 3000
 """Largest vertex count for the Kamada–Kawai layout (its distance matrix is n^2 float64)."""
 
 
+def _networkx():
+    """networkx, imported on first use (an optional dependency, the ``[lcn]`` extra)."""
+    try:
+        import networkx
+    except ImportError as exc:
+        raise ImportError("ozgemm.lcn.layout needs networkx: pip install 'ozgemm[lcn]'") from exc
+    return networkx
+
+
 def _graph(d: Drawing):
-    import networkx as nx
+    nx = _networkx()
 
     g = nx.Graph()
     g.add_nodes_from(range(d.n))
@@ -91,7 +100,7 @@ def layout(d: Drawing, method: str = "kamada-kawai", seed: int = 0) -> Drawing:
         raise ValueError(f"grid {d.width}x{d.height}: layouts are snapped in float64, sides must be <= 2**52")
     if method == "given" or d.n <= 1:
         return repair(d, seed=seed)
-    import networkx as nx
+    nx = _networkx()
 
     g = _graph(d)
     if method == "kamada-kawai":
