@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 import ozgemm
-from ozgemm.bench import block_reference, cpu_context, sampled_accuracy
+from ozgemm.cli.bench import block_reference, cpu_context, sampled_accuracy
 
 
 def variants():
@@ -41,7 +41,7 @@ def variants():
 
 def _timer(device):
     if device == "gpu":
-        from ozgemm.kernels.cuda_bench import _time  # CUDA events, median, seconds
+        from ozgemm.cli.bench_gpu import _time  # CUDA events, median, seconds
 
         return _time
 
@@ -80,7 +80,7 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*", default=None, help="contract names to run (fp64 fp32 fp64-bits16)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    from ozgemm.crt.scheme import execute
+    from ozgemm.crt.pipeline import execute
     from ozgemm.kernels import get_engine
     from ozgemm.ozaki.planner import modelled_cost
     from ozgemm.precision.planner import make_plan
@@ -90,7 +90,7 @@ def main(argv=None):
     timer = _timer(dev)
     if dev == "gpu":
         import cupy as cp
-        from ozgemm.kernels.cuda_bench import gpu_context
+        from ozgemm.cli.bench_gpu import gpu_context
 
         ctx = gpu_context()
         native = cp.matmul

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 import ozgemm
-from ozgemm.precision.formats import quad_dtype
+from ozgemm.contracts.formats import quad_dtype
 from ozgemm.verify.reference import exact_product, measure
 
 
@@ -119,7 +119,7 @@ def main():
                    "breaches": rep["breaches"]}
             # phase breakdown of one more call (synchronised laps): planning, then the engine's phases
             from ozgemm.api import _plan_2d
-            from ozgemm.crt.scheme import execute
+            from ozgemm.crt.pipeline import execute
             from ozgemm.kernels import get_engine
 
             eng = get_engine(None, xp)

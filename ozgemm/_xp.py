@@ -71,10 +71,12 @@ def to_numpy(x):
 def _widen_kernel():
     import cupy
 
-    from .kernels.cuda_src import common_source  # widen_f32_bits: one implementation for every kernel
+    from importlib import resources
 
+    # widen_f32_bits of kernels/cuda/common.cuh: one implementation for every kernel
+    common = (resources.files("ozgemm.kernels") / "cuda" / "common.cuh").read_text()
     return cupy.ElementwiseKernel("uint32 u", "float64 y", "y = widen_f32_bits(u);", "ozgemm_widen_f32",
-                                  preamble=common_source().replace("#pragma once", ""))
+                                  preamble=common.replace("#pragma once", ""))
 
 
 def as_float64(x, contiguous=False):

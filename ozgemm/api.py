@@ -6,10 +6,10 @@ import itertools
 import numpy as np
 
 from ._xp import array_namespace, as_float64, is_cupy_array
-from .crt.scheme import execute
+from .crt.pipeline import execute
 from .kernels import get_engine
-from .precision.contract import Contract, as_contract
-from .precision.formats import DD, Binary128, quad_from_bits
+from .contracts.contract import Contract, as_contract
+from .contracts.formats import DD, Binary128, quad_from_bits
 from .precision.operands import arrays, as_wide, is_wide, operand_rows, transpose
 from .precision.planner import Plan, confirm_plan, forget_guess, make_plan
 from .precision.rounding import empty_result

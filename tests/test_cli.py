@@ -163,7 +163,7 @@ def test_bench_bad_arguments_and_refusals(capsys, tmp_path, monkeypatch):
     rc = main(["bench", "--sizes", "8", "--ref-sizes", "--reps", "1", "--phi", "40"])
     err = capsys.readouterr().err
     assert rc == 3 and "refused" in err, err
-    import ozgemm.bench as bench
+    import ozgemm.cli.bench as bench
 
     def boom(*a, **k):
         raise MemoryError("cannot allocate")

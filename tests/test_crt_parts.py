@@ -6,8 +6,8 @@ from math import prod
 import numpy as np
 import pytest
 
-from ozgemm.crt.garner import crt_reconstruct
-from ozgemm.crt.moduli import MODULI
+from ozgemm.crt.reconstruct import crt_reconstruct
+from ozgemm.contracts.moduli import MODULI
 from ozgemm.crt.residues import scaled_residues
 from ozgemm.precision.stats import split_float
 
@@ -49,7 +49,7 @@ def test_direct_crt_equals_garner_and_python_ints(n):
     """crt_reconstruct (direct CRT through an exact float64 GEMM, quotient estimate and
     corrections) against Garner's mixed-radix digits and Python integers, on random residues
     and on the extremes (all zero, all m-1, C' = +-(M-1)/2 neighbourhoods)."""
-    from ozgemm.crt.garner import crt_reconstruct, garner_digits, mixed_radix_to_limbs
+    from ozgemm.crt.reconstruct import crt_reconstruct, garner_digits, mixed_radix_to_limbs
     from ozgemm.crt.moduli import garner_constants
 
     gc = garner_constants(n)

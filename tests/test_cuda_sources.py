@@ -1,5 +1,5 @@
 """The CUDA engine's kernel sources compile with nvcc (where installed: no GPU needed) and
-define every kernel name that ozgemm/kernels/cuda.py launches.
+define every kernel name that ozgemm/kernels/cuda/backend.py launches.
 
 NVRTC compiles these sources at run time on the GPU; a kernel name lost in an edit would only
 show there (it did once, in session 10, before a device run caught it)."""
@@ -26,7 +26,7 @@ def _launched() -> set:
     """Kernel names in the engine's _fn(...) calls: every string literal in the call, and each
     with the "_f32" suffix where a suffix variable is appended (names held in variables are
     listed in the test)."""
-    text = (resources.files("ozgemm.kernels") / "cuda.py").read_text()
+    text = (resources.files("ozgemm.kernels") / "cuda" / "backend.py").read_text()
     names = set()
     for call in re.findall(r"_fn\(([^()]*)\)", text):
         lits = re.findall(r'"(\w+)"', call)
@@ -38,7 +38,7 @@ def _launched() -> set:
 
 @pytest.mark.parametrize("n_moduli", [9, 16, 40])
 def test_kernel_sources_define_every_launched_name(tmp_path, n_moduli):
-    from ozgemm.kernels.cuda_src import common_source, kernel_source
+    from ozgemm.kernels.cuda.source import common_source, kernel_source
 
     crt = kernel_source(n_moduli).replace("__device__ __constant__ const", "__device__ const")  # as _module
     stats = common_source() + (resources.files("ozgemm.kernels") / "cuda" / "stats.cu").read_text()

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from ozgemm.kernels import get_engine
-from ozgemm.kernels.cpu import SGEMM_EXACT_K
+from ozgemm.kernels.numpy import SGEMM_EXACT_K
 from ozgemm.precision.planner import KBLOCK_INT32
 
 

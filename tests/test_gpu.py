@@ -86,7 +86,7 @@ def test_overlapped_row_tiles_bit_identical(tiles, user_stream, monkeypatch):
     GEMMs of another): the CPU engine's bits, fp64 and fp32, odd row counts, also when the
     caller works on its own non-blocking stream (the result is complete on that stream; the
     cuBLAS handle follows the current stream)."""
-    import ozgemm.kernels.cuda as kc
+    import ozgemm.kernels.cuda.backend as kc
 
     monkeypatch.setattr(kc, "_OVERLAP_TILES", tiles)
     monkeypatch.setattr(kc, "_OVERLAP_MIN_ROWS", 64)
@@ -111,7 +111,7 @@ def test_overlapped_row_tiles_bit_identical(tiles, user_stream, monkeypatch):
 def test_int8_gemm_row_chunks_exact(rows, monkeypatch):
     """Large outputs run as several cuBLAS calls over chunks of rows of A: every chunking
     gives the exact product (int64 numpy reference) and the whole matmul keeps its bits."""
-    import ozgemm.kernels.cuda as kc
+    import ozgemm.kernels.cuda.backend as kc
     from ozgemm.kernels import get_engine
 
     rng = np.random.default_rng(rows)
@@ -384,7 +384,7 @@ def test_residues_of_column_major_rows(dt, columns, monkeypatch):
     scaled_residues_cols, float64: tiles of 16 rows x 128 entries, moduli stored eight at a time) or
     copied first; moduli counts around the batch of 8, padding rows and entries, tails of
     both tile dimensions, rounded and left-shifted entries, subnormals and zeros."""
-    from ozgemm.crt.moduli import MODULI
+    from ozgemm.contracts.moduli import MODULI
     from ozgemm.kernels import cuda as kc
     from ozgemm.kernels import get_engine
 
@@ -414,7 +414,7 @@ def test_residues_fp_split_edges(columns, monkeypatch):
     row shifts at the ends of a double's exponent range and beyond (fallback rows)."""
     import math
 
-    from ozgemm.crt.moduli import MODULI
+    from ozgemm.contracts.moduli import MODULI
     from ozgemm.kernels import cuda as kc
     from ozgemm.kernels import get_engine
 
@@ -545,7 +545,7 @@ def test_float32_subnormal_operands_and_results(contract):
 def test_wide_formats_bit_identical_to_cpu(contract, kind):
     """dd / binary128 operands and results: the GPU (generic xp pipeline on cupy with the
     cuBLAS INT8 GEMMs) gives the CPU engine's bits."""
-    from ozgemm.precision.formats import quad_dtype, quad_to_bits
+    from ozgemm.contracts.formats import quad_dtype, quad_to_bits
 
     rng = np.random.default_rng(4)
     a, b = phi(rng, 33, 100, 17, 2)
@@ -574,7 +574,7 @@ def test_binary128_underflow_to_zero_is_plus_zero():
     """A binary128 result below half the smallest subnormal rounds to zero and is +0 whatever
     its sign, on the GPU as on the CPU (crt_round_q128 stored -0 for negative ones before
     session 8); next to it, the same products scaled into range keep their signs."""
-    from ozgemm.precision.formats import quad_dtype, quad_to_bits
+    from ozgemm.contracts.formats import quad_dtype, quad_to_bits
 
     Q = quad_dtype()
     t = np.array(2.0 ** -1000, dtype=Q) ** 8 * np.array(2.0 ** -300, dtype=Q)  # 2^-8300
@@ -594,7 +594,7 @@ def test_nonfinite_flag_read_with_the_plan():
     """Componentwise contracts plan unchecked cupy operands and read the NaN/Inf flag with the
     planner's scalars: operands holding NaN/Inf are planned again on their finite rows/columns
     and give the CPU engine's bits; specials = "raise" still raises; clean operands too."""
-    from ozgemm.precision.contract import ContractError
+    from ozgemm.contracts.contract import ContractError
 
     rng = np.random.default_rng(21)
     a = (rng.random((20, 33)) - 0.5) * np.exp(rng.standard_normal((20, 33)))
@@ -619,7 +619,7 @@ def test_nonfinite_flag_read_with_the_plan():
 def test_rows_contiguous_transposes_bit_exactly():
     """The planner's B^T copy keeps float32 as float32 (the kernels widen exactly as they read)
     and float64 as float64, bit for bit (subnormals, signed zeros, extremes)."""
-    from ozgemm.kernels.cuda import _rows_contiguous
+    from ozgemm.kernels.cuda.backend import _rows_contiguous
 
     rng = np.random.default_rng(3)
     y = (rng.standard_normal((70, 45)) * np.exp2(rng.integers(-140, 120, (70, 45)))).astype(np.float32)
@@ -677,7 +677,7 @@ def test_speculative_plans_confirmed_or_rerun(contract, monkeypatch):
         ozgemm.matmul(cp.asarray(ab), cp.asarray(bb), contract=contract)
     # the speculative product fails before confirmation (say, out of memory): the guess is
     # dropped and the product planned without one
-    import ozgemm.kernels.cuda as kc
+    import ozgemm.kernels.cuda.backend as kc
 
     real_execute = kc.CudaEngine.execute
 
@@ -700,7 +700,7 @@ def test_speculative_width_on_device_matches_planner():
     shifts it writes (0 everywhere when there is no width)."""
     from types import SimpleNamespace
 
-    from ozgemm.crt.moduli import moduli_product
+    from ozgemm.contracts.moduli import moduli_product
     from ozgemm.kernels import get_engine
     from ozgemm.precision import planner as P
 
@@ -755,7 +755,7 @@ def test_binary128_subnormal_row_maxima_bit_identical_and_kept(contract):
     """Rows whose largest entries are binary128 subnormals with few significant bits (the
     first float64 piece is zero): the fused statistics kernel's 7-bit magnitudes come from
     every piece, as on the CPU; the result keeps the contract against the exact product."""
-    from ozgemm.precision.formats import quad_dtype, quad_from_bits, quad_to_bits
+    from ozgemm.contracts.formats import quad_dtype, quad_from_bits, quad_to_bits
     from ozgemm.verify.reference import exact_product, measure
 
     rng = np.random.default_rng(12)

@@ -2,7 +2,8 @@ from math import gcd, prod
 
 import pytest
 
-from ozgemm.crt.moduli import MODULI, garner_constants, moduli_for_bits, moduli_product
+from ozgemm.contracts.moduli import MODULI, moduli_for_bits, moduli_product
+from ozgemm.crt.moduli import garner_constants
 
 
 def test_table_pairwise_coprime_and_small():

@@ -186,7 +186,7 @@ def test_result_is_the_correctly_rounded_kept_sum(rng, name, shape, phi):
 def test_full_schedule_equals_crt_at_equal_width(rng):
     """Full schedule: the kept integer is A'B' itself, so the bits are CRT's at the same beta."""
     from ozgemm.kernels import get_engine
-    from ozgemm.crt.scheme import execute as crt_execute
+    from ozgemm.crt.pipeline import execute as crt_execute
     from ozgemm.ozaki.planner import make_ozaki_plan
     from ozgemm.precision.planner import make_plan
 

@@ -76,7 +76,7 @@ def test_min_moduli_for_equals_fraction_oracle():
     2 Cmax(beta) computed with Fractions (_cmax), for dyadic, non-dyadic and float S."""
     from fractions import Fraction
 
-    from ozgemm.crt.moduli import moduli_exceeding
+    from ozgemm.contracts.moduli import moduli_exceeding
     from ozgemm.precision import planner as P
 
     rng = np.random.default_rng(6)
@@ -89,7 +89,7 @@ def test_min_moduli_for_equals_fraction_oracle():
                 want = moduli_exceeding(2 * P._cmax(beta, S, k, c))
                 assert P._min_moduli_for(beta, S, k, c) == want, (S, beta, k, c)
     # exactly at a product: M = 2 Cmax needs one modulus more (M > 2 Cmax is strict)
-    from ozgemm.crt.moduli import moduli_product
+    from ozgemm.contracts.moduli import moduli_product
     M3 = moduli_product(3)
     S = (Fraction(M3, 2) - 2 - 1) / 4  # Cmax(1) = 4 S + 2 + 1 = M3 / 2
     assert 2 * P._cmax(1, S, 1, 1) == M3
@@ -106,7 +106,7 @@ def test_max_beta_for_equals_linear_search():
     M > 2 Cmax(beta), as a plain linear scan does (including 0 and the cap)."""
     from fractions import Fraction
 
-    from ozgemm.crt.moduli import moduli_product
+    from ozgemm.contracts.moduli import moduli_product
     from ozgemm.precision import planner as P
 
     rng = np.random.default_rng(5)
@@ -144,7 +144,7 @@ def test_speculative_thresholds_equal_fraction_oracle(cpow):
     Scalars are drawn around the thresholds (k 1..2**17, 8..30 moduli) and exactly at them."""
     from fractions import Fraction
 
-    from ozgemm.crt.moduli import moduli_product
+    from ozgemm.contracts.moduli import moduli_product
     from ozgemm.precision import planner as P
 
     rng = np.random.default_rng(17)
@@ -186,7 +186,7 @@ def test_speculation_guess_follows_last_plan():
     """The moduli count guessed for a componentwise plan is the contract's fixed count, or the
     count of the last plan with the same contract, shapes and dtypes (none before the first)."""
     from ozgemm.precision import planner as P
-    from ozgemm.precision.contract import as_contract
+    from ozgemm.contracts.contract import as_contract
 
     c = as_contract("fp64")
     a, b = np.zeros((5, 7)), np.zeros((7, 3))
@@ -213,7 +213,7 @@ def test_speculative_thresholds_exact_at_the_boundary():
     the table and every moduli count of the table (where L is below the clamp), several k."""
     from fractions import Fraction
 
-    from ozgemm.crt.moduli import MODULI, moduli_product
+    from ozgemm.contracts.moduli import MODULI, moduli_product
     from ozgemm.precision import planner as P
     from ozgemm.precision.stats import LB_BITS, NORM_BITS
 

@@ -139,7 +139,7 @@ def test_contract_moduli_and_slices_out_of_range_are_contract_errors():
     count far beyond the exact accumulator (whose truncation bound overflows float64) is a
     ContractError at planning, not an OverflowError."""
     import ozgemm
-    from ozgemm.crt import MODULI
+    from ozgemm.contracts.moduli import MODULI
 
     for m in (len(MODULI) + 1, 100):
         with pytest.raises(ozgemm.ContractError, match="moduli"):

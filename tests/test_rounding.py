@@ -5,7 +5,7 @@ import gmpy2
 import numpy as np
 import pytest
 
-from ozgemm.precision.formats import get_format
+from ozgemm.contracts.formats import get_format
 from ozgemm.precision.rounding import round_limbs
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import ozgemm
-from ozgemm.crt.moduli import MODULI
-from ozgemm.precision.formats import FORMATS, quad_dtype, quad_from_bits, quad_to_bits
+from ozgemm.contracts.moduli import MODULI
+from ozgemm.contracts.formats import FORMATS, quad_dtype, quad_from_bits, quad_to_bits
 from ozgemm.precision.rounding import round_limbs_binary128, round_limbs_dd
 from ozgemm.verify.reference import exact_product, measure
 

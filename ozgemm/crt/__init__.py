@@ -1,4 +1,2 @@
-"""Ozaki scheme II: moduli table, scaled residues, Garner/CRT reconstruction."""
-from .moduli import MODULI, moduli_product
-
-__all__ = ["MODULI", "moduli_product"]
+"""Ozaki scheme II as one pipeline: scaled residues, exact INT8 GEMMs per modulus, exact CRT
+reconstruction, one rounding (:mod:`ozgemm.crt.pipeline`)."""

@@ -1,13 +1,8 @@
-"""The moduli table of Ozaki scheme II and the constants Garner's algorithm needs.
+"""Constants of the CRT reconstruction for the first N moduli of the table.
 
-``MODULI`` is the greedy sequence of pairwise-coprime integers <= 256 taken in decreasing
-order (256, 255, 253, 251, 247, ...). Its first 20 entries are the table of GEMMul8
-(Ozaki, Uchino, Imamura, "Ozaki Scheme II: A GEMM-oriented emulation of floating-point
-matrix multiplication using an integer modular technique", 2025, Sec. 3); the rest extend
-it to 49 moduli (product ~ 2**341.9) for wide contracts. Symmetric residues modulo
-m <= 256 lie in [-128, 127], so each fits int8.
-
-Everything here is exact integer data computed once at import.
+Garner's mixed-radix conversion (Knuth, TAOCP vol. 2, 4.3.2; Garner 1959) and the direct
+CRT formula both need per-count constants derived from :data:`ozgemm.contracts.moduli.MODULI`;
+they are exact integer data, computed once per count.
 """
 from __future__ import annotations
 
@@ -16,36 +11,9 @@ from math import gcd, prod
 
 import numpy as np
 
-__all__ = ["MODULI", "moduli_product", "moduli_exceeding", "moduli_for_bits", "GarnerConstants", "garner_constants"]
+from ..contracts.moduli import MODULI, moduli_product
 
-MODULI: tuple[int, ...] = (
-    256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197, 193, 191,
-    181, 179, 173, 167, 163, 157, 151, 149, 139, 137, 131, 127, 113, 109, 107, 103, 101,
-    97, 89, 83, 79, 73, 71, 67, 61, 59, 53, 47, 43, 41, 37, 29,
-)
-
-
-def moduli_product(n: int) -> int:
-    """Exact product M of the first ``n`` moduli (a Python int)."""
-    if not 1 <= n <= len(MODULI):
-        raise ValueError(f"moduli count must be in [1, {len(MODULI)}], got {n}")
-    return prod(MODULI[:n])
-
-
-def moduli_exceeding(bound) -> int | None:
-    """Fewest moduli whose product M exceeds ``bound`` (int, Fraction or float), exactly;
-    None if the whole table is too short."""
-    acc = 1
-    for i, m in enumerate(MODULI):
-        acc *= m
-        if acc > bound:
-            return i + 1
-    return None
-
-
-def moduli_for_bits(bits_needed: float) -> int | None:
-    """Fewest moduli whose product exceeds ``2**bits_needed``; None if the table is too short."""
-    return moduli_exceeding(2 ** bits_needed)
+__all__ = ["GarnerConstants", "garner_constants"]
 
 
 class GarnerConstants:

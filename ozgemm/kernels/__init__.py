@@ -7,7 +7,7 @@ plain exact reference engine), ``"cuda"`` (cupy + cuBLAS INT8, when available).
 from __future__ import annotations
 
 from .base import Engine
-from .cpu import CpuEngine
+from .numpy import CpuEngine
 
 __all__ = ["Engine", "CpuEngine", "get_engine"]
 
@@ -35,7 +35,7 @@ def get_engine(name=None, xp=None) -> Engine:
             _CACHE[name] = CpuEngine("int64")
         elif name == "cuda":
             try:
-                from .cuda import CudaEngine
+                from .cuda.backend import CudaEngine
             except ImportError as exc:  # pragma: no cover - needs a GPU build
                 raise ValueError(f"the cuda engine is not available: {exc}") from None
             _CACHE[name] = CudaEngine()

@@ -59,7 +59,7 @@ import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..precision.contract import Contract, ContractError
+from ..contracts.contract import Contract, ContractError
 from ..precision.planner import Plan, _delta_norm, make_plan, required_beta
 from ..precision.stats import LB_BITS, row_stats
 from .schedule import SCHEDULES, diagonals, n_products, truncation_norm, truncation_norm_exact

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._xp import ignore_fp_errors
-from .formats import DD, Binary128, is_quad_array, quad_to_bits
+from ..contracts.formats import DD, Binary128, is_quad_array, quad_to_bits
 
 __all__ = ["Rows", "arrays", "as_wide", "is_wide", "operand_rows", "transpose"]
 

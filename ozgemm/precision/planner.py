@@ -41,8 +41,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..crt.moduli import MODULI, moduli_exceeding, moduli_product
-from .contract import Contract, ContractError
+from ..contracts.moduli import MODULI, moduli_exceeding, moduli_product
+from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
 from .stats import LB_BITS, NORM_BITS, RowStats, row_stats
 

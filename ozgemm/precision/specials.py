@@ -9,7 +9,7 @@ numpy's float evaluation overflows a finite product or partial sum (docs/semanti
 """
 from __future__ import annotations
 
-from .contract import ContractError
+from ..contracts.contract import ContractError
 
 __all__ = ["split_nonfinite", "patch_nonfinite", "NonFiniteInputs"]
 
@@ -26,7 +26,7 @@ def split_nonfinite(a, b, contract, xp):
     """
     fused = None
     if getattr(xp, "__name__", "") == "cupy":  # one pass per operand, one 4-byte host read
-        from ..kernels.cuda import nonfinite_rows_cols
+        from ..kernels.cuda.backend import nonfinite_rows_cols
 
         fused = nonfinite_rows_cols(a, b)
     if fused is not None:

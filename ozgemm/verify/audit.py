@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..precision.contract import Contract, ContractError, as_contract
+from ..contracts.contract import Contract, ContractError, as_contract
 from .reference import correctly_rounded, exact_product, have_flint, measure
 
 __all__ = ["phi_matrices", "standard_cases", "audit_case", "audit_result", "AuditRow", "moduli_sweep", "slices_sweep",
@@ -100,7 +100,7 @@ class Reference:
 def reference(a, b, fmt="binary64") -> Reference:
     """The exact :class:`Reference` of ``a @ b`` (numpy or cupy operands) in format ``fmt``."""
     from .._xp import to_numpy
-    from ..precision.formats import DD, Binary128
+    from ..contracts.formats import DD, Binary128
     from ..precision.operands import as_wide, is_wide, operand_rows, transpose
 
     a, b = as_wide(a), as_wide(b)
@@ -138,7 +138,7 @@ def widen_operand(x, kind, seed=0):
     products need more than binary64's precision. ``kind = "float"`` returns ``x``."""
     if kind == "float":
         return x
-    from ..precision.formats import DD, quad_dtype
+    from ..contracts.formats import DD, quad_dtype
 
     r = np.random.default_rng(seed).random(x.shape) - 0.5
     if kind == "dd":
@@ -160,7 +160,7 @@ def measure_any(c, a, b, contract, fmt=None, ref: Reference | None = None) -> di
     """
     from .._xp import to_numpy
 
-    from ..precision.formats import DD, Binary128, is_quad_array
+    from ..contracts.formats import DD, Binary128, is_quad_array
 
     if isinstance(c, Binary128):
         c = c.to_numpy()
@@ -202,7 +202,7 @@ def _on_engine(x, engine):
     """Operand ``x`` (numpy float, DD of numpy arrays or numpy binary128) moved to the array
     library of ``engine`` (cupy arrays / DD of cupy arrays / device Binary128 for "cuda")."""
     from ..kernels import get_engine
-    from ..precision.formats import DD, Binary128, is_quad_array
+    from ..contracts.formats import DD, Binary128, is_quad_array
 
     xp = np if engine is None else get_engine(engine).xp
     if xp is np:
@@ -223,7 +223,7 @@ def audit_case(name, a, b, contract: Contract, include_numpy=True, engine=None):
     ref = reference(a, b, fmt)  # one exact product for both rows
     rows = []
     shape = (a.shape[0], a.shape[1], b.shape[1])
-    from ..precision.formats import DD
+    from ..contracts.formats import DD
 
     da, db = _on_engine(a, engine), _on_engine(b, engine)
     t0 = time.perf_counter()
@@ -260,9 +260,9 @@ def moduli_sweep(a, b, contract: Contract, counts):
     beta each count holds; nothing proven). Operands as :func:`ozgemm.matmul` takes them
     (float, DD or binary128), finite."""
     from ..api import _plan_2d
-    from ..crt.scheme import execute
+    from ..crt.pipeline import execute
     from ..kernels import get_engine
-    from ..precision.formats import DD, quad_from_bits
+    from ..contracts.formats import DD, quad_from_bits
     from ..precision.operands import as_wide
 
     contract = as_contract(contract)
@@ -291,7 +291,7 @@ def slices_sweep(a, b, contract: Contract, counts, schedule="triangular"):
     (``schedule`` "triangular" or "full"; the widest beta the slices hold; nothing proven)."""
     from ..kernels import get_engine
     from ..ozaki.planner import make_ozaki_plan
-    from ..ozaki.scheme import execute
+    from ..ozaki.pipeline import execute
 
     contract = as_contract(contract).with_(method="ozaki", schedule=schedule)
     eng = get_engine("cpu")

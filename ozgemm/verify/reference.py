@@ -38,7 +38,7 @@ def _ratios(x):
     float arrays: ``float.as_integer_ratio``; :class:`~ozgemm.DD` and binary128 (numpy quad
     array or :class:`~ozgemm.Binary128`): the exact values decoded by :func:`_values`.
     Raises ValueError for non-finite entries."""
-    from ..precision.formats import DD, Binary128, is_quad_array
+    from ..contracts.formats import DD, Binary128, is_quad_array
 
     if not (isinstance(x, (DD, Binary128)) or is_quad_array(x)):
         return [[v.as_integer_ratio() for v in r] for r in np.asarray(x, dtype=np.float64).tolist()]
@@ -109,7 +109,7 @@ class ExactProduct:
 
 
 def _is_quad(x):
-    from ..precision.formats import is_quad_array
+    from ..contracts.formats import is_quad_array
 
     return is_quad_array(x)
 
@@ -186,7 +186,7 @@ def correctly_rounded(ex: ExactProduct, fmt_name: str = "binary64"):
     binary128: a numpy quad array (gmpy2 ``ieee(128)`` context). Zero results are +0."""
     m, _, n = ex.shape
     if fmt_name == "dd":
-        from ..precision.formats import DD
+        from ..contracts.formats import DD
 
         hi = np.zeros((m, n))
         lo = np.zeros((m, n))
@@ -200,7 +200,7 @@ def correctly_rounded(ex: ExactProduct, fmt_name: str = "binary64"):
                     hi[i, j] = h + 0.0
         return DD(hi, lo)
     if fmt_name == "binary128":
-        from ..precision.formats import quad_from_bits
+        from ..contracts.formats import quad_from_bits
 
         bits = np.zeros((m, n, 2), dtype=np.uint64)
         with gmpy2.context(gmpy2.ieee(128)):
@@ -220,7 +220,7 @@ def correctly_rounded(ex: ExactProduct, fmt_name: str = "binary64"):
 def _values(c):
     """Entries of a result as nested lists of ``(cn, ce)`` (value cn * 2**ce) or ``(None, s)``
     for a non-finite entry (s: +1/-1 for +-inf, 0 for NaN)."""
-    from ..precision.formats import DD, Binary128, is_quad_array, quad_to_bits
+    from ..contracts.formats import DD, Binary128, is_quad_array, quad_to_bits
     from .._xp import to_numpy
 
     def fl(v):
@@ -328,7 +328,7 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
     """
     from .._xp import to_numpy
 
-    from ..precision.formats import FORMATS, DD, Binary128, is_quad_array
+    from ..contracts.formats import FORMATS, DD, Binary128, is_quad_array
 
     m, k, n = ex.shape
     if fmt_name is None:

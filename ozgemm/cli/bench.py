@@ -74,10 +74,10 @@ def sampled_accuracy(a, b, c, contract, block=64, ref=None):
 
     ``ref``: a :func:`~ozgemm.verify.audit.reference` of that corner, computed once and shared
     by the results compared in one row of the table."""
-    from ._xp import to_numpy
-    from .precision.contract import as_contract
-    from .precision.formats import DD, Binary128
-    from .verify.audit import measure_any
+    from .._xp import to_numpy
+    from ..contracts.contract import as_contract
+    from ..contracts.formats import DD, Binary128
+    from ..verify.audit import measure_any
 
     contract = as_contract(contract)
     # dd / binary128 results slice as themselves (measure_any brings them to the host)
@@ -89,9 +89,9 @@ def sampled_accuracy(a, b, c, contract, block=64, ref=None):
 
 def block_reference(a, b, contract, block=64):
     """Exact reference of the top-left block x block corner of ``a @ b``."""
-    from ._xp import to_numpy
-    from .precision.contract import as_contract
-    from .verify.audit import reference
+    from .._xp import to_numpy
+    from ..contracts.contract import as_contract
+    from ..verify.audit import reference
 
     return reference(to_numpy(a)[:block], to_numpy(b)[:, :block], as_contract(contract).fmt.name)
 
@@ -114,8 +114,8 @@ class _BadArgument(Exception):
 
 def _check_args(args):
     """Every check that needs no work: sizes, counts, seed, phi, contracts, the --json path."""
-    from ._cliargs import phi_seed_problem, unwritable_folder
-    from .precision.contract import ContractError, as_contract
+    from .._cliargs import phi_seed_problem, unwritable_folder
+    from ..contracts.contract import ContractError, as_contract
 
     for opt, vals in (("--sizes", args.sizes), ("--ref-sizes", args.ref_sizes)):
         bad = [v for v in vals if not 1 <= v <= 2**31 - 1]
@@ -139,17 +139,17 @@ def _check_args(args):
 
 def run_bench(args) -> int:
     """Run the benchmark; the exit status as the module docstring says."""
-    from .precision.contract import ContractError
+    from ..contracts.contract import ContractError
 
     try:
         _check_args(args)
         if args.device == "gpu":
-            from ._xp import gpu_available
+            from .._xp import gpu_available
 
             if not gpu_available():
                 print("ozgemm bench: --device gpu needs CuPy and a CUDA GPU (none found)", file=sys.stderr)
                 return 1
-            from .kernels.cuda_bench import run_gpu_bench  # noqa: PLC0415
+            from .bench_gpu import run_gpu_bench  # noqa: PLC0415
 
             return run_gpu_bench(args)
         return _run_cpu_bench(args)
@@ -178,10 +178,10 @@ def _e(x) -> str:
 
 
 def _run_cpu_bench(args) -> int:
-    from .api import matmul
-    from .precision.contract import as_contract
-    from .verify.audit import phi_matrices
-    from .verify.reference import exact_product, have_flint
+    from ..api import matmul
+    from ..contracts.contract import as_contract
+    from ..verify.audit import phi_matrices
+    from ..verify.reference import exact_product, have_flint
 
     ctx = cpu_context()
     rows = []

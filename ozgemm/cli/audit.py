@@ -130,9 +130,9 @@ def _check_args(args):
 def _run_audit(args) -> int:
     from tqdm import tqdm
 
-    from ..precision.contract import ContractError, as_contract
-    from .audit import audit_case as _audit_case
-    from .audit import audit_result, moduli_sweep, slices_sweep, standard_cases, to_json, widen_operand
+    from ..contracts.contract import ContractError, as_contract
+    from ..verify.audit import audit_case as _audit_case
+    from ..verify.audit import audit_result, moduli_sweep, slices_sweep, standard_cases, to_json, widen_operand
 
     try:
         contract = as_contract(args.contract)

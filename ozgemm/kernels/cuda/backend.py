@@ -16,13 +16,13 @@ import functools
 import cupy as cp
 import numpy as np
 
-from .._xp import as_float64
-from ..precision.rounding import empty_result
-from ..crt.moduli import garner_constants
-from ..precision.stats import RowStats
-from .cuda_src import kernel_source
-from ..precision.planner import KBLOCK_INT32
-from .base import Engine
+from ..._xp import as_float64
+from ...precision.rounding import empty_result
+from ...crt.moduli import garner_constants
+from ...precision.stats import RowStats
+from .source import kernel_source
+from ...precision.planner import KBLOCK_INT32
+from ..base import Engine
 
 __all__ = ["CudaEngine"]
 
@@ -116,7 +116,7 @@ def _side_streams(device: int):
 
 @functools.lru_cache(maxsize=None)
 def _pow2_table(n: int):
-    from ..crt.residues import pow2_mod_table
+    from ...crt.residues import pow2_mod_table
 
     return pow2_mod_table(garner_constants(n).moduli, _POW2_WIDTH - 1, cp).astype(cp.int16)
 
@@ -163,7 +163,7 @@ def _stats_module():
     """stats.cu (with common.cuh), compiled once."""
     from importlib import resources
 
-    from .cuda_src import common_source
+    from .source import common_source
 
     src = common_source() + (resources.files("ozgemm.kernels") / "cuda" / "stats.cu").read_text()
     return cp.RawModule(code=src, options=("-std=c++17",))
@@ -379,7 +379,7 @@ class CudaEngine(Engine):
         """:func:`ozgemm.precision.planner.plan_scalars` in one kernel pass over ``lb``:
         int64 device array [minimal width, max n1 A, max n1 B, max n2 A, max n2 B, max_ij
         (LB_ij + ra_i + cb_j)] (+ [flag[0]] with ``flag``), bit-identical to the numpy planner."""
-        from ..precision.planner import plan_scalars
+        from ...precision.planner import plan_scalars
 
         m, n = lb.shape
         if m * n == 0:
@@ -449,7 +449,7 @@ class CudaEngine(Engine):
 
     def required_beta(self, sa, sb, lb, bits, k, u, xp):
         """:func:`ozgemm.precision.planner.required_beta` on the device (an int64 0-d array)."""
-        from ..precision.planner import required_beta
+        from ...precision.planner import required_beta
 
         if lb.size == 0:
             return required_beta(sa, sb, lb, bits, k, u, xp)

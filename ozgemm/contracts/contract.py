@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 
-from ..crt.moduli import MODULI
+from .moduli import MODULI
 from .formats import Format, get_format
 
 __all__ = ["Contract", "ContractError", "load_contract", "named_contracts", "as_contract"]
@@ -134,7 +134,7 @@ class Contract:
 
     @property
     def fmt(self) -> Format:
-        """The output :class:`~ozgemm.precision.formats.Format`."""
+        """The output :class:`~ozgemm.contracts.formats.Format`."""
         return get_format(self.format)
 
     def promise(self) -> str:

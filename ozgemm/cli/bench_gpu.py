@@ -97,7 +97,7 @@ def _int8_gemm_times(eng, plan, a, b, reps) -> dict:
     ``CudaEngine.execute`` runs them untiled) and the componentwise bound GEMM (0 if none)."""
     import cupy as cp
 
-    from . import cuda as kc
+    from ..kernels.cuda import backend as kc
 
     m, k, n = plan.shape
     N = plan.n_moduli
@@ -132,11 +132,11 @@ def run_gpu_bench(args) -> int:
     import cupy as cp
 
     from ..api import matmul
-    from ..bench import block_reference, sampled_accuracy
-    from ..crt.scheme import execute
-    from ..precision.contract import as_contract
+    from .bench import block_reference, sampled_accuracy
+    from ..crt.pipeline import execute
+    from ..contracts.contract import as_contract
     from ..precision.planner import make_plan
-    from . import get_engine
+    from ..kernels import get_engine
 
     ctx = gpu_context()
     eng = get_engine("cuda")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .._timing import lap_timer
 
 from ..precision.rounding import empty_result, round_result
-from .garner import crt_reconstruct
+from .reconstruct import crt_reconstruct
 from .moduli import garner_constants
 from .residues import scaled_residues
 from ..precision.stats import split_float
@@ -30,7 +30,7 @@ def execute(plan, engine, a=None, b=None, timings=None):
     import time
 
     if getattr(plan, "method", "crt") == "ozaki":  # an Ozaki scheme I plan (method "ozaki"/"auto")
-        from ..ozaki.scheme import execute as execute_ozaki
+        from ..ozaki.pipeline import execute as execute_ozaki
 
         return execute_ozaki(plan, engine, a, b, timings)
     fmt = plan.contract.fmt

@@ -10,8 +10,8 @@ import sys
 
 # (sub-command, module providing ``register(subparsers)``)
 _SUBCOMMANDS = [
-    ("audit", "ozgemm.verify.cli"),
-    ("bench", "ozgemm.bench"),
+    ("audit", "ozgemm.cli.audit"),
+    ("bench", "ozgemm.cli.bench"),
     ("fwt", "ozgemm.fwt.cli"),
     ("lcn", "ozgemm.lcn.cli"),
 ]

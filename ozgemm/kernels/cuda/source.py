@@ -4,7 +4,7 @@ from __future__ import annotations
 from importlib import resources
 from math import prod
 
-from ..crt.moduli import garner_constants
+from ...crt.moduli import garner_constants
 
 __all__ = ["kernel_source", "common_source"]
 
