@@ -32,6 +32,7 @@ import functools
 import math
 import threading
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
@@ -171,12 +172,16 @@ def _ctas_by_smem(smem: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class DeviceInfo:
-    """What the launch plan depends on: the compute capability (e.g. 90) and the opt-in shared
-    memory per block in bytes. ``DeviceInfo.current()``: the current CUDA device (sm_90 with
-    227 KiB without CuPy/GPU). The planning functions take one as ``dev`` (None: current)."""
+    """What the launch plan depends on: the compute capability (e.g. 90), the opt-in shared
+    memory per block in bytes, and the table of measured configurations (``row_tuned``: a
+    mapping like ``ROW_TUNED``; None: ``ROW_TUNED`` itself; the tuning sweep passes its own to
+    time the multi-pass plan without the entries it is re-measuring). ``DeviceInfo.current()``:
+    the current CUDA device (sm_90 with 227 KiB without CuPy/GPU). The planning functions take
+    one as ``dev`` (None: current)."""
 
     cc: int = 90
     smem_optin: int = _SMEM_OPTIN
+    row_tuned: Mapping = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
     def current(cls) -> "DeviceInfo":
@@ -194,7 +199,7 @@ def _tuned(dtype_name: str, L: int, dev: DeviceInfo = None):
     dev = _dev(dev)
     if dev.cc < 90 or dev.smem_optin < _SMEM_OPTIN:
         return None
-    return ROW_TUNED.get((dtype_name, L))
+    return (ROW_TUNED if dev.row_tuned is None else dev.row_tuned).get((dtype_name, L))
 
 
 def _minb2_ok(tb: int, loge: int, acc_size: int, smem: int, lt: int) -> bool:
