@@ -312,7 +312,7 @@ def test_cli_transform(tmp_path):
     np.testing.assert_array_equal(np.load(dst), want)
 
 
-# --- session 12 review fixes -----------------------------------------------------------------
+# --- ortho factor bounds, input checks, byte order, CLI errors ---------------------------------
 def _exact_ortho(x, L):
     """fwht(x, norm="ortho") of a 1-D float row, exactly (mpmath, 80 digits): H x / 2**(L/2)."""
     import mpmath

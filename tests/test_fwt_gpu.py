@@ -173,7 +173,7 @@ def test_gpu_multipass_2_24_float32_exact():
 
 
 # ---- exchange-store (XS) phase B: every XS candidate of the sweep, bit-exact -------------------
-# (XS = 1: exchange-store; XS = K >= 2: lane exchange, float16 only, session 4 — the same
+# (XS = 1: exchange-store; XS = K >= 2: lane exchange, float16 only — the same
 # checks: exact on integer data, bit-identical to the configuration with XS = 0)
 # XS replaces phase B's store/load/butterflies/store/load by one exchange into the warp-major
 # layout and stores from there; the butterflies and their order are unchanged, so float
@@ -237,7 +237,7 @@ def test_xs_cases_cover_the_briefed_configurations():
     got = {(np.dtype(p.values[0]).name, p.values[1], p.values[2][:2]) for p in _XS_CASES}
     for want in [("float32", 14, (8, 4)), ("float64", 14, (9, 4)), ("float16", 13, (7, 3)), ("float16", 14, (8, 3))]:
         assert want in got
-    # session 4: lane-exchange candidates (XS = K >= 2, float16 2**12-2**14) are among them
+    # lane-exchange candidates (XS = K >= 2, float16 2**12-2**14) are among them
     lx = {(p.values[1], p.values[2]) for p in _XS_CASES if p.values[2][5] is not True and p.values[2][5] >= 2}
     assert (12, (7, 2, 0, False, 0, 5, 0)) in lx and (14, (8, 3, 0, False, 2, 6, 0)) in lx
 
@@ -451,7 +451,7 @@ def test_gpu_split_first_pass_exact(dt, L):
     # the table's split entry float32 2**16 as one pass and as the first pass of a 2-pass plan
     # (2**25: split row pass + one strided pass), through the public API, out of place and in
     # place; sparse integer rows (||x||_1 <= 96: every sum exact). (float64 2**15, the other
-    # split entry, runs the dedicated fwht_rows_d15s since session 14: test_gpu_d15s_*; the
+    # split entry, runs the dedicated fwht_rows_d15s: test_gpu_d15s_*; the
     # split kernel itself stays tested with forced configurations above.)
     plan = _cuda.plan(L, dt)
     assert _cuda.row_launch(cp.empty((1, 1 << 16), dtype=dt), 16)[0].startswith("fwht_rows_pipe_split<")
@@ -577,7 +577,7 @@ def test_gpu_dedicated_first_pass_of_2_24_exact(dt, lo, hi):
     assert _cuda.plan(L, dt)[0] == ("rows", 15)
     assert _cuda.row_launch(cp.empty((2, n), dtype=dt), 15, dt == np.float16)[0] == (
         "fwht_rows_h15<1>" if dt == np.float16 else "fwht_rows_d15s<1>")
-    # (the data of the two tests this merges, calls 12 and 15)
+    # (seeds 4024 / 4025: fixed data, one per dtype)
     _assert_sparse_rows_exact(dt, L, 4024 if dt == np.float16 else 4025, lo, hi)
 
 

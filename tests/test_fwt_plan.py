@@ -252,8 +252,8 @@ def test_xs_kernels_compile_with_nvcc(tmp_path):
              "fwht_rows_pipe<unsigned short, float, 3, 10, 2, true, 0, 0, 1, 15>",
              "fwht_rows_pipe<unsigned short, float, 3, 7, 2, true, 0, 3, 1, 12>",
              "fwht_rows_pipe<long long, long long, 1, 8, 4, false, 2, 1, 1, 13>",
-             # the split kernel (session 7): the table's entries, int64 and the float16 mma
-             # combine (its double/long long instantiations once failed under NVRTC)
+             # the split kernel: the table's entries, int64 and the float16 mma combine (its
+             # double/long long instantiations are a known NVRTC compile hazard)
              "fwht_rows_pipe_split<double, double, 1, 9, 4, false, 0, 1, 2, 14>",
              "fwht_rows_pipe_split<float, float, 2, 9, 4, false, 0, 1, 2, 15>",
              "fwht_rows_pipe_split<long long, long long, 1, 9, 4, false, 0, 1, 2, 14>",
@@ -263,7 +263,7 @@ def test_xs_kernels_compile_with_nvcc(tmp_path):
         T, A = [a.strip() for a in n.split("<", 1)[1].split(",")[:2]]
         tk = ", unsigned* __restrict__" if _cuda.takes_tickets(n) else ""
         src += f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A}{tk});\n"
-    for (dname, _), (n, *_, tickets) in _cuda.ROW_DEDICATED.items():  # the dedicated kernels (sessions 13-14)
+    for (dname, _), (n, *_, tickets) in _cuda.ROW_DEDICATED.items():  # the dedicated kernels
         T, A, *_ = _cuda._TYPES[np.dtype(dname)]
         src += (f"template __global__ void {n}(const {T}* __restrict__, {T}* __restrict__, long long, int, {A}"
                 + (", unsigned* __restrict__" if tickets else "") + ");\n")

@@ -347,7 +347,7 @@ def test_hot_edge_shortening_candidates_stay_near_the_edge():
     p1 = lcn.AnnealParams(p_bary=0.2, p_short=0.0, slack_best=True, restart=True).resolved(d, "cpu")
     for j in range(50):
         assert _candidate(3, 9, j, p0, d, c, d.x, d.y, 2, inc) == _candidate(3, 9, j, p1, d, c, d.x, d.y, 2, inc)
-    # defaults: the same algorithm on both devices (configuration "rch" of results_lcn.md section 5)
+    # defaults: the same algorithm on both devices (restarts + re-calibration + hinge, docs/design.md)
     for dev, cyc in (("cpu", 4000), ("gpu", 32000)):
         pc = lcn.AnnealParams().resolved(d, dev)
         assert (pc.p_short, pc.slack_best, pc.restart, pc.recal, pc.hinge, pc.reheat, pc.cycle) == \

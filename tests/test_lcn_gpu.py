@@ -41,14 +41,15 @@ def test_gpu_recount_equals_cpu_and_reference(i):
     assert [int(g.per_edge[e]) for e in sample] == [r[e] for e in sample]
 
 
-PREVIOUS = dict(slack_best=False, p_short=0.0, restart=False, recal=False, hinge=0.0, reheat=0.5)
-"""The previous default algorithm (all 2026-11 additions off), pinned where a test predates them."""
+PLAIN = dict(slack_best=False, p_short=0.0, restart=False, recal=False, hinge=0.0, reheat=0.5)
+"""The plain schedule (bound from the current k, no hot-edge moves, restarts, re-calibration or
+hinge; reheat 0.5), pinned where a test checks the basic move set alone."""
 
 
 def _state(d, seed=5, **kw):
     from ozgemm.lcn.gpu import GpuState
     from ozgemm.lcn.solver import AnnealParams
-    p = AnnealParams(**(PREVIOUS | kw)).resolved(d, "gpu")
+    p = AnnealParams(**(PLAIN | kw)).resolved(d, "gpu")
     return GpuState(d, p, seed), p
 
 
@@ -84,7 +85,7 @@ def test_batched_move_eval_equals_cpu(i):
 @have_data
 @pytest.mark.parametrize("inst, seed, it, kw", [
     (1, 123, 77, dict(p_bary=0.3)),
-    # the 2026-11 additions: hot-edge shortening, bound from the best k, restarts
+    # hot-edge shortening, bound from the best k, restarts
     (4, 321, 1234, dict(p_bary=0.2, p_short=0.4, slack_best=True, restart=True)),
 ])
 def test_device_candidates_equal_cpu_candidates(inst, seed, it, kw):
@@ -106,8 +107,8 @@ def test_device_candidates_equal_cpu_candidates(inst, seed, it, kw):
 @have_data
 def test_gpu_anneal_same_trajectory_as_cpu_and_valid():
     d = lcn.repair(lcn.load(INSTANCES[0]))
-    # the previous algorithm (the 2026-11 additions pinned off; see below for them)
-    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=500, t_ratio=1e-4, p_bary=0.1, **PREVIOUS)
+    # the plain schedule (the search additions pinned off; see below for them)
+    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=500, t_ratio=1e-4, p_bary=0.1, **PLAIN)
     g = lcn.anneal(d, iterations=1000, seed=9, device="gpu", params=p)
     c = lcn.anneal(d, iterations=1000, seed=9, device="cpu", params=p)
     assert g.iterations == c.iterations == 1000
@@ -131,15 +132,15 @@ def test_gpu_anneal_large_instance_consistent():
 
 
 # ---------------------------------------------------------------------------------------
-# 2026-11 additions (slack_best, p_short, restart; recal, hinge; exact resume).
-NEW_KW = [PREVIOUS | dict(slack_best=True, p_short=0.3, restart=True),
+# Search additions (slack_best, p_short, restart; recal, hinge; exact resume).
+SEARCH_KW = [PLAIN | dict(slack_best=True, p_short=0.3, restart=True),
           dict(slack_best=True, p_short=0.3, restart=True, recal=True, reheat=1.0, hinge=0.5),
-          PREVIOUS | dict(power=3, recal=True)]
+          PLAIN | dict(power=3, recal=True)]
 
 
 @have_data
 @pytest.mark.parametrize("use_graph", [True, False])
-@pytest.mark.parametrize("kw", NEW_KW)
+@pytest.mark.parametrize("kw", SEARCH_KW)
 def test_gpu_anneal_same_trajectory_as_cpu_new_moves(use_graph, kw):
     from ozgemm.lcn.gpu import anneal_gpu
     from ozgemm.lcn.solver import _anneal_cpu
@@ -161,7 +162,7 @@ def test_gpu_resume_equals_uninterrupted_and_cpu(tmp_path):
     (cycle 320: the boundary work at 320 and 640 happens in both)."""
     from ozgemm.lcn.solver import AnnealState
     d = lcn.load(INSTANCES[0])
-    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=320, **NEW_KW[1])
+    p = lcn.AnnealParams(batch=64, batch_min=4, cycle=320, **SEARCH_KW[1])
     full = lcn.anneal(d, iterations=960, seed=4, device="gpu", params=p)
     part = lcn.anneal(d, iterations=480, seed=4, device="gpu", params=p)
     part.state.save(tmp_path / "g.npz")
@@ -179,7 +180,7 @@ def test_anneal_many_gpu_equals_single_runs_and_resumes(tmp_path):
     from ozgemm.lcn.gpu import anneal_many_gpu
     from ozgemm.lcn.solver import AnnealState
     ds = [lcn.load(INSTANCES[0]), lcn.load(INSTANCES[3])]
-    p = lcn.AnnealParams(batch=128, cycle=160, **NEW_KW[1])
+    p = lcn.AnnealParams(batch=128, cycle=160, **SEARCH_KW[1])
     many = anneal_many_gpu(ds, iterations=640, seeds=[3, 4], params=[p, p])
     part = anneal_many_gpu(ds, iterations=320, seeds=[3, 4], params=[p, p])
     states = []

@@ -341,7 +341,7 @@ def fwht(x, axis=-1, *, norm="backward", order="natural", out=None):
     blocked for cache. GPU (cupy): CUDA kernels in ``ozgemm/fwt/fwht.cu``, one pass through
     memory for rows up to 2**15 elements (int64: 2**14), a multi-pass (row pass + strided
     passes) scheme beyond; float16 uses tensor cores (mma) for 4 of the butterfly levels
-    where measured faster; see docs/fwt.md and benchmarks/results_fwt.md. The input is
+    where measured faster; see docs/fwt.md and docs/performance.md. The input is
     never modified (``out`` may alias it).
     """
     return _fwht_impl(x, axis, norm, order, out, inverse=False)

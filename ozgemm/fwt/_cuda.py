@@ -32,6 +32,7 @@ import functools
 import math
 import threading
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
@@ -48,7 +49,7 @@ _SMEM_OPTIN = 227 * 1024
 
 
 # Measured best configuration per (dtype name, L) on an H200, from the sweep in
-# ozgemm/fwt/bench.py:tune (see benchmarks/results_fwt.md); missing entries use the rule.
+# ozgemm/fwt/bench.py:tune (resulting speeds: docs/performance.md); missing entries use the rule.
 # Entry: (TB, CB, CSB, mma, GB/s measured in the sweep[, WM, MINB[, XS[, PIPE]]]); WM
 # (warp-major tile layout), MINB (__launch_bounds__ minimum CTAs per SM, 0 = unspecified), XS
 # (True/1: exchange-store phase B; an int K >= 2: lane exchange with K thread bits after the
@@ -56,37 +57,36 @@ _SMEM_OPTIN = 227 * 1024
 # with a half-tile exchange buffer, see ``pipe_smem``) default to False, 0, False, 0 (the
 # layout, bounds, phase B and kernel of the entries measured before they existed).
 ROW_TUNED: dict = {
-    # (dtype, log2 n): (TB, CB, CSB, mma, GB/s in the sweep, WM, MINB[, XS[, PIPE]]), H200 run 4
-    # (2026-11-30) for rows up to 2**11; 2**12-2**15 from the restricted sweeps of session 6
-    # (device calls 1, 4, 6: `benchmarks/fwt_pipe_run.sh`), adopted where the same run's
-    # benchmark confirmed the sweep (benchmarks/results_fwt.md, "Session 6"); float32 2**16 and
-    # float64 2**15: the split kernel (CSB = 1 with PIPE), one pass where the plan had two,
-    # from session 7's sweep (device call 2, faster than the 2-pass plan in the same sweep)
+    # (dtype, log2 n): (TB, CB, CSB, mma, GB/s in the sweep, WM, MINB[, XS[, PIPE]]) on the
+    # H200: rows up to 2**11 from the full sweep; 2**12-2**15 from sweeps restricted to those
+    # lengths (``tune(Ls=...)``), each entry adopted only where a benchmark in the same process
+    # confirmed the sweep; float32 2**16 and float64 2**15: the split kernel (CSB = 1 with PIPE),
+    # one pass instead of two, faster than the 2-pass plan measured in the same sweep
     ("float16", 8): (7, 1, 0, True, 4025, False, 0),
     ("float16", 9): (7, 1, 0, True, 4028, True, 0),
     ("float16", 10): (8, 2, 0, True, 3975, True, 0),
     ("float16", 11): (7, 3, 0, True, 3830, True, 0),
-    ("float16", 12): (7, 2, 0, True, 3928, False, 0, True),  # session 6 (device call 6)
-    ("float16", 13): (7, 3, 0, True, 3843, False, 2, 4),  # session 6 (call 6)
-    ("float16", 14): (8, 3, 0, True, 3769, False, 0, 4),  # session 6 (call 6)
-    ("float16", 15): (9, 3, 0, True, 3226, False, 0, 5, 1),  # PIPE, session 6 (calls 1, 4, 6)
+    ("float16", 12): (7, 2, 0, True, 3928, False, 0, True),  # exchange-store
+    ("float16", 13): (7, 3, 0, True, 3843, False, 2, 4),  # lane exchange, MINB = 2
+    ("float16", 14): (8, 3, 0, True, 3769, False, 0, 4),  # lane exchange
+    ("float16", 15): (9, 3, 0, True, 3226, False, 0, 5, 1),  # lane exchange, PIPE (fwht_rows_h15 runs it)
     ("float32", 8): (7, 1, 0, False, 4051, False, 0),
     ("float32", 9): (7, 1, 0, False, 4039, False, 0),
     ("float32", 10): (7, 1, 0, False, 4047, False, 0),
     ("float32", 11): (8, 3, 0, False, 3904, False, 0),
-    ("float32", 12): (9, 2, 0, False, 3951, False, 2),  # session 6 (calls 4, 6)
-    ("float32", 13): (9, 2, 0, False, 3927, False, 2),  # session 6 (calls 4, 6)
-    ("float32", 14): (9, 3, 0, False, 3868, False, 2),  # session 6 (call 4)
-    ("float32", 15): (9, 4, 0, False, 3524, False, 0, True, 2),  # PIPE=2, session 6 (calls 1, 4, 6)
-    ("float32", 16): (9, 4, 1, False, 2438, False, 0, True, 2),  # split kernel, session 7 (call 2)
+    ("float32", 12): (9, 2, 0, False, 3951, False, 2),  # MINB = 2
+    ("float32", 13): (9, 2, 0, False, 3927, False, 2),  # MINB = 2
+    ("float32", 14): (9, 3, 0, False, 3868, False, 2),  # MINB = 2
+    ("float32", 15): (9, 4, 0, False, 3524, False, 0, True, 2),  # exchange-store, PIPE = 2
+    ("float32", 16): (9, 4, 1, False, 2438, False, 0, True, 2),  # split kernel
     ("float64", 8): (7, 3, 0, False, 3899, False, 0),
     ("float64", 9): (7, 4, 0, False, 3911, False, 0),
     ("float64", 10): (7, 4, 0, False, 3929, False, 0),
     ("float64", 11): (7, 4, 0, False, 3877, False, 0),
-    ("float64", 12): (7, 4, 0, False, 3915, False, 0, True),  # session 6 (call 6)
-    ("float64", 13): (8, 4, 0, False, 3895, False, 2, True),  # session 6 (call 6)
-    ("float64", 14): (9, 4, 0, False, 3581, False, 0, True, 2),  # PIPE=2, session 6 (calls 1, 4, 6)
-    ("float64", 15): (9, 4, 1, False, 2406, False, 0, True, 2),  # split kernel, session 7 (call 2)
+    ("float64", 12): (7, 4, 0, False, 3915, False, 0, True),  # exchange-store
+    ("float64", 13): (8, 4, 0, False, 3895, False, 2, True),  # exchange-store, MINB = 2
+    ("float64", 14): (9, 4, 0, False, 3581, False, 0, True, 2),  # exchange-store, PIPE = 2
+    ("float64", 15): (9, 4, 1, False, 2406, False, 0, True, 2),  # split kernel (fwht_rows_d15s runs it)
 }
 
 
@@ -95,13 +95,13 @@ ROW_TUNED: dict = {
 # sweep's forced configurations (``cfg``) never use them. Entry: (kernel name, dynamic shared
 # memory bytes, GB/s measured, whether it is the tensor-core front end: then only for the "auto"
 # and "mma" variants, not "plain"; whether it takes the leftover-row ticket counter, ``row_args``).
-# float16 2**15: ``fwht_rows_h15`` (session 13: three layouts, two float4 exchanges, 15 thread
-# instructions per element, 3392-3439 GB/s against 3233-3266 for ROW_TUNED's kernel in the same
-# processes; session 15: two layouts, one exchange, two warp-shuffle levels, leftover rows by
-# tickets, 3649 GB/s against 3558 GB/s for session 13's kernel in the same process, call 5).
-# float64 2**15: ``fwht_rows_d15s`` (session 14: 3655-3692 GB/s in calls 8-9 against 2393-2400
-# for the split kernel of ROW_TUNED in calls 4-5; the split entry stays for the sweep and
-# lmax_single); +16 bytes of shared memory for the leftover row's number.
+# float16 2**15: ``fwht_rows_h15`` (two layouts, one exchange, two warp-shuffle levels, leftover
+# rows by tickets; on the H200 3649 GB/s against 3558 GB/s for a three-layout form with two
+# float4 exchanges in the same process, which itself measured 3392-3439 GB/s against 3233-3266
+# for ROW_TUNED's kernel). float64 2**15: ``fwht_rows_d15s`` (3655-3692 GB/s on the H200 against
+# 2393-2400 for the split kernel of ROW_TUNED; the split entry stays for the sweep and
+# lmax_single); +16 bytes of shared memory for the leftover row's number. Current figures:
+# docs/performance.md.
 ROW_DEDICATED: dict = {
     ("float16", 15): ("fwht_rows_h15<1>", (2 + 4) << 15, 3649, True, True),
     ("float64", 15): ("fwht_rows_d15s<1>", ((1 << 14) + (1 << 13)) * 8 + 16, 3674, False, True),
@@ -172,12 +172,16 @@ def _ctas_by_smem(smem: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class DeviceInfo:
-    """What the launch plan depends on: the compute capability (e.g. 90) and the opt-in shared
-    memory per block in bytes. ``DeviceInfo.current()``: the current CUDA device (sm_90 with
-    227 KiB without CuPy/GPU). The planning functions take one as ``dev`` (None: current)."""
+    """What the launch plan depends on: the compute capability (e.g. 90), the opt-in shared
+    memory per block in bytes, and the table of measured configurations (``row_tuned``: a
+    mapping like ``ROW_TUNED``; None: ``ROW_TUNED`` itself; the tuning sweep passes its own to
+    time the multi-pass plan without the entries it is re-measuring). ``DeviceInfo.current()``:
+    the current CUDA device (sm_90 with 227 KiB without CuPy/GPU). The planning functions take
+    one as ``dev`` (None: current)."""
 
     cc: int = 90
     smem_optin: int = _SMEM_OPTIN
+    row_tuned: Mapping = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
     def current(cls) -> "DeviceInfo":
@@ -195,7 +199,7 @@ def _tuned(dtype_name: str, L: int, dev: DeviceInfo = None):
     dev = _dev(dev)
     if dev.cc < 90 or dev.smem_optin < _SMEM_OPTIN:
         return None
-    return ROW_TUNED.get((dtype_name, L))
+    return (ROW_TUNED if dev.row_tuned is None else dev.row_tuned).get((dtype_name, L))
 
 
 def _minb2_ok(tb: int, loge: int, acc_size: int, smem: int, lt: int) -> bool:
@@ -263,7 +267,7 @@ def pipe_ok(L: int, logv: int, acc_size: int, tb: int, cb: int, csb: int = 0, wm
 
 
 # Shortest row (log2) offered to the split kernel (fwht_rows_pipe_split): shorter rows fit one
-# CTA's tile and reach >= 85 % of copy there (benchmarks/results_fwt.md).
+# CTA's tile and reach >= 85 % of copy there (docs/performance.md).
 SPLIT_MIN_L = 15
 
 
@@ -302,7 +306,7 @@ def row_candidates(L: int, logv: int, acc_size: int, clusters: bool = True) -> l
                     if L >= 12 and _minb2_ok(tb, loge, acc_size, smem, lt):
                         out.append((tb, cb, 0, False, 2, True))
                 if not wm and logv == 3 and L >= 12 and lt >= L and lt <= L + 1:
-                    # lane exchange (float16 only, session 4): K thread bits after the exchange,
+                    # lane exchange (float16 only): K thread bits after the exchange,
                     # at least one lane bit among them (K >= TB - 4)
                     xsm = acc_size << lt
                     for k in range(max(2, tb - 4), tb - 1):
@@ -444,7 +448,7 @@ def plan(L: int, dtype, dev: DeviceInfo = None) -> list:
 
 
 # Rows of 2**LC_MIN and longer run kernels compiled for their length (template argument LC = L:
-# no run-time branches around butterfly levels; session 6); shorter rows share one kernel per
+# no run-time branches around butterfly levels); shorter rows share one kernel per
 # configuration (LC = 0, L passed at run time), which keeps the number of compiled kernels small.
 LC_MIN = 12
 
@@ -478,7 +482,7 @@ def _row_name(dtype, L, mma=False, cfg=None, dev: DeviceInfo = None) -> str:
 
 
 # float16 row lengths (log2) for which the tensor-core (mma) front end is the default;
-# filled from the H200 measurement in benchmarks/results_fwt.md (empty: plain everywhere)
+# outside ROW_TUNED (empty: plain everywhere; the table chooses mma per length on the H200)
 MMA_DEFAULT_L: frozenset = frozenset()
 
 

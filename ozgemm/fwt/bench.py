@@ -10,12 +10,9 @@ L2 of an H200, so no rotation is needed. Inputs: uniform (rand − 0.5), seed 0,
 Accuracy (same run, same inputs): float16/float32 against a float64 CPU (numpy) transform
 of the same (exactly widened) inputs on the first ≤ 2**20 elements (at least one row):
 ``max|y − ref| / max|ref|`` and the ratio to the a-priori bound ``L'·u·c·||x||_1`` (L' = L, or
-L + 2 for odd L: the rounded factor c and its product; the tables up to session 7 used L, a
-bound that the measured ratios, all ≤ 0.99, kept anyway) (float16:
-plus ``2**-11 · |ref|`` for the output rounding and ``2**-11 · c · ||x||_1`` for each earlier
-pass's float16 intermediate, c = n**-0.5; the H200 run of 2026-11-29 printed float16 ratios
-without these terms, run 4 of 2026-11-30 with ``passes · 2**-11 · |ref|``, which misses the
-intermediate rounding of 2-pass rows).
+L + 2 for odd L: the rounded factor c and its product) (float16: plus ``2**-11 · |ref|`` for
+the output rounding and ``2**-11 · c · ||x||_1`` for each earlier pass's float16
+intermediate, c = n**-0.5). Figures on the H200: docs/performance.md.
 """
 from __future__ import annotations
 
@@ -75,7 +72,8 @@ def copy_bandwidth(nbytes: int, reps: int = 20) -> dict:
 def run_case(dtype, L: int, nbytes: int, reps: int, variant: str = "auto") -> dict:
     import cupy as cp
 
-    from . import _cuda, fwht
+    from . import _cuda
+    from ._core import fwht
 
     dt = np.dtype(dtype)
     n = 1 << L
@@ -165,16 +163,21 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10, 
     GB/s, WM, MINB, XS, PIPE)} of the fastest correct one. For rows longer than the non-cluster
     single-pass limit (only cluster candidates), a configuration is adopted only if it beats
     the multi-pass plan measured alongside (the committed ``ROW_TUNED`` stands in for the
-    lengths not swept). Prints one line per configuration; ``log`` (a list) receives
+    lengths not swept; the plan is given its table through ``DeviceInfo.row_tuned``, so
+    ``ROW_TUNED`` itself is never changed). Prints one line per configuration; ``log`` (a list) receives
     (dtype, L, cfg, mma, seconds, exact) for each. ``select(dtype name, L, cfg, mma)``: time
     only the candidates for which it is true (and compile only those)."""
+    import dataclasses
+
     import cupy as cp
 
-    from . import _cuda, fwht
+    from . import _cuda
+    from ._core import fwht
 
     nbytes = mbytes << 20
     best = {}
     committed = dict(_cuda.ROW_TUNED)
+    dev = _cuda.DeviceInfo.current()
     for name in dtypes:
         dt = np.dtype(name)
         _, _, sc, logv, lmax1 = _cuda._TYPES[dt]
@@ -202,15 +205,12 @@ def tune(dtypes=("float16", "float32", "float64"), lmin=8, mbytes=256, reps=10, 
                 continue
             res = []
             t_multi = None
-            if L > lmax1:  # reference: the multi-pass plan (without tuned entries)
-                saved = dict(_cuda.ROW_TUNED)
-                _cuda.ROW_TUNED.clear()
+            if L > lmax1:  # reference: the multi-pass plan (without tuned entries beyond lmax1)
                 known = {kk: vv for kk, vv in committed.items() if kk[0] != name or kk not in swept}
                 known.update(best)
-                _cuda.ROW_TUNED.update({kk: vv for kk, vv in known.items() if kk[1] <= lmax1 or kk[0] != name})
-                t_multi = _time(lambda: _cuda.transform_contiguous(cp, x, L, 1.0, out=y), reps)
-                _cuda.ROW_TUNED.clear()
-                _cuda.ROW_TUNED.update(saved)
+                ref_dev = dataclasses.replace(dev, row_tuned={
+                    kk: vv for kk, vv in known.items() if kk[1] <= lmax1 or kk[0] != name})
+                t_multi = _time(lambda: _cuda.transform_contiguous(cp, x, L, 1.0, out=y, dev=ref_dev), reps)
                 print(f"  tune {name} L={L:2d} multi-pass {t_multi * 1e6:7.1f} us "
                       f"{2 * x.nbytes / t_multi / 1e9:5.0f} GB/s", flush=True)
             for cfg in cands:

@@ -39,7 +39,7 @@ def register(subparsers) -> None:
 def _cmd_transform(args) -> int:
     """Exit 0, or 1 with one ``ozgemm fwt: ...`` line (unreadable input, unwritable output,
     a transform error, no CuPy for --gpu)."""
-    from . import fwht, ifwht
+    from ._core import fwht, ifwht
 
     try:
         x = np.load(args.input, allow_pickle=False)

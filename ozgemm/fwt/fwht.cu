@@ -249,8 +249,8 @@ __device__ __forceinline__ void shfl_stage(A* r, int m) {
 // bits) transforms index bits {0, 2, 3, 4}; the fp32 D fragments of the two mmas (n < 8,
 // n >= 8, i.e. index bit 2 = 0, 1) are the values e = 0-3 and 4-7 in order, so the plain
 // pipeline continues from there (index bit 1 is left for a register butterfly).
-// (Sessions 1-5 mapped e bit 1 -> k bit 3 and e bit 2 -> m bit 3, which needed the word order
-// {x, z, y, w}: the SASS showed 4-8 register moves per mma pair.)
+// (The alternative mapping e bit 1 -> k bit 3, e bit 2 -> m bit 3 needs the word order
+// {x, z, y, w}: the SASS shows 4-8 register moves per mma pair.)
 // b: this lane's B fragments of H16 for n < 8 (b.x, b.y) and n >= 8 (b.z, b.w), h16_frags.
 __device__ __forceinline__ void mma_h16(const uint4& u, const uint4& b, float* r) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
@@ -373,8 +373,8 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // EARLY_PF: the pipelined kernel (not split) stages the next tile without waiting for the
   // other warps (each thread copies only the vectors it has just read itself); the barrier that
   // keeps the exchange buffer safe (the previous tile's exchange reads done before this tile's
-  // first exchange write) sits just before that first write (session 7: +1.1 to +2.2 % on the
-  // table's pipelined rows, benchmarks/results_fwt.md)
+  // first exchange write) sits just before that first write (measured +1.1 to +2.2 % on the
+  // table's pipelined rows on the H200)
   constexpr bool EARLY_PF = PIPE != 0 && !SPLIT;
   static_assert(PIPE == 0 || ((CSB == 0 || CSB == 1) && !WM),
                 "the pipelined kernel uses the plain layout, no cluster or the 2-CTA split");
@@ -523,7 +523,7 @@ __device__ __forceinline__ void rows_body(const T* __restrict__ x, T* __restrict
   // q = (e >> g) | (wid << (LOGE - g)) -> the remaining bits [5, b0) and [b0+g, LT), in order.
   // One group (the usual case) has its own code path: the generic loop raised register use
   // (e.g. float32 TB=10 CB=3: 64 registers and 140 bytes of spills instead of 4; float32
-  // TB=8 CB=3 cluster: 100 registers instead of 80) and was measurably slower (results_fwt.md).
+  // TB=8 CB=3 cluster: 100 registers instead of 80) and was measurably slower on the H200.
   // ---- lane exchange (XS = K >= 2): index bits [YB0, LOGV+TB) (the upper lane bits and the
   // warp bits) become register bits P.. of layout Y: register e -> index bits (e & (2^P-1)) |
   // (e >> P) << YB0; thread -> its low NLO bits at [P, YB0), its high CB bits at [LOGV+TB, LT).
@@ -701,9 +701,9 @@ fwht_rows(const T* __restrict__ x, T* __restrict__ y, long long total, int L, A 
 // SM. Dynamic shared memory: 2^LT * sizeof(T) (staging) + 2^LT * sizeof(A) (exchange; half
 // with PIPE = 2; none when the rows need no shared-memory phase).
 // (the loop of both pipelined kernels; CSB = 1: the split kernel below)
-// Leftover rows (tiles) of the persistent kernels fwht_rows_d15s and fwht_rows_pipe (session 14;
-// d15s, calls 8-9: 145.5-146.9 us against 150.8-151.9 us with the static schedule) and
-// fwht_rows_h15 (session 15, see there; the split kernel keeps its pairs of tiles). With G CTAs and q = ntiles / G,
+// Leftover rows (tiles) of the persistent kernels fwht_rows_d15s and fwht_rows_pipe (d15s on
+// the H200: 145.5-146.9 us against 150.8-151.9 us with the static schedule) and fwht_rows_h15
+// (see there; the split kernel keeps its pairs of tiles). With G CTAs and q = ntiles / G,
 // CTA b transforms rows b + k G (k < q) and then draws one ticket from the launch's counter: the
 // first ntiles - q G tickets are the leftover rows q G + ticket, so the CTAs that finish their
 // static rows first take them (a static schedule gives them to CTAs 0 .. ntiles - q G - 1, and
@@ -777,7 +777,7 @@ __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
 
 
 
-// Two-layout kernel for binary16 rows of 2^15 (sessions 13 and 15): pipelined and persistent
+// Two-layout kernel for binary16 rows of 2^15: pipelined and persistent
 // like fwht_rows_pipe, with float32 compute, the mma front end, and one shared-memory exchange.
 // 512 threads, 64 elements each; element index e (15 bits) of the row:
 //   L1 (load, mma, registers, lanes): e = v + 8*lane + 256*c + 2048*wid (v < 8, c < 8); the mma
@@ -787,20 +787,20 @@ __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
 //      (r[2p + k], p = p0 + 2 p1): registers hold bits {0, 7, 11, 12, 13, 14}, lanes 1-5, warps
 //      6, 8, 9, 10; register butterflies bits 7, 11, 12, 13, 14, then 4-byte stores (two halves
 //      per lane, 128 contiguous bytes per warp store).
-// The levels run in the order of session 13's three-layout kernel (mma; bits 1, 8, 9, 10, 5, 6,
-// 7, 11, 12, 13, 14), so the outputs are bit for bit the same; every output is the exact
-// transform rounded as: one mma of 16 inputs with float32 accumulation, then 11 float32 adds,
-// then the scale and one rounding to binary16 (the same operations as fwht_rows_pipe with the
-// mma front end, in another order of levels). Session 13's kernel had registers-only levels and
-// two float4 exchanges (L2 bits 5, 6, 7, 11; L3 bits 12, 13, 14, 16-byte stores); session 15,
-// call 5, same process: 150.9 us for session 13's kernel, 149.6 us for its two exchanges in this
-// row loop (leftover tickets), 147.1 us for this one (call 2, both in session 13's static loop:
-// 150.5 against 150.0 us; call 3: the same one-exchange loop written with a buffer of packed
-// outputs, stored after all the conversions, took 180.8 us).
+// The levels run in a fixed order (mma; bits 1, 8, 9, 10, 5, 6, 7, 11, 12, 13, 14); every
+// output is the exact transform rounded as: one mma of 16 inputs with float32 accumulation, then
+// 11 float32 adds, then the scale and one rounding to binary16 (the same operations as
+// fwht_rows_pipe with the mma front end, in another order of levels).
+// Why one exchange (H200, 4096 rows, same process): a three-layout form with registers-only
+// levels and two float4 exchanges (L2 bits 5, 6, 7, 11; L3 bits 12, 13, 14, 16-byte stores)
+// took 150.9 us, its two exchanges in this row loop (leftover tickets) 149.6 us, this kernel
+// 147.1 us (with a static row schedule: 150.0 us against 150.5 us for the three-layout form).
+// The same one-exchange loop written with a buffer of packed outputs, stored after all the
+// conversions, took 180.8 us.
 // The rows: CTA b transforms rows b + k G below q G (G CTAs, q = ntiles / G), then at most one
-// leftover row drawn by ticket (draw_leftover; session 15, call 4: 149.9 us against 151.1 us for
-// the static schedule of session 13's kernel; with the loop in a non-inlined function 151.7 us,
-// its static build 154.0 us).
+// leftover row drawn by ticket (draw_leftover; measured 149.9 us against 151.1 us for a static
+// schedule of the three-layout form; with the loop in a non-inlined function 151.7 us, its
+// static build 154.0 us).
 // Shared memory: 64 KiB staging (binary16) + 128 KiB exchange (float32). Whole rows only
 // (total a multiple of 2^15); in place is safe (a row is staged completely before its CTA
 // writes it, and the next row staged meanwhile is another row).
@@ -829,9 +829,9 @@ __device__ __forceinline__ void h15_rows(const half_bits* __restrict__ x, half_b
   for (; t < end; t += gridDim.x) {
     float r[64];
     uint4 u[8];
-    // the row after the staged one into L2 (its cp.async copies then hit L2; session 13, call
-    // 12-13: 0.3-1.0 % faster in 4 of 4 same-process A/Bs, the same bits; session 15, call 5:
-    // the row after that instead, 190.5 against 149.6 us)
+    // the row after the staged one into L2 (its cp.async copies then hit L2; measured 0.3-1.0 %
+    // faster in 4 of 4 same-process A/Bs on the H200, the same bits; prefetching the row after
+    // that instead: 190.5 us against 149.6 us)
     if (tid == 0 && t + 2 * (long long)gridDim.x < end)
       prefetch_l2(x + ((t + 2 * (long long)gridDim.x) << LT), 2u << LT);
     cp_async_wait_all();
@@ -909,7 +909,7 @@ __device__ __forceinline__ void d15_levels(double* r, double* xs) {
   shfl_stage<double, 32>(r, 16);  // bit 5 = lane bit 4
   // exchange A: L1 -> L2, rounds k = index bit 0; r[2c + k] <-> r[2j + k]. Warps hold bits
   // 10-13 in both layouts: each warp exchanges within its own 4 KiB region, with warp barriers
-  // (session 14, call 6: 150.2 against 153.9 us with CTA barriers), then one CTA barrier before
+  // (measured on the H200: 150.2 us against 153.9 us with CTA barriers), then one CTA barrier before
   // exchange B writes into other warps' regions
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
@@ -940,7 +940,7 @@ __device__ __forceinline__ void d15_levels(double* r, double* xs) {
   reg_stage<double, 32>(r, 8);   // bit 12
   reg_stage<double, 32>(r, 16);  // bit 13
 }
-// One-CTA kernel for float64 rows of 2^15 (session 14, ``fwht_rows_d15s``): a 256 KiB row is
+// One-CTA kernel for float64 rows of 2^15 (``fwht_rows_d15s``): a 256 KiB row is
 // more than one SM's shared memory, so it is held as two halves x0, x1 of 2^14, one in registers
 // (32 values per thread, 512 threads) and one in 128 KiB of thread-private shared-memory slots
 // (slot tid + 512 c holds the thread's 16-byte piece c), and the top butterfly comes last:
@@ -957,14 +957,14 @@ __device__ __forceinline__ void d15_levels(double* r, double* xs) {
 //   L3 (exchange B): h = k + 2 lane + 64 wid + 1024 m (r[2m + k]): registers bits 10-13.
 // Each exchange runs in two rounds (k = h bit 0) through a 64 KiB buffer of 8-byte slots at
 // e' = h >> 1, stored at e' ^ ((e' >> 4) & 15): conflict-free for the 16-lane phases of 8-byte
-// accesses in all three layouts (session 13's CPU emulation of the same maps). The slots are
+// accesses in all three layouts (checked by a CPU emulation of the same maps). The slots are
 // thread-private (no barrier around them); the exchange buffer is fenced by the rounds' barriers.
 // Shared memory 192 KiB + 16 bytes (the leftover row's number): one CTA per SM; persistent (grid
 // = resident CTAs, whole rows only). In
 // place is safe: a row's halves are read (staged) before its CTA writes any output of that row,
 // and the next row staged meanwhile is another row. Every output is the exact transform rounded
 // as 15 float64 adds (the same count as every other float64 kernel, in another order), then the
-// scale. Measured on the H200 (session 14): see benchmarks/results_fwt.md.
+// scale. Measured on the H200: see docs/performance.md (float64 2^15) and docs/design.md.
 template <int MINB>
 __global__ void __launch_bounds__(512, MINB)
 fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long total, int L, double scale,
@@ -981,7 +981,7 @@ fwht_rows_d15s(const double* __restrict__ x, double* __restrict__ y, long long t
   // static row is transformed (the next x0 is staged during the combine)
   const long long G = gridDim.x, qg = ntiles / G * G;
   // (in the dynamic buffer, after the exchange buffer: with static __shared__ variables this
-  // kernel measured 4-5 % slower, session 14 calls 7-8)
+  // kernel measured 4-5 % slower on the H200)
   long long& s_first = *reinterpret_cast<long long*>(smem_raw + (3 << 16));
   long long& s_row = *reinterpret_cast<long long*>(smem_raw + (3 << 16) + 8);
   long long t = blockIdx.x;

@@ -16,9 +16,11 @@ __all__ = ["AnnealParams", "AnnealResult", "AnnealState", "weights", "hinge_base
 
 CAL_IT = 1 << 62     # iteration number whose candidates calibrate T0
 CAL_BATCH = 256
-NEW_DEFAULTS = dict(slack_best=True, p_short=0.3, restart=True)
-"""Defaults (both devices) of the 2026-11 additions where ``AnnealParams`` leaves them ``None``
-(on since the H200 probe and 600 s run of benchmarks/results_lcn.md section 5)."""
+SEARCH_DEFAULTS = dict(slack_best=True, p_short=0.3, restart=True)
+"""Defaults (both devices) of the bound from the best k, hot-edge shortening and restarts where
+``AnnealParams`` leaves them ``None``: on, chosen by a 120 s GPU comparison of five parameter
+sets on instances 1, 3, 7, 9 and a 600 s H200 run of all nine (docs/design.md, "LCN annealer
+design"; docs/performance.md)."""
 
 
 def _check_params(p) -> None:
@@ -65,7 +67,7 @@ class AnnealParams:
     ``None`` for ``batch``, ``cycle``, ``r_max``, ``r_min`` selects a default from the
     device and the grid: batch 64 (CPU) / 1024 (GPU); cycle 4000 (CPU) / 32000 (GPU);
     ``r_max = max(2, max(width, height) // 8)``; ``r_min = max(1, max(width, height) // 2000)``.
-    ``None`` for ``slack_best``, ``p_short``, ``restart`` selects ``NEW_DEFAULTS`` (on) on both devices (see the module docstring).
+    ``None`` for ``slack_best``, ``p_short``, ``restart`` selects ``SEARCH_DEFAULTS`` (on) on both devices (see the module docstring).
     """
 
     batch: int | None = None
@@ -98,12 +100,12 @@ class AnnealParams:
             r_max=self.r_max or max(2, side // 8),
             r_min=self.r_min or max(1, side // 2000),
         )
-        # move-set / schedule additions of 2026-11 (see the module docstring): NEW_DEFAULTS
+        # bound from the best k, hot-edge shortening, restarts: SEARCH_DEFAULTS where None
         p = replace(
             p,
-            slack_best=NEW_DEFAULTS["slack_best"] if p.slack_best is None else bool(p.slack_best),
-            p_short=NEW_DEFAULTS["p_short"] if p.p_short is None else float(p.p_short),
-            restart=NEW_DEFAULTS["restart"] if p.restart is None else bool(p.restart),
+            slack_best=SEARCH_DEFAULTS["slack_best"] if p.slack_best is None else bool(p.slack_best),
+            p_short=SEARCH_DEFAULTS["p_short"] if p.p_short is None else float(p.p_short),
+            restart=SEARCH_DEFAULTS["restart"] if p.restart is None else bool(p.restart),
         )
         _check_params(p)
         if p.r_min > p.r_max:

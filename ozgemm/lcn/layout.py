@@ -4,7 +4,7 @@ The annealer only moves one vertex at a time, so a poor given layout (several co
 inputs are random-looking and invalid, e.g. automatic-9 with k = 2542) can trap it far from
 a good drawing. A layout computed from the graph alone often starts much lower: on
 automatic-9 the Kamada–Kawai layout, snapped to the 148 x 148 grid and repaired, has k = 17
-before any annealing (benchmarks/results_lcn.md).
+before any annealing (docs/performance.md, "Start layouts").
 
 Methods (the layouts themselves come from networkx; only the snapping is ours):
 
@@ -122,7 +122,7 @@ def best_start(d: Drawing, methods=None, seed: int = 0):
     methods : list or tuple of method names (see :data:`METHODS`), default ``["given",
         "kamada-kawai"]``, or ``["given"]`` when ``n > KK_MAX_N``. (The spring layout is
         cheaper per call but rarely better than Kamada–Kawai on the contest instances and
-        cost 13 s on instance 9; benchmarks/results_lcn.md section 6.)
+        cost 14 s on instance 9; docs/performance.md, "Start layouts".)
     seed : int
 
     Returns

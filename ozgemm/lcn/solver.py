@@ -54,12 +54,13 @@ energy scale of the drawing being improved instead of the start drawing's.
 
 Defaults (both devices): ``slack_best``, ``p_short = 0.3``, ``restart``, ``recal``,
 ``reheat = 1`` (every cycle re-anneals from the re-calibrated T0), ``hinge = 0.5``; cycle
-32,000 iterations on the GPU (4,000 on the CPU). This is the configuration "rch" that won
-a 120 s GPU probe of five parameter sets (benchmarks/results_lcn.md, section 5); it is
-better than the previous defaults (all additions off, reheat 0.5, cycle 100,000) at equal
-iteration counts on instances 1, 2, 3, 5, 6, 7, 8 and worse on 4 and 9 (600 s H200 run).
+32,000 iterations on the GPU (4,000 on the CPU). This configuration (restarts +
+re-calibration + hinge) won a 120 s GPU comparison of five parameter sets on instances 1, 3,
+7, 9 (mean k / reference k 1.84 against 2.54; docs/design.md, "LCN annealer design"); at equal
+iteration counts over 600 s on the H200 it is better than the plain schedule (all of these
+off, reheat 0.5, cycle 100,000) on instances 1, 2, 3, 5, 6, 7, 8 and worse on 4 and 9.
 ``AnnealParams(slack_best=False, p_short=0.0, restart=False, recal=False, hinge=0.0,
-reheat=0.5, cycle=100_000)`` is the previous GPU algorithm.
+reheat=0.5, cycle=100_000)`` selects that plain schedule.
 
 Reproducibility: for a given device, input, seed and parameters the trajectory is a pure
 function of the iteration number; a run limited by ``iterations`` is bit-reproducible, a
