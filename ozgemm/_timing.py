@@ -6,10 +6,10 @@ import time
 __all__ = ["lap_timer"]
 
 
-def lap_timer(engine, timings):
+def lap_timer(backend, timings):
     """A ``lap(name, t0) -> t1`` function: adds the time since ``t0`` to ``timings[name]``
-    (synchronising an asynchronous engine first) when ``timings`` is a dict; no-op otherwise."""
-    sync = getattr(engine, "synchronize", lambda: None)
+    (synchronising an asynchronous backend first) when ``timings`` is a dict; no-op otherwise."""
+    sync = backend.synchronize
 
     def lap(name, t0):
         if timings is not None:

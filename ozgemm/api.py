@@ -6,12 +6,12 @@ import itertools
 import numpy as np
 
 from ._xp import array_namespace, as_float64, is_cupy_array
-from .crt.pipeline import execute
-from .kernels import get_engine
+from .kernels import get_backend
+from .methods import execute, plan_product
 from .contracts.contract import Contract, as_contract
 from .contracts.formats import DD, Binary128, quad_from_bits
 from .precision.operands import arrays, as_wide, is_wide, operand_rows, transpose
-from .precision.planner import Plan, confirm_plan, forget_guess, make_plan
+from .precision.planner import Plan, confirm_plan, forget_guess
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
 
@@ -89,7 +89,7 @@ def _prepare(a, b, contract):
     return xp, contract, a, b, a2, b2, batch, full, final
 
 
-def _plan_2d(a, b, contract, engine, xp, force_moduli=None, speculate=False):
+def _plan_2d(a, b, contract, backend, force=None, speculate=False):
     """Cast to the contract's working dtype, set non-finite rows/columns aside, plan.
 
     ``speculate``: on the NaN/Inf-flag path, a speculative plan (planner.make_plan) may come
@@ -99,35 +99,34 @@ def _plan_2d(a, b, contract, engine, xp, force_moduli=None, speculate=False):
     and a/b float arrays of the operands' IEEE classes for the specials pass (the operands
     themselves for float32/float64). dd/binary128 operands become (C, r, k) components
     (precision/operands.py)."""
+    xp = backend.xp
     if not (is_wide(a) or is_wide(b)):
         if contract.fmt.name != "binary32":
             a, b = as_float64(a), as_float64(b)
-        if (getattr(engine, "stats_flag_nonfinite", False) and force_moduli is None and contract.method == "crt"
-                and contract.bound_kind == "componentwise"):
-            # the NaN/Inf check rides on the engine's statistics and its flag on the planner's
+        if backend.flags_nonfinite and force is None and contract.method == "crt" and contract.bound_kind == "componentwise":
+            # the NaN/Inf check rides on the backend's statistics and its flag on the planner's
             # one host read; only inputs that do hold NaN/Inf are planned again, on their
             # finite rows/columns
             try:
-                return a, b, a, b, None, None, make_plan(contract, a, b, engine, speculate=speculate,
-                                                         nonfinite_flag=xp.zeros((1,), dtype=xp.int32))
+                return a, b, a, b, None, None, plan_product(contract, a, b, backend, speculate=speculate,
+                                                            nonfinite_flag=xp.zeros((1,), dtype=xp.int32))
             except NonFiniteInputs:
                 pass
-        a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, xp)
-        return a, b, a0, b0, bad_r, bad_c, make_plan(contract, a0, b0, engine, force_moduli=force_moduli)
+        a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, backend)
+        return a, b, a0, b0, bad_r, bad_c, plan_product(contract, a0, b0, backend, force=force)
     ra = operand_rows(a if is_wide(a) else as_float64(a), xp)
     rb = operand_rows(transpose(b) if is_wide(b) else as_float64(b).T, xp)
     pa, pb = ra.proxy, rb.proxy.T
-    _, _, bad_r, bad_c = split_nonfinite(pa, pb, contract, xp)
+    _, _, bad_r, bad_c = split_nonfinite(pa, pb, contract, backend)
     a0, b0 = ra.comps, (rb.comps.T if rb.comps.ndim == 2 else rb.comps.transpose(0, 2, 1))
     if bad_r is not None:  # zero the non-finite rows/columns for the integer path
         a0 = xp.where(bad_r[:, None], 0.0, a0)
         b0 = xp.where(bad_c[None, :], 0.0, b0)
-    p = make_plan(contract, a0, b0, engine, force_moduli=force_moduli)
-    p.pa, p.pb = ra.pre, rb.pre
+    p = plan_product(contract, a0, b0, backend, force=force, pa=ra.pre, pb=rb.pre)
     return pa, pb, a0, b0, bad_r, bad_c, p
 
 
-def _product_2d(a, b, contract, engine, xp, speculate=True):
+def _product_2d(a, b, contract, backend, speculate=True):
     """One 2-D product; returns (C, Plan).
 
     With ``speculate`` the plan may be speculative (its moduli count guessed from the last plan
@@ -137,28 +136,29 @@ def _product_2d(a, b, contract, engine, xp, speculate=True):
     m, k = a.shape
     n = b.shape[1]
     a_in, b_in = a, b
-    a, b, a0, b0, bad_r, bad_c, p = _plan_2d(a, b, contract, engine, xp, speculate=speculate)
+    xp = backend.xp
+    a, b, a0, b0, bad_r, bad_c, p = _plan_2d(a, b, contract, backend, speculate=speculate)
     fmt = contract.fmt
     if k == 0 or m == 0 or n == 0:
         c = empty_result(m, n, fmt, xp)
         c[...] = 0
     else:
         try:
-            c = execute(p, engine, a0, b0)
+            c = execute(p, backend, a0, b0)
         except Exception:
             if p.pending is None:
                 raise
             # the speculative product failed before its plan was confirmed (e.g. out of memory
             # with a guess of more moduli than needed): forget the guess, plan as without one
-            p.pending = None
             forget_guess(p)
-            return _product_2d(a_in, b_in, contract, engine, xp, speculate=False)
+            return _product_2d(a_in, b_in, contract, backend, speculate=False)
         if p.pending is not None:
             try:
-                if not confirm_plan(p, engine):
-                    c = execute(p, engine, a0, b0)  # the guess was wrong: the confirmed plan
+                ok, p = confirm_plan(p, backend)
             except NonFiniteInputs:
-                return _product_2d(a_in, b_in, contract, engine, xp, speculate=False)
+                return _product_2d(a_in, b_in, contract, backend, speculate=False)
+            if not ok:
+                c = execute(p, backend, a0, b0)  # the guess was wrong: the confirmed plan
     if fmt.name in ("binary32", "binary64"):
         return patch_nonfinite(c, a, b, bad_r, bad_c, xp), p
     if bad_r is not None:  # wide results: the class pass on float64, then encoded
@@ -225,7 +225,7 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
         The contract cannot be proven for these inputs, or is malformed.
     """
     xp, contract, a, b, a2, b2, batch, full, final = _prepare(a, b, contract)
-    eng = get_engine(engine, xp)
+    eng = get_backend(engine, xp)
     fmt = contract.fmt
     dtype = fmt.dtype
     if out is not None:
@@ -257,7 +257,7 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
     for idx in itertools.product(*[range(d) for d in batch]):
         ia = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (a2.ndim - 2):], a2.shape[:-2]))
         ib = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (b2.ndim - 2):], b2.shape[:-2]))
-        c, p = _product_2d(a2[ia], b2[ib], contract, eng, xp)
+        c, p = _product_2d(a2[ia], b2[ib], contract, eng)
         if not batch and fmt.name in ("binary32", "binary64") and c.dtype == dtype and c.flags.c_contiguous:
             res = c  # one 2-D product: keep its result (no copy of m x n values)
         else:
@@ -295,4 +295,4 @@ def plan(a, b, contract="fp64", *, engine=None) -> Plan:
     xp, contract, a, b, a2, b2, batch, full, final = _prepare(a, b, contract)
     if batch:
         raise ValueError("plan() takes 1-D or 2-D operands; use matmul(..., return_plan=True) for batches")
-    return _plan_2d(a2, b2, contract, get_engine(engine, xp), xp)[-1]
+    return _plan_2d(a2, b2, contract, get_backend(engine, xp))[-1]

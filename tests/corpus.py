@@ -376,7 +376,7 @@ def digest(case) -> dict:
         try:
             res, plans = ozgemm.matmul(a, b, contract=contract, return_plan=True)
         except Exception as exc:  # noqa: BLE001 - the class of a refusal is recorded
-            return {"error": type(exc).__name__}
+            return {"error": _public_class(exc)}
         desc = json.dumps([plan_description(p) for p in plans], sort_keys=True, separators=(",", ":"))
         return {"result": _sha(result_parts(res)), "plan": hashlib.sha256(desc.encode()).hexdigest()}
 
@@ -402,6 +402,17 @@ def main(argv=None):
     errors = sum("error" in v for v in d.values())
     print(f"recorded {len(d)} cases ({errors} refusals) to {HASHES}")
     return 0
+
+
+def _public_class(exc) -> str:
+    """The name of the exception's most specific public class (ozgemm's exported errors or a
+    builtin): internal subclasses of ``ozgemm.ContractError`` record as ``ContractError``."""
+    import builtins
+
+    for cls in type(exc).__mro__:
+        if getattr(ozgemm, cls.__name__, None) is cls or getattr(builtins, cls.__name__, None) is cls:
+            return cls.__name__
+    return type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from ozgemm.kernels import get_engine
+from ozgemm.kernels import get_backend
 from ozgemm.kernels.numpy import SGEMM_EXACT_K
 from ozgemm.precision.planner import KBLOCK_INT32
 
@@ -18,7 +18,7 @@ def test_block_constants():
 
 @pytest.mark.parametrize("k", [1, 7, 1023, 1024, 1025, 3000])
 def test_blas_engine_exact_at_float32_boundary(k):
-    blas = get_engine("cpu")
+    blas = get_backend("cpu")
     # worst case: every product is (-128)(-128) = 2^14, partial sums reach k*2^14
     a = np.full((3, k), -128, dtype=np.int8)
     bt = np.full((2, k), -128, dtype=np.int8)
@@ -29,15 +29,15 @@ def test_blas_engine_exact_at_float32_boundary(k):
 
 
 def test_blas_equals_int64_engine_random(rng):
-    blas, i64 = get_engine("cpu"), get_engine("cpu-int64")
+    blas, i64 = get_backend("cpu"), get_backend("cpu-int64")
     a = rng.integers(-128, 128, size=(4, 9, 2100), dtype=np.int8)
     bt = rng.integers(-128, 128, size=(4, 11, 2100), dtype=np.int8)
     moduli = (256, 255, 253, 251)
-    assert np.array_equal(blas.gemm_residues(a, bt, moduli), i64.gemm_residues(a, bt, moduli))
+    assert np.array_equal(blas.residue_products(a, bt, moduli), i64.residue_products(a, bt, moduli))
     want = np.stack([int64_ref(a[q], bt[q]) % m for q, m in enumerate(moduli)])
-    assert np.array_equal(blas.gemm_residues(a, bt, moduli), want)
+    assert np.array_equal(blas.residue_products(a, bt, moduli), want)
 
 
 def test_engine_namespace_mismatch():
     with pytest.raises(ValueError):
-        get_engine("nope")
+        get_backend("nope")

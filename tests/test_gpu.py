@@ -62,13 +62,13 @@ def test_large_k_blocks_and_edges():
 
 
 def test_repeatable_and_tiled():
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
 
     rng = np.random.default_rng(3)
     a, b = phi(rng, 300, 200, 100, 1.0)
     ag, bg = cp.asarray(a), cp.asarray(b)
     c1 = ozgemm.matmul(ag, bg)
-    eng = get_engine("cuda")
+    eng = get_backend("cuda")
     old = eng.memory_fraction
     try:
         eng.memory_fraction = 1e-9  # forces 16-row tiles
@@ -112,13 +112,13 @@ def test_int8_gemm_row_chunks_exact(rows, monkeypatch):
     """Large outputs run as several cuBLAS calls over chunks of rows of A: every chunking
     gives the exact product (int64 numpy reference) and the whole matmul keeps its bits."""
     import ozgemm.kernels.cuda.backend as kc
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
 
     rng = np.random.default_rng(rows)
     a8 = rng.integers(-128, 128, size=(3, 72, 132), dtype=np.int8)
     b8 = rng.integers(-128, 128, size=(3, 80, 132), dtype=np.int8)  # np_ = 80 >= rows: chunked
     want = np.einsum("qik,qjk->qij", a8.astype(np.int64), b8.astype(np.int64))
-    eng = get_engine("cuda")
+    eng = get_backend("cuda")
     a, b = phi(rng, 70, 130, 50, 1.0)
     c_whole = ozgemm.matmul(cp.asarray(a), cp.asarray(b))
     monkeypatch.setattr(kc, "_GEMM_SPLIT_OUT", 16)
@@ -136,12 +136,12 @@ def test_mixed_libraries_rejected():
 
 
 def test_fused_stats_and_width_match_numpy():
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
     from ozgemm.precision.planner import plan_scalars, required_beta
     from ozgemm.precision.stats import row_stats
 
-    eng = get_engine("cuda")
-    cpu = get_engine("cpu")
+    eng = get_backend("cuda")
+    cpu = get_backend("cpu")
     rng = np.random.default_rng(11)
     for spread in (0, 10, 60):
         x = rng.standard_normal((37, 300)) * np.exp2(rng.integers(-spread, spread + 1, (37, 300)))
@@ -173,12 +173,12 @@ def test_plan_scalars_layouts_match_numpy():
     (vec = 0), partial column quads (n = 4 q + 1..3), and more rows than the grid holds (the
     grid-stride loop: 2600 rows, 1027 columns = 2 blocks of 256 quads, grid rows capped at
     1024); spreads that reach every regime."""
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
     from ozgemm.precision.planner import plan_scalars
     from ozgemm.precision.stats import row_stats
 
-    eng = get_engine("cuda")
-    cpu = get_engine("cpu")
+    eng = get_backend("cuda")
+    cpu = get_backend("cpu")
     rng = np.random.default_rng(12)
     for m, k, n, spread in ((2600, 40, 1027, 30), (50, 64, 37, 0), (61, 33, 18, 60)):
         x = rng.standard_normal((m, k)) * np.exp2(rng.integers(-spread, spread + 1, (m, k)))
@@ -207,12 +207,12 @@ def test_plan_scalars_small_products_match_numpy():
     """Many tiny products, so that single entries decide the maximum width: each entry's width
     (plan_scalars_i32's need_bits, every regime: exact rows/columns, zero rows/columns, ties of
     widths, wide spreads) against the numpy planner, for several promised bit counts."""
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
     from ozgemm.precision.planner import plan_scalars
     from ozgemm.precision.stats import row_stats
 
-    eng = get_engine("cuda")
-    cpu = get_engine("cpu")
+    eng = get_backend("cuda")
+    cpu = get_backend("cpu")
     rng = np.random.default_rng(31)
     for trial in range(300):
         m, k, n = (int(v) for v in rng.integers(1, 6, 3))
@@ -253,12 +253,12 @@ def test_plan_scalars_fast_and_regime_entries_mixed():
     elsewhere (v5): products whose rows and columns mix both kinds inside one column quad and
     one warp (exact integer rows/columns of small width among wide random ones, zero rows), so
     that the maximum comes from either kind, against the numpy planner."""
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
     from ozgemm.precision.planner import plan_scalars
     from ozgemm.precision.stats import row_stats
 
-    eng = get_engine("cuda")
-    cpu = get_engine("cpu")
+    eng = get_backend("cuda")
+    cpu = get_backend("cpu")
     rng = np.random.default_rng(41)
     fractions = []
     for trial in range(40):
@@ -296,12 +296,12 @@ def test_row_stats_long_rows_match_numpy(split, columns, monkeypatch):
     extremes; every statistics path (column-major rows read through the columns, or
     transposed first), and the NaN/Inf flag of each."""
     from ozgemm.kernels import cuda as kc
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
     from ozgemm.precision.stats import row_stats
 
     monkeypatch.setattr(kc, "_STATS_SPLIT", split)  # streaming kernels, or one block per row
     monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
-    eng = get_engine("cuda")
+    eng = get_backend("cuda")
     rng = np.random.default_rng(12)
     for dt in (np.float64, np.float32):  # float32 rows are read as float32 and widened in the kernel
         for k in (1, 31, 8192, 8193, 20000):
@@ -330,10 +330,10 @@ def test_column_stats_match_numpy_and_row_kernels(monkeypatch):
     for a column holding Inf (the statistics are discarded there, NaN/Inf flag set, but both
     paths give the same bytes)."""
     from ozgemm.kernels import cuda as kc
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
     from ozgemm.precision.stats import row_stats
 
-    eng = get_engine("cuda")
+    eng = get_backend("cuda")
     rng = np.random.default_rng(41)
     fields = ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum")
     for k, n, extra in ((300, 70, 5), (5000, 1, 3), (129, 33, 3), (1, 40, 2), (5000, 1, 0)):
@@ -386,10 +386,10 @@ def test_residues_of_column_major_rows(dt, columns, monkeypatch):
     both tile dimensions, rounded and left-shifted entries, subnormals and zeros."""
     from ozgemm.contracts.moduli import MODULI
     from ozgemm.kernels import cuda as kc
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
 
     monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
-    eng = get_engine("cuda")
+    eng = get_backend("cuda")
     rng = np.random.default_rng(21)
     for k, n, N in ((45, 70, 9), (300, 33, 16), (7, 5, 8), (70, 40, 17), (1100, 20, 16), (37, 20, 12),
                     (20, 20, 23), (20, 17, 40)):
@@ -416,10 +416,10 @@ def test_residues_fp_split_edges(columns, monkeypatch):
 
     from ozgemm.contracts.moduli import MODULI
     from ozgemm.kernels import cuda as kc
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
 
     monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
-    eng = get_engine("cuda")
+    eng = get_backend("cuda")
     rng = np.random.default_rng(8)
     vals = [0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999999999999994, -0.49999999999999994, 5e-324, -5e-324,
             2.2250738585072014e-308, -1e-300, 0.0, -0.0]
@@ -701,10 +701,10 @@ def test_speculative_width_on_device_matches_planner():
     from types import SimpleNamespace
 
     from ozgemm.contracts.moduli import moduli_product
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
     from ozgemm.precision import planner as P
 
-    eng = get_engine("cuda")
+    eng = get_backend("cuda")
     rng = np.random.default_rng(4)
     E = cp.asarray(np.array([3, -2, 0, 7], dtype=np.int64))
     z = cp.asarray(np.array([False, True, False, False]))

@@ -88,9 +88,9 @@ def test_subnormals_specials_and_tiling():
     want = ozgemm.matmul(x, y, contract="fp64-ozaki")
     got = cp.asnumpy(ozgemm.matmul(cp.asarray(x), cp.asarray(y), contract="fp64-ozaki"))
     assert np.array_equal(want, got, equal_nan=True)
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
 
-    eng = get_engine("cuda")
+    eng = get_backend("cuda")
     a, b = phi(rng, 300, 200, 100, 1.0)
     c1 = ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract="fp64-ozaki")
     old = eng.memory_fraction

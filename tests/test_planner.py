@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ozgemm
-from ozgemm.kernels import get_engine
+from ozgemm.kernels import get_backend
 from ozgemm.precision.planner import LB_BITS, required_beta
 from ozgemm.precision.stats import row_stats
 
@@ -33,7 +33,7 @@ def test_required_beta_is_minimal_and_sound(seed):
         a[rng.random((m, k)) < 0.4] = 0
         b = np.round(b * 8) / 8  # some exactly representable columns
     sa, sb = row_stats(a, np), row_stats(b.T, np)
-    lb = get_engine("cpu").gemm_exact(sa.q, sb.q)
+    lb = get_backend("cpu").gemm_exact(sa.q, sb.q)
     got = int(required_beta(sa, sb, lb, 53, k, 2.0 ** -53, np))
     want = brute(sa, sb, lb, 53, k, 2.0 ** -53, True)
     assert got == max(want, 1)
@@ -55,7 +55,7 @@ def test_lb_gemm_upper_bound_covers_abs_product(p):
     checked with exact Fractions (a~ = a 2**-E_i, b~ = b 2**-F_j)."""
     from fractions import Fraction
 
-    from ozgemm.kernels import get_engine
+    from ozgemm.kernels import get_backend
     from ozgemm.precision.planner import _lb_upper_max
     from ozgemm.precision.stats import row_stats
 
@@ -63,7 +63,7 @@ def test_lb_gemm_upper_bound_covers_abs_product(p):
     a = (rng.random((9, 23)) - 0.5) * np.exp(p * rng.standard_normal((9, 23)))
     b = (rng.random((23, 7)) - 0.5) * np.exp(p * rng.standard_normal((23, 7)))
     sa, sb = row_stats(a, np), row_stats(b.T, np)
-    lb = get_engine("cpu", np).gemm_exact(sa.q, sb.q)
+    lb = get_backend("cpu", np).gemm_exact(sa.q, sb.q)
     ub = int(_lb_upper_max(lb, sa.qsum, sb.qsum, np))
     exact_max = max(sum(abs(Fraction(a[i, l]) * Fraction(b[l, j])) * Fraction(2) ** (-int(sa.E[i]) - int(sb.E[j]))
                         for l in range(23)) for i in range(9) for j in range(7))

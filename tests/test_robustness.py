@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ozgemm
-from ozgemm.kernels import get_engine
+from ozgemm.kernels import get_backend
 from ozgemm.verify.audit import measure_any
 
 from conftest import assert_contract_kept, phi_pair
@@ -15,7 +15,7 @@ from conftest import assert_contract_kept, phi_pair
 
 @pytest.fixture
 def cpu():
-    eng = get_engine("cpu")
+    eng = get_backend("cpu")
     old = eng.memory_budget_bytes
     yield eng
     eng.memory_budget_bytes = old
@@ -41,8 +41,8 @@ def test_memory_error_before_allocating(rng, cpu):
 def test_keyboard_interrupt_leaves_library_usable(rng, monkeypatch):
     a, b = phi_pair(rng, 20, 30, 10, 1.0)
     want = ozgemm.matmul(a, b)
-    eng = get_engine("cpu")
-    real = eng.gemm_residues
+    eng = get_backend("cpu")
+    real = eng.residue_products
     calls = {"n": 0}
 
     def boom(*args, **kw):
@@ -51,7 +51,7 @@ def test_keyboard_interrupt_leaves_library_usable(rng, monkeypatch):
             raise KeyboardInterrupt
         return real(*args, **kw)
 
-    monkeypatch.setattr(eng, "gemm_residues", boom)
+    monkeypatch.setattr(eng, "residue_products", boom)
     with pytest.raises(KeyboardInterrupt):
         ozgemm.matmul(a, b)
     assert np.array_equal(ozgemm.matmul(a, b), want)

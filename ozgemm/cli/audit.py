@@ -114,7 +114,7 @@ def run_audit(args) -> int:
 def _check_args(args):
     """Raise _BadArgument for options no audit can run with (before any work)."""
     from .._cliargs import phi_seed_problem
-    from ..kernels import get_engine
+    from ..kernels import get_backend
 
     if args.size < 1 or (args.shape and min(args.shape) < 1):
         raise _BadArgument("ozgemm audit: --size and --shape need positive integers")
@@ -122,7 +122,7 @@ def _check_args(args):
     if problem:
         raise _BadArgument(f"ozgemm audit: {problem}")
     try:
-        get_engine(args.engine)
+        get_backend(args.engine)
     except ValueError as exc:
         raise _BadArgument(f"ozgemm audit: --engine {args.engine}: {exc}") from None
 

@@ -94,7 +94,7 @@ def _time(fn, reps):
 
 def _int8_gemm_times(eng, plan, a, b, reps) -> dict:
     """Median seconds of the plan's INT8 GEMMs alone: all residue GEMMs (one k-block, as
-    ``CudaEngine.execute`` runs them untiled) and the componentwise bound GEMM (0 if none)."""
+    the CRT pipeline runs them untiled) and the componentwise bound GEMM (0 if none)."""
     import cupy as cp
 
     from ..kernels.cuda import backend as kc
@@ -104,9 +104,9 @@ def _int8_gemm_times(eng, plan, a, b, reps) -> dict:
     mp, np_, kp = kc._ceil(m, kc._PAD), kc._ceil(n, kc._PAD), kc._ceil(k, kc._PAD)
     if kp > kc.KBLOCK_INT32 or a.ndim != 2:
         return {}
-    sa, sb = plan._stats
-    ra = eng.residues_padded(sa.src if sa.src is not None else a, plan.s, N, mp, kp)
-    rb = eng.residues_padded(sb.src if sb.src is not None else b.T, plan.t, N, np_, kp)
+    sa, sb = plan.stats
+    ra = eng.residues(a, sa, plan.s, N)
+    rb = eng.residues(b.T, sb, plan.t, N)
     c = cp.empty((N, mp, np_), dtype=cp.int32)
     t_res = _time(lambda: eng._gemm_batched_i32(ra, rb, c), reps)
     del ra, rb, c
@@ -133,13 +133,12 @@ def run_gpu_bench(args) -> int:
 
     from ..api import matmul
     from .bench import block_reference, sampled_accuracy
-    from ..crt.pipeline import execute
     from ..contracts.contract import as_contract
-    from ..precision.planner import make_plan
-    from ..kernels import get_engine
+    from ..kernels import get_backend
+    from ..methods import execute, plan_product
 
     ctx = gpu_context()
-    eng = get_engine("cuda")
+    eng = get_backend("cuda")
     rows = []
     phis = [args.phi] + ([2.0] if args.phi != 2.0 else [])
     emu = {}
@@ -158,7 +157,7 @@ def run_gpu_bench(args) -> int:
                 tm = {}
                 eng.synchronize()
                 t0 = time.perf_counter()
-                p = make_plan(contract, a, b, eng)
+                p = plan_product(contract, a, b, eng)
                 eng.synchronize()
                 tm["plan"] = time.perf_counter() - t0
                 execute(p, eng, a, b, tm)

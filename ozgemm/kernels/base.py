@@ -1,40 +1,119 @@
-"""The engine interface: the only place where an array library's integer GEMM is called."""
+"""The backend interface: one method per phase of the pipelines, for one array library.
+
+A backend computes what a plan asks for; it never decides anything a plan decides. The
+plan (shifts, integer width, moduli or slices, bound) depends on the contract and the data
+only, so every backend gives the same bits: the integers a backend returns are exact, and
+where it computes a planning quantity itself (the CUDA backend's fused statistics and
+planner scalars), those integers equal the ones of :mod:`ozgemm.precision` (tested in
+``tests/test_backends.py``).
+
+Phases, in pipeline order (Ozaki scheme II, :mod:`ozgemm.crt.pipeline`; Ozaki scheme I,
+:mod:`ozgemm.ozaki.pipeline`, uses the statistics, the bound GEMM and :meth:`gemm_exact`):
+
+1. non-finite pass          :meth:`Backend.nonfinite_rows_cols`
+2. row/column statistics    :meth:`Backend.row_stats`
+3. bound GEMM + scalars     :meth:`Backend.gemm_exact`, :meth:`Backend.plan_scalars`
+4. shifts                   :meth:`Backend.shifts`, :meth:`Backend.speculative_shifts`
+5. scaling + residues       :meth:`Backend.residues`
+6. exact integer GEMMs      :meth:`Backend.residue_products`
+7. reconstruction + rounding :meth:`Backend.reconstruct_round`
+
+plus the workspace tiling of the product over rows of A (:meth:`Backend.row_tiles`).
+"""
 from __future__ import annotations
 
-__all__ = ["Engine"]
+from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
+
+__all__ = ["Backend", "Tile"]
 
 
-class Engine:
-    """Exact integer GEMMs for one array library.
+class Tile(Protocol):
+    """Rows ``i0:i1`` of A, computed as one unit; entering it selects where its work runs
+    (the CUDA backend's side streams), leaving it returns to the caller's order."""
+
+    i0: int
+    i1: int
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc) -> Any: ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Exact integer GEMMs and the elementwise phases for one array library.
 
     Attributes
     ----------
-    name : str
-    xp : module    numpy or cupy
-
-    Both GEMMs take their operands K-contiguous (``a`` is m x k, ``bt`` is n x k: the
-    TN layout that INT8 tensor cores run fastest in) and return exact results.
+    name : str              "cpu", "cpu-int64" or "cuda"
+    xp : module             numpy or cupy
+    speculates : bool       :meth:`speculative_shifts` can derive the width on the device
+                            (the plan's moduli count guessed, confirmed after queuing)
+    flags_nonfinite : bool  :meth:`row_stats` sets the NaN/Inf flag it is given (the
+                            separate non-finite pass is then needed only when it is set)
     """
 
-    name = "abstract"
-    xp = None
+    name: str
+    xp: Any
+    speculates: bool
+
+    flags_nonfinite: bool
+
+    def workspace_budget(self) -> tuple:
+        """(tile budget, hard limit): bytes of workspace one product may use."""
+
+    def synchronize(self) -> None:
+        """Wait for queued work (per-phase timings)."""
+
+    # -- planning phases ---------------------------------------------------------------
+    def check_planning_memory(self, m: int, k: int, n: int) -> None:
+        """Raise MemoryError, naming the numbers, when the statistics of an m x k x n
+        product cannot fit the budget (a backend that allocates lazily may do nothing)."""
+
+    def nonfinite_rows_cols(self, a, b):
+        """Rows of ``a`` (m, k) and columns of ``b`` (k, n) holding NaN/Inf: (bad_rows (m,)
+        bool array, bad_cols (n,) bool array, any: bool)."""
+
+    def row_stats(self, x, nonfinite=None):
+        """:class:`~ozgemm.precision.stats.RowStats` of the rows of ``x``, (r, k) float32/64
+        or (C, r, k) float64 components; ``nonfinite`` (a (1,) int32 array or None) is set to
+        1 when ``x`` holds NaN/Inf (only backends whose statistics see it; None otherwise)."""
 
     def gemm_exact(self, a, bt):
-        """Exact ``a @ bt.T`` of int8 arrays (m, k) and (n, k) as an integer array (m, n): int64,
-        or int32 where every sum fits (the CUDA engine returns its int32 GEMM output)."""
-        raise NotImplementedError
+        """Exact ``a @ bt.T`` of int8 arrays (m, k) and (n, k): an integer array (m, n)."""
 
-    def gemm_residues(self, a, bt, moduli):
-        """Residues of the exact products, one per modulus.
+    def plan_scalars(self, sa, sb, lb, bits: int, k: int, u: float, flag=None):
+        """The planner's scalars from the statistics and the bound GEMM ``lb`` as a (6,) or,
+        with ``flag``, (7,) int64 array equal to :func:`ozgemm.precision.planner.plan_scalars`."""
 
-        Parameters
-        ----------
-        a : (N, m, k) int8     symmetric residues of scaled A, one slab per modulus
-        bt : (N, n, k) int8    symmetric residues of scaled B^T
-        moduli : tuple of N ints
+    def shifts(self, beta: int, sa, sb):
+        """(s, t): int64 row shifts of A and column shifts of B, ``where(zero, 0, beta - E)``."""
 
-        Returns
-        -------
-        (N, m, n) int32 or int64 with entry [q] = (a[q] @ bt[q].T) mod moduli[q], in [0, moduli[q]).
-        """
-        raise NotImplementedError
+    def speculative_shifts(self, scalars, table, sa, sb, k: int):
+        """(s, t, pending) with the width derived on the device from ``scalars`` and the
+        thresholds ``table`` (:func:`~ozgemm.precision.planner.speculative_thresholds`);
+        ``pending.read()`` returns the host values [scalars..., width]. Only where
+        :attr:`speculates`."""
+
+    # -- product phases ----------------------------------------------------------------
+    def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True) -> ContextManager[Iterator[Tile]]:
+        """The product's row tiles within the backend's workspace budget (a context whose
+        exit waits for every tile; ``concurrent=False``: tiles one after another, for
+        per-phase timings); raises MemoryError with the numbers when even the smallest tile
+        does not fit."""
+
+    def residues(self, rows, stats, shift, n_moduli: int, i0: int = 0, i1: int | None = None):
+        """Symmetric residues (N, r, k) int8 of rows ``i0:i1`` of ``rows`` (the float rows the
+        statistics ``stats`` describe, (r, k) or (C, r, k)) scaled by ``2**shift`` and
+        rounded (:func:`ozgemm.crt.residues.scaled_residues`); the layout (padding) is the
+        backend's, for its own :meth:`residue_products`."""
+
+    def residue_products(self, ra, rb, moduli):
+        """The exact products ``ra[q] @ rb[q].T`` for every modulus, in the backend's own
+        representation for :meth:`reconstruct_round` (exact integers or their residues)."""
+
+    def reconstruct_round(self, c, s, t, n_moduli: int, fmt, out):
+        """The exact CRT reconstruction of ``c`` (:mod:`ozgemm.crt.reconstruct`) and one
+        correctly rounded conversion to ``fmt`` of the integers times ``2**-(s_i + t_j)``
+        (:mod:`ozgemm.precision.rounding`), written into ``out`` (m, n) (dd: (2, m, n);
+        binary128: (m, n, 2) uint64)."""

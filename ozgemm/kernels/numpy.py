@@ -1,20 +1,30 @@
-"""CPU engine (numpy).
+"""The numpy backend: every phase of :class:`~ozgemm.kernels.base.Backend` on the CPU.
 
-``kind="blas"`` runs the int8 x int8 products through float32 BLAS (sgemm) on k-blocks of at
-most 1024: every product of int8 values has |.| <= 2**14, so every partial sum of a block
-has |.| <= 1024 * 2**14 = 2**24 and is an integer exactly representable in float32 —
-whatever order BLAS adds in, the block result is exact. Blocks are then added in float64
-(|sum| <= k 2**14 < 2**53 for k < 2**39: exact) and converted to int64.
-``kind="int64"`` is the plain exact reference: numpy int64 matmul (slow, no BLAS).
-Tests check both engines bit-identical, including at the k = 1024 block boundary.
+The elementwise phases are the array-generic code of :mod:`ozgemm.precision` and
+:mod:`ozgemm.crt` run on numpy. The exact integer GEMMs: ``kind="blas"`` runs the
+int8 x int8 products through float32 BLAS (sgemm) on k-blocks of at most 1024: every product
+of int8 values has |.| <= 2**14, so every partial sum of a block has |.| <= 1024 * 2**14 =
+2**24 and is an integer exactly representable in float32 — whatever order BLAS adds in, the
+block result is exact. Blocks are then added in float64 (|sum| <= k 2**14 < 2**53 for
+k < 2**39: exact) and converted to int64. ``kind="int64"`` is the plain exact reference:
+numpy int64 matmul (slow, no BLAS). Tests check both bit-identical, including at the
+k = 1024 block boundary.
 """
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
+
 import numpy as np
 
-from .base import Engine
+from ..crt.moduli import garner_constants
+from ..crt.reconstruct import crt_reconstruct
+from ..crt.residues import scaled_residues
+from ..precision.planner import plan_scalars
+from ..precision.rounding import round_result
+from ..precision.stats import row_stats, split_float
 
-__all__ = ["CpuEngine", "SGEMM_EXACT_K", "available_memory"]
+__all__ = ["NumpyBackend", "SGEMM_EXACT_K", "available_memory"]
 
 
 def available_memory() -> int:
@@ -28,21 +38,36 @@ def available_memory() -> int:
         pass
     return 4 << 30
 
+
 #: largest k-block for which float32 accumulation of int8 products is provably exact
 SGEMM_EXACT_K = 2**24 // 2**14
 
 
-class CpuEngine(Engine):
-    """Exact integer GEMMs on the CPU (see module docstring for the exactness proof)."""
+@dataclass
+class _Tile:
+    i0: int
+    i1: int
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class NumpyBackend:
+    """The CPU backend (see the module docstring for the exactness proof)."""
 
     xp = np
+    speculates = False
+    flags_nonfinite = False
 
     #: bytes of workspace one call may use; None: half of the memory the OS reports available
     memory_budget_bytes = None
 
     def __init__(self, kind: str = "blas"):
         if kind not in ("blas", "int64"):
-            raise ValueError(f"unknown CPU engine kind {kind!r}")
+            raise ValueError(f"unknown CPU backend kind {kind!r}")
         self.kind = kind
         self.name = "cpu" if kind == "blas" else "cpu-int64"
 
@@ -52,6 +77,43 @@ class CpuEngine(Engine):
             return int(self.memory_budget_bytes)
         return available_memory() // 2
 
+    def workspace_budget(self):
+        """(tile budget, hard limit) in bytes: both the memory budget."""
+        b = self.memory_budget()
+        return b, b
+
+    def synchronize(self) -> None:
+        pass
+
+    # -- planning phases ---------------------------------------------------------------
+    def check_planning_memory(self, m: int, k: int, n: int) -> None:
+        """Statistics keep ~48 bytes per input entry: MemoryError beyond the budget."""
+        need = 48 * (m * k + k * n)
+        if need > self.memory_budget():
+            raise MemoryError(f"ozgemm: planning a {m}x{k}x{n} product needs about {need / 2**30:.2f} GiB, more "
+                              f"than the budget of {self.memory_budget() / 2**30:.2f} GiB; split the product")
+
+    def nonfinite_rows_cols(self, a, b):
+        fa = np.isfinite(a)
+        fb = np.isfinite(b)
+        bad_rows = ~fa.all(axis=1) if a.shape[1] else np.zeros((a.shape[0],), dtype=bool)
+        bad_cols = ~fb.all(axis=0) if b.shape[0] else np.zeros((b.shape[1],), dtype=bool)
+        return bad_rows, bad_cols, bool(bad_rows.any() or bad_cols.any())
+
+    def row_stats(self, x, nonfinite=None):
+        return row_stats(x, np)
+
+    def plan_scalars(self, sa, sb, lb, bits, k, u, flag=None):
+        return plan_scalars(sa, sb, lb, bits, k, u, np, flag=flag)
+
+    def shifts(self, beta, sa, sb):
+        return (np.where(sa.zero_row, 0, beta - sa.E).astype(np.int64, copy=False),
+                np.where(sb.zero_row, 0, beta - sb.E).astype(np.int64, copy=False))
+
+    def speculative_shifts(self, scalars, table, sa, sb, k):
+        raise NotImplementedError("the numpy backend does not speculate (speculates = False)")
+
+    # -- exact integer GEMMs -----------------------------------------------------------
     def _mm(self, a, bt, as_float=False):
         """Exact (..., m, k) int8 @ (..., n, k)^T int8 -> (..., m, n) int64 (float64 holding
         the same exact integers with ``as_float``, blas kind only)."""
@@ -70,15 +132,51 @@ class CpuEngine(Engine):
         return acc if as_float else acc.astype(np.int64)
 
     def gemm_exact(self, a, bt):
+        """Exact ``a @ bt.T`` of int8 (m, k) and (n, k) as int64 (m, n)."""
         return self._mm(a, bt)
 
-    def gemm_residues(self, a, bt, moduli):
-        """Residues (N, m, n) in [0, m_q): int32 when k <= 131071 (|products| < 2**31, and
-        32-bit division is twice as fast as 64-bit), else int64."""
-        k = a.shape[-1]
+    # -- product phases ----------------------------------------------------------------
+    @contextlib.contextmanager
+    def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True):
+        """Row tiles of A within the memory budget. Workspace per row of A: residues (N k) +
+        their float32 copy (4 N k) + products (8 N n) + reconstruction limbs
+        (8 (N + 2 L + 4) n); fixed: the residues of B (5 N n k)."""
+        m, k, n = plan.shape
+        N = plan.n_moduli
+        L = garner_constants(N).limbs
+        per_row = 5 * N * k + 8 * (2 * N + 2 * L + 6) * n
+        fixed = 5 * N * n * k
+        budget = self.memory_budget()
+        if fixed + per_row > budget:
+            raise MemoryError(
+                f"ozgemm: this {m}x{k}x{n} product needs at least {(fixed + per_row) / 2**30:.2f} GiB of "
+                f"workspace ({N} moduli), more than the budget of {budget / 2**30:.2f} GiB; split k, or "
+                "raise the backend's memory_budget_bytes")
+        tm = max(1, min(m, (budget - fixed) // per_row))
+        yield [_Tile(i0, min(m, i0 + tm)) for i0 in range(0, m, tm)]
+
+    def residues(self, rows, stats, shift, n_moduli, i0=0, i1=None):
+        """Scaled symmetric residues (N, r, k) int8 of rows ``i0:i1`` from the exact
+        decomposition of the statistics (computed here where the statistics kept none)."""
+        mant, exp = stats.mant, stats.exp
+        if mant is None:
+            mant, exp = split_float(rows, np)[:2]
+        sl = (Ellipsis, slice(i0, i1), slice(None))
+        moduli = garner_constants(n_moduli).moduli
+        return scaled_residues(mant[sl], exp[sl], shift[i0:i1], moduli, np)
+
+    def residue_products(self, ra, rb, moduli):
+        """Residues (N, m, n) in [0, m_q) of the exact products: int32 when k <= 131071
+        (|products| < 2**31, and 32-bit division is twice as fast as 64-bit), else int64."""
+        k = ra.shape[-1]
         small = self.kind == "blas" and k <= (2**31 - 1) // 2**14
-        c = self._mm(a, bt, as_float=small)
+        c = self._mm(ra, rb, as_float=small)
         if small:
             c = c.astype(np.int32)
         m = np.asarray(moduli, dtype=c.dtype).reshape((-1,) + (1,) * (c.ndim - 1))
         return c % m
+
+    def reconstruct_round(self, c, s, t, n_moduli, fmt, out):
+        mag, neg = crt_reconstruct(c, n_moduli, np)
+        out[...] = round_result(mag, neg, -(s[:, None] + t[None, :]), fmt, np)
+        return out

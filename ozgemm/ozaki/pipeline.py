@@ -8,7 +8,7 @@ on Tensor Cores and adds the products in FP64. Here the products of one diagonal
 base-2**32 limbs (:mod:`ozgemm.ozaki.accumulate`) and the only rounding is the final
 correctly rounded conversion — so the full schedule gives bit for bit the CRT result at the
 same width beta, and CPU and GPU give the same bits. Written once against ``xp``; the
-engine provides only ``gemm_exact``.
+backend provides ``gemm_exact`` and its workspace budget.
 """
 from __future__ import annotations
 
@@ -33,27 +33,14 @@ def _decomposition(st, x, xp):
     return mant, exp
 
 
-def _budget(engine, xp):
-    """(tile budget, hard limit) in bytes: the engine's memory budget on the CPU; on CuPy a
-    fraction (``engine.memory_fraction``) of the free device memory, and the free memory."""
-    if hasattr(engine, "memory_budget"):
-        b = engine.memory_budget()
-        return b, b
-    try:
-        free = xp.cuda.runtime.memGetInfo()[0] + xp.get_default_memory_pool().free_bytes()
-        return int(getattr(engine, "memory_fraction", 0.5) * free), free
-    except Exception:
-        return 1 << 62, 1 << 62
-
-
-def execute(plan, engine, a=None, b=None, timings=None):
+def execute(plan, backend, a=None, b=None, timings=None):
     """Compute ``C = RN(kept 2**-(s_i+t_j))`` for an :class:`~ozgemm.ozaki.planner.OzakiPlan`.
 
     Parameters
     ----------
     plan : OzakiPlan            from :func:`ozgemm.ozaki.planner.make_ozaki_plan`
-    engine : Engine             its ``gemm_exact`` (int8 (m, k') x (n, k')^T -> exact int64)
-    a, b : arrays, optional     the finite operands planned (needed where the engine's fused
+    backend : Backend           its ``gemm_exact`` (int8 (m, k') x (n, k')^T -> exact) and workspace budget
+    a, b : arrays, optional     the finite operands planned (needed where the backend's fused
                                 statistics kept no decomposition, i.e. on the GPU)
     timings : dict, optional    receives per-phase seconds ("slicing", "gemms",
                                 "accumulation", "rounding"), synchronised on the GPU
@@ -66,28 +53,28 @@ def execute(plan, engine, a=None, b=None, timings=None):
     Raises
     ------
     MemoryError
-        When even one row of A does not fit the engine's memory budget.
+        When even one row of A does not fit the backend's workspace budget.
     """
-    xp = engine.xp
-    sa, sb = plan._stats
+    xp = backend.xp
+    sa, sb = plan.stats
     m, k, n = plan.shape
     s, w = plan.slices, plan.width
     fmt = plan.contract.fmt
     diags = diagonals(s, plan.schedule)
     last = diags[-1][0]
-    lap = lap_timer(engine, timings)
+    lap = lap_timer(backend, timings)
 
     L = (w * last + 64) // 32 + 2
     # bytes per row of A: its slices (s k) + a concatenated copy (s k) + limbs, products and
     # rounding temporaries (~ (3 L + 16) n int64); fixed: slices of B and one concatenated copy
     per_row = 2 * s * k + 8 * (3 * L + 16) * n
     fixed = 2 * s * n * k + 40 * n * k
-    budget, hard = _budget(engine, xp)
+    budget, hard = backend.workspace_budget()
     if fixed + per_row > hard:
         raise MemoryError(
             f"ozgemm: this {m}x{k}x{n} Ozaki-I product ({s} slices) needs at least "
             f"{(fixed + per_row) / 2**30:.2f} GiB of workspace, more than the budget of "
-            f"{hard / 2**30:.2f} GiB; split k or raise the engine's memory budget")
+            f"{hard / 2**30:.2f} GiB; split k or raise the backend's memory budget")
     tm = max(1, min(m, (budget - fixed) // per_row))
     if tm < m and tm >= 64:
         tm = tm // 64 * 64
@@ -114,7 +101,7 @@ def execute(plan, engine, a=None, b=None, timings=None):
             j0 = s - 1 - t + p0  # B slices q = t - p, stored least significant first
             a_cat = as_[:, p0:p1, :].reshape(r, (p1 - p0) * k)
             b_cat = bs[:, j0:j0 + (p1 - p0), :].reshape(n, (p1 - p0) * k)
-            d = engine.gemm_exact(a_cat, b_cat)  # exact int64: sum over the diagonal's pairs
+            d = backend.gemm_exact(a_cat, b_cat)  # exact int64: sum over the diagonal's pairs
             del a_cat, b_cat
             t0 = lap("gemms", t0)
             acc.add(d, w * (last - t))

@@ -1,4 +1,4 @@
-"""Planning Ozaki scheme I, and the choice between the methods (``method = "auto"``).
+"""Planning Ozaki scheme I.
 
 The scaling is the CRT planner's (:mod:`ozgemm.precision.planner`): row i of A is scaled by
 ``2**s_i``, ``s_i = beta - E_i``, and rounded to integers ``|A'_il| <= 2**beta`` (columns of
@@ -32,21 +32,8 @@ with ``g = (1 + 2**-7)(s-1)`` (triangular, beta = 8s-2) or 0 (full); the planner
 fewest slices for which the bracket is <= 2**-(bits-1) (exact rational check), independent of
 the data (no device->host read).
 
-Method "auto". The planner builds the CRT plan and the Ozaki plan for the same statistics and
-keeps the one with the smaller modelled cost, in units of one INT8 GEMM of the product's
-shape (:func:`modelled_cost`)::
-
-    cost = G + P * K_eq / k
-
-G = INT8 GEMMs (moduli or slice products, plus the bound GEMM), P = passes over the m x n
-output in 16-byte int64 words that the method's reconstruction makes, K_eq = the inner
-dimension at which one such pass costs as much as one INT8 GEMM on the engine
-(H200: 16 B / 3.3 TB/s against 2k / 1300 TOPS -> K_eq ~ 3000). P: CRT with the fused GPU
-kernels ~ 2 + N/4; Ozaki ~ 8 T + 6 L + 50 (T diagonals, L limbs). The H200 model is used on
-every engine, so that "auto" picks the same method — and so the same bits — on the CPU and
-the GPU (DESIGN invariant 3). The constants are estimates from the phase times in
-benchmarks/RESULTS.md; benchmarks/NOTES.md compares the model with the measurement (the
-model under-predicts Ozaki-I's non-GEMM cost on the GPU about 5x; CRT won every measured case).
+Method "auto" (both planners, the cheaper plan kept) is decided by
+:mod:`ozgemm.precision.select`.
 
 Sources: Ozaki, Ogita, Oishi, Rump, Numer. Algorithms 59 (2012) (error-free splitting,
 slice products); Ootomo, Ozaki, Yokota, IJHPCA (2024) (ozIMMU: INT8 slices, triangular
@@ -60,19 +47,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..contracts.contract import Contract, ContractError
-from ..precision.planner import Plan, _delta_norm, make_plan, required_beta
-from ..precision.stats import LB_BITS, row_stats
+from ..precision.planner import Plan, componentwise_bound, delta_norm, host_scalars, statistics, check_width
+from ..precision.stats import LB_BITS
 from .schedule import SCHEDULES, diagonals, n_products, truncation_norm, truncation_norm_exact
 from .slicing import max_width_for, slice_width, slices_for_width
 
-__all__ = ["OzakiPlan", "make_ozaki_plan", "modelled_cost"]
+__all__ = ["OzakiPlan", "make_ozaki_plan"]
 
 _BETA_CAP = 1000
-#: inner dimension at which one pass over the m x n output (int64 read+write) costs one INT8 GEMM
-K_EQ = {"cuda": 3000.0, "cpu": 150.0, "cpu-int64": 20.0}
-
-
-@dataclass
+@dataclass(frozen=True)
 class OzakiPlan(Plan):
     """A :class:`~ozgemm.precision.planner.Plan` for Ozaki scheme I.
 
@@ -120,34 +103,8 @@ class OzakiPlan(Plan):
         return d
 
 
-def _limbs(s, schedule, w=8):
-    last = s - 1 if schedule == "triangular" else 2 * s - 2
-    return (w * last + 64) // 32 + 2
-
-
-def modelled_cost(plan, engine) -> float:
-    """Modelled time of executing ``plan`` on ``engine``, in INT8 GEMMs of its shape (see the
-    module docstring)."""
-    m, k, n = plan.shape
-    # one model for every engine (the H200's constants): "auto" must choose the same method on
-    # the CPU and the GPU, or the two engines would give different bits (DESIGN invariant 3)
-    keq = K_EQ["cuda"]
-    if getattr(plan, "method", "crt") == "ozaki":
-        passes = 8 * plan.n_diagonals + 6 * _limbs(plan.slices, plan.schedule, plan.width) + 50
-    else:
-        N = plan.n_moduli
-        passes = 2 + N / 4  # the fused GPU kernels
-    return plan.int8_gemms + passes * keq / max(k, 1)
-
-
 def _where(c: Contract) -> str:
     return f"contract {c.name!r} ({c.source})"
-
-
-def _stats(engine, a, b, xp):
-    hook = getattr(engine, "row_stats", None)
-    st = hook or (lambda x: row_stats(x, xp))
-    return st(a), st(b.T)
 
 
 _MAX_DIAGONALS = 41  # ozaki.accumulate.LimbAccumulator: int64 limb sums stay exact up to 41 terms
@@ -163,7 +120,7 @@ def _finish(contract, shape, beta, s, schedule, w, sa, sb, xp, widened):
     sh_a = xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64)
     sh_b = xp.where(sb.zero_row, 0, beta - sb.E).astype(xp.int64)
     return OzakiPlan(contract=contract, shape=shape, beta=beta, moduli=(), s=sh_a, t=sh_b, E=sa.E, F=sb.E,
-                     widened=widened, _stats=(sa, sb), slices=int(s), width=w, schedule=schedule,
+                     widened=widened, stats=(sa, sb), slices=int(s), width=w, schedule=schedule,
                      trunc=truncation_norm(s, beta, k, schedule, w))
 
 
@@ -171,14 +128,15 @@ def _beta_for(s, w):
     return min(max_width_for(s, w), _BETA_CAP)
 
 
-def _componentwise(contract, a, b, engine, xp, sa, sb, m, k, n, w):
-    """(plan, None) or (None, reason) for a componentwise contract."""
+def _componentwise(contract, bound, xp, m, k, n, w):
+    """The componentwise Ozaki-I plan from the bound GEMM and the planner's scalars."""
     fmt = contract.fmt
     u = fmt.u
-    lb = engine.gemm_exact(sa.q, sb.q)
-    rbeta = getattr(engine, "required_beta", None) or required_beta
-    beta_min = int(rbeta(sa, sb, lb, contract.bits, k, u, xp))
-    # (the CRT planner has already refused widths beyond exponent_range)
+    sa, sb = bound.stats
+    lb = bound.lb
+    host = host_scalars(bound)
+    beta_min = int(host[0])
+    check_width(contract, host, sa, sb, k, 1)  # the same exponent-range rule as CRT
     s_full = slices_for_width(beta_min, w)
     fixed = contract.slices if contract.slices != "auto" else None
     want = contract.schedule
@@ -207,7 +165,7 @@ def _componentwise(contract, a, b, engine, xp, sa, sb, m, k, n, w):
                 break  # tau > 0 cannot be proven against LB_ij = 0
             beta = _beta_for(s, w)
             tau = truncation_norm(s, beta, k, "triangular", w)
-            dn = _delta_norm(beta, sa, sb, k, xp)
+            dn = delta_norm(beta, sa, sb, k, xp)
             if bool((fac * (dn + tau) <= R).all()) if R.size else True:
                 options.append((n_products(s, "triangular"), s, "triangular"))
                 break
@@ -238,7 +196,7 @@ def _normwise_ok(s, sched, bits, p, w):
     return val <= Fraction(2, 2**bits)
 
 
-def _normwise(contract, a, b, engine, xp, sa, sb, m, k, n, w):
+def _normwise(contract, xp, sa, sb, m, k, n, w):
     p = contract.fmt.p
     fixed = contract.slices if contract.slices != "auto" else None
     scheds = SCHEDULES if contract.schedule == "auto" else (contract.schedule,)
@@ -256,35 +214,28 @@ def _normwise(contract, a, b, engine, xp, sa, sb, m, k, n, w):
     return _finish(contract, (m, k, n), _beta_for(s, w), s, sched, w, sa, sb, xp, widened)
 
 
-def make_ozaki_plan(contract: Contract, a, b, engine, force_slices: int | None = None) -> Plan:
-    """Plan an Ozaki scheme I product (``method = "ozaki"``), or the cheaper of CRT and
-    Ozaki-I (``method = "auto"``), of finite 2-D arrays ``a`` (m x k), ``b`` (k x n).
+def make_ozaki_plan(contract: Contract, a, b, backend, force_slices: int | None = None, bound=None) -> Plan:
+    """Plan an Ozaki scheme I product of finite 2-D float32/float64 arrays ``a`` (m x k),
+    ``b`` (k x n) under ``contract`` (its method "ozaki"; schedule and slices its keys).
 
-    Called by :func:`ozgemm.precision.planner.make_plan` for methods other than "crt".
     ``force_slices`` (diagnostics, e.g. the error-vs-slices figure of ``ozgemm audit``) uses
     that many slices, the widest beta they hold and the contract's schedule ("auto" ->
-    triangular), proving nothing.
+    triangular), proving nothing. ``bound``: the statistics and bound GEMM already computed
+    (:func:`ozgemm.precision.planner.componentwise_bound`, shared with the CRT candidate
+    when the method is chosen).
 
-    Returns an :class:`OzakiPlan` (or a CRT :class:`~ozgemm.precision.planner.Plan` when
-    "auto" finds it cheaper; its ``widened`` says why).
-
-    Error bound: (*) of the module docstring; the contract's promise is proven before any
-    slice GEMM runs.
+    Returns an :class:`OzakiPlan`. Error bound: (*) of the module docstring; the contract's
+    promise is proven before any slice GEMM runs.
 
     Raises
     ------
     ContractError
-        Formats other than binary64/binary32; exponent spread beyond the contract's
-        ``exponent_range`` (same rule as CRT); fixed slices too few; triangular schedule
-        unprovable (the message names the fix).
+        Formats other than binary64/binary32, dd/binary128 operands; exponent spread beyond
+        the contract's ``exponent_range`` (same rule as CRT); fixed slices too few;
+        triangular schedule unprovable (the message names the fix).
     """
-    xp = engine.xp
+    xp = backend.xp
     fmt = contract.fmt
-    if contract.method == "auto" and (fmt.name not in ("binary64", "binary32") or a.ndim != 2 or b.ndim != 2):
-        # Ozaki-I has no path for wide formats/operands: "auto" is CRT here
-        p = make_plan(contract.with_(method="crt"), a, b, engine)
-        p = dataclasses.replace(p, contract=contract, widened=p.widened + "; auto: CRT (Ozaki-I takes binary32/64 only)")
-        return p
     if fmt.name not in ("binary64", "binary32"):
         raise ContractError(f"{_where(contract)}: method {contract.method!r} supports binary64 and binary32 "
                             f"results in this release, not {fmt.name}; use method = \"crt\"")
@@ -294,48 +245,17 @@ def make_ozaki_plan(contract: Contract, a, b, engine, force_slices: int | None =
     m, k = a.shape
     n = b.shape[1]
     w = slice_width(k)
+    if bound is not None:
+        sa, sb = bound.stats
+    else:
+        sa, sb = statistics(a, b, backend)
     if force_slices is not None:
-        sa, sb = _stats(engine, a, b, xp)
         sched = contract.schedule if contract.schedule != "auto" else "triangular"
         s = int(force_slices)
         return _finish(contract, (m, k, n), _beta_for(s, w), s, sched, w, sa, sb, xp,
                        f"forced: {s} slices, {sched} schedule, no bound proven")
-    crt_plan = None
-    crt_err = None
     if contract.bound_kind == "componentwise":
-        # the CRT planner refuses spreads beyond exponent_range (the same rule for both methods)
-        # and gives the statistics; for "auto" it is the CRT candidate as well
-        base_c = contract.with_(method="crt", moduli="auto" if contract.method == "ozaki" else contract.moduli)
-        try:
-            crt_plan = make_plan(base_c, a, b, engine)
-        except ContractError as exc:
-            if contract.method == "ozaki" or "moduli" not in str(exc):
-                raise
-            crt_err = exc  # "auto": a fixed moduli count too small; Ozaki-I may still prove it
-            crt_plan = make_plan(base_c.with_(moduli="auto"), a, b, engine)
-            crt_plan_ok = False
-        else:
-            crt_plan_ok = True
-        sa, sb = crt_plan._stats
-        oz = _componentwise(contract, a, b, engine, xp, sa, sb, m, k, n, w)
-    else:
-        sa, sb = _stats(engine, a, b, xp)
-        oz = _normwise(contract, a, b, engine, xp, sa, sb, m, k, n, w)
-        crt_plan_ok = False
-        if contract.method == "auto" and contract.moduli != "auto":
-            try:
-                crt_plan = make_plan(contract.with_(method="crt"), a, b, engine)
-                crt_plan_ok = True
-            except ContractError as exc:
-                crt_err = exc
-    if contract.method == "ozaki" or not crt_plan_ok:
-        if contract.method == "auto":
-            oz.widened += "; auto: Ozaki-I (CRT not available for this contract" + (f": {crt_err}" if crt_err else "") + ")"
-        return oz
-    c_oz, c_crt = modelled_cost(oz, engine), modelled_cost(crt_plan, engine)
-    note = (f"; auto: modelled cost CRT {c_crt:.1f} ({crt_plan.n_moduli} moduli) vs Ozaki-I {c_oz:.1f} "
-            f"({oz.slices} slices, {oz.schedule}) INT8-GEMM units")
-    if c_oz < c_crt:
-        oz.widened += note
-        return oz
-    return dataclasses.replace(crt_plan, contract=contract, widened=crt_plan.widened + note)
+        if bound is None:
+            bound = componentwise_bound(contract, sa, sb, k, backend)
+        return _componentwise(contract, bound, xp, m, k, n, w)
+    return _normwise(contract, xp, sa, sb, m, k, n, w)

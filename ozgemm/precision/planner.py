@@ -32,6 +32,7 @@ which is <= 2**-(bits-1) k max|A_i,:| max|B_:,j| whenever beta >= bits + 3.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import threading
@@ -44,9 +45,10 @@ import numpy as np
 from ..contracts.moduli import MODULI, moduli_exceeding, moduli_product
 from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
-from .stats import LB_BITS, NORM_BITS, RowStats, row_stats
+from .stats import LB_BITS, NORM_BITS, RowStats
 
-__all__ = ["Plan", "make_plan", "KBLOCK_INT32"]
+__all__ = ["Plan", "Bound", "ModuliShortfall", "make_plan", "confirm_plan", "statistics", "componentwise_bound",
+           "host_scalars", "check_width", "delta_norm", "required_beta", "plan_scalars", "KBLOCK_INT32"]
 
 #: k-block for exact int32 accumulation of int8 products: residues lie in [-128, 127], so
 #: |sum| <= k * 2**14 and k <= (2**31 - 1) // 2**14 = 131071 keeps every partial sum in int32.
@@ -54,7 +56,7 @@ KBLOCK_INT32 = (2**31 - 1) // (128 * 128)
 _BETA_CAP = 1000  # keeps 2**-beta a normal float64 in the bound check
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     """What the planner derived for one 2-D product ``A (m x k) @ B (k x n)``.
 
@@ -70,6 +72,13 @@ class Plan:
     delta_norm : float64 (m, n) proven bound on the scaling error, in units of 2**(E_i+F_j) (lazy)
     exact_inputs : bool         True when every input entry was scaled exactly (lazy)
     widened : str               report of how the moduli count was chosen
+    stats : (RowStats, RowStats) the statistics of A's rows and B's columns the plan was made from
+    pa, pb : (m,), (n,) int64   binary128 operands: rows of A / columns of B were rescaled by
+                                2**-pa / 2**-pb before planning (None otherwise)
+    pending : speculative plans only: the backend's handle on the planner's scalars, read by
+                                :func:`confirm_plan` (beta is 0 and the moduli a guess until then)
+
+    A plan is frozen: it depends on the contract and the data only, never on the backend.
     """
 
     contract: Contract
@@ -82,13 +91,11 @@ class Plan:
     F: object
     kblock: int = KBLOCK_INT32
     widened: str = ""
-    _stats: tuple = field(default=None, repr=False)
-    pa: object = None  # (m,) int64: rows of A were rescaled by 2**-pa before planning (binary128), or None
-    pb: object = None  # (n,) int64: columns of B likewise
-    # a speculative plan (make_plan(speculate=True)): the engine's handle on the planner's
-    # scalars, read by confirm_plan; beta is 0 and the moduli a guess until then
+    stats: tuple = field(default=None, repr=False)
+    pa: object = None
+    pb: object = None
     pending: object = field(default=None, repr=False)
-    _key: tuple = field(default=None, repr=False)
+    key: tuple = field(default=None, repr=False)  # the speculation table's key
 
     def out_exponent(self, i0=0, i1=None):
         """Exponent of the integer product's unit for rows i0:i1: ``-(s_i + t_j) (+ pa_i + pb_j)``."""
@@ -102,13 +109,13 @@ class Plan:
     @property
     def delta_norm(self):
         """Proven bound on the scaling error of each entry, in units of 2**(E_i+F_j), (m, n)."""
-        sa, sb = self._stats
-        return _delta_norm(self.beta, sa, sb, self.shape[1], _xp_of(sa.width))
+        sa, sb = self.stats
+        return delta_norm(self.beta, sa, sb, self.shape[1], _xp_of(sa.width))
 
     @property
     def exact_inputs(self) -> bool:
         """True when every input entry was scaled exactly (no scaling error at all)."""
-        sa, sb = self._stats
+        sa, sb = self.stats
         xp = _xp_of(sa.width)
         return bool(xp.all(sa.width <= self.beta)) and bool(xp.all(sb.width <= self.beta))
 
@@ -229,7 +236,10 @@ def _cpow(sa: RowStats, sb: RowStats) -> int:
     return {1: 1, 2: 2, 3: 4}[max(sa.ncomp, sb.ncomp)]
 
 
-def _delta_norm(beta, sa: RowStats, sb: RowStats, k, xp):
+def delta_norm(beta, sa: RowStats, sb: RowStats, k, xp):
+    """Proven bound on the scaling error of every entry at width ``beta``, in units of
+    ``2**(E_i+F_j)``: ``c 2**(-beta-1) (x_i nb_j + y_j (na_i + x_i c k 2**(-beta-1)))``
+    (module docstring; c/2 bounds the per-entry rounding error, :func:`_cpow`)."""
     c = float(_cpow(sa, sb))
     x = (sa.width > beta).astype(xp.float64)
     y = (sb.width > beta).astype(xp.float64)
@@ -254,7 +264,7 @@ def plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp
     [minimal width (:func:`required_beta`), max_i n1_i(A), max_j n1_j(B), max_i n2_i(A),
     max_j n2_j(B), max_ij (LB_ij + ra_i + cb_j) (:func:`_lb_upper_max`)]; 0 for an empty side;
     with ``flag`` (a (1,) int32 array, the NaN/Inf flag) a seventh entry: flag[0].
-    Engines may fuse them into one kernel (``engine.plan_scalars``, the CUDA engine)."""
+    A backend may fuse them into one kernel (``Backend.plan_scalars``: the CUDA backend)."""
     m, n = lb.shape
     z = xp.zeros((1,), dtype=xp.int64)
     parts = [xp.asarray(required_beta(sa, sb, lb, bits, k, u, xp), dtype=xp.int64).reshape(1),
@@ -313,17 +323,21 @@ def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, x
     return xp.maximum(beta_ij.max(), 1) if beta_ij.size else xp.asarray(1)
 
 
-def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int):
-    """(moduli count, width, report) of a componentwise contract from the planner's scalars
-    ``host`` = [minimal width, max n1 A, max n1 B, max n2 A, max n2 B, max (LB + ra + cb)]
-    (:func:`plan_scalars`): the fewest moduli with M > 2 Cmax(minimal width), then the widest
-    beta they allow. Raises ContractError as :func:`make_plan` documents."""
+class ModuliShortfall(ContractError):
+    """A contract's fixed moduli count is too small for these inputs (a larger count, or
+    another method, may prove the bound)."""
+
+
+def check_width(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int) -> None:
+    """Refuse, with a ContractError naming the shortfall and the fix, when the minimal width
+    proving the componentwise bound (``host[0]``, :func:`required_beta`) exceeds the
+    contract's ``bits + exponent_range`` — the same rule for every method."""
     m, n = sa.E.shape[0], sb.E.shape[0]
     where = f"contract {contract.name!r} ({contract.source})"
     beta_max = min(contract.bits + contract.exponent_range, _BETA_CAP)
     beta_min = int(host[0])
-    S = _s_bound(host, k)
     if beta_min > beta_max:
+        S = _s_bound(host, k)
         need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
         cap = _max_beta_for(moduli_product(len(MODULI)), S, k, cpow=cpow)
         if beta_min <= cap:
@@ -339,6 +353,17 @@ def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, 
             f"spread plus precision, and small entries meet large ones). Fix: {fix}; or use a "
             "normwise contract (e.g. 'fp64-fast'), or rescale rows/columns with widely spread "
             "magnitudes.")
+
+
+def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int):
+    """(moduli count, width, report) of a componentwise contract from the planner's scalars
+    ``host`` = [minimal width, max n1 A, max n1 B, max n2 A, max n2 B, max (LB + ra + cb)]
+    (:func:`plan_scalars`): the fewest moduli with M > 2 Cmax(minimal width), then the widest
+    beta they allow. Raises ContractError as :func:`make_plan` documents."""
+    where = f"contract {contract.name!r} ({contract.source})"
+    check_width(contract, host, sa, sb, k, cpow)
+    beta_min = int(host[0])
+    S = _s_bound(host, k)
     nmod = _min_moduli_for(beta_min, S, k, cpow)
     if nmod is None:
         raise ContractError(
@@ -350,7 +375,7 @@ def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, 
         widened = f"auto: {nmod} moduli prove the bound (minimal width {beta_min})"
     else:
         if nmod > contract.moduli:
-            raise ContractError(
+            raise ModuliShortfall(
                 f"{where}: these inputs need {nmod} moduli to prove the componentwise bound; the "
                 f"contract fixes {contract.moduli}. Fix: moduli = {nmod} or \"auto\".")
         nmod = contract.moduli
@@ -369,8 +394,6 @@ def _s_bound(host, k: int) -> Fraction:
                Fraction(ub + k, 2 ** (2 * LB_BITS)))
 
 
-#: speculative plans on (make_plan(speculate=True)); False: every plan reads the host first
-_SPECULATE = True
 #: table rows 0.._SPEC_BETA_HI of speculative_thresholds (widths beyond: no speculation)
 _SPEC_BETA_HI = 160
 _SPEC_CLAMP = 1 << 62
@@ -409,7 +432,7 @@ def _remember(key, nmod: int, beta: int):
 def forget_guess(plan: Plan):
     """Drop the guess a speculative plan was made from (its product failed before confirmation)."""
     with _GUESSES_LOCK:
-        _GUESSES.pop(plan._key, None)
+        _GUESSES.pop(plan.key, None)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -432,45 +455,76 @@ def speculative_thresholds(nmod: int, k: int, cpow: int = 1):
     return L
 
 
-def confirm_plan(plan: Plan, engine) -> bool:
+def confirm_plan(plan: Plan, backend):
     """Settle a speculative plan (``plan.pending``, made by :func:`make_plan` with
     ``speculate=True``) after its product was queued: one host read of the planner's scalars
-    and of the width the device used. True when the plan the host derives from them (the
-    non-speculative plan's moduli count and width, exactly) is the one that ran; otherwise
-    the plan is corrected in place (moduli, width, shifts) and False tells the caller to run
-    it again. Raises ContractError or NonFiniteInputs as :func:`make_plan` would have."""
+    and of the width the device used. Returns ``(ok, plan)``: the plan the host derives from
+    them (the non-speculative plan's moduli count and width, exactly), and whether it is the
+    one that ran (else the caller runs it again). Raises ContractError or NonFiniteInputs as
+    :func:`make_plan` would have."""
     host = plan.pending.read()  # [6 scalars (, NaN/Inf flag), width used]
-    plan.pending = None
     if len(host) == 8 and host[6]:
         raise NonFiniteInputs()
-    sa, sb = plan._stats
-    contract = plan.contract
-    nmod, beta, widened = _componentwise_choice(contract, host[:6], sa, sb, plan.shape[1], 1)
-    _remember(plan._key, nmod, beta)
+    sa, sb = plan.stats
+    nmod, beta, widened = _componentwise_choice(plan.contract, host[:6], sa, sb, plan.shape[1], 1)
+    _remember(plan.key, nmod, beta)
     ok = nmod == plan.n_moduli and beta == int(host[-1])
-    plan.beta, plan.widened = int(beta), widened
+    done = dataclasses.replace(plan, beta=int(beta), widened=widened, pending=None)
     if not ok:
-        plan.moduli = MODULI[:nmod]
-        plan.s, plan.t = _shifts(engine, beta, sa, sb)
-    return ok
+        s, t = backend.shifts(beta, sa, sb)
+        done = dataclasses.replace(done, moduli=MODULI[:nmod], s=s, t=t)
+    return ok, done
 
 
-def _shifts(engine, beta: int, sa: RowStats, sb: RowStats):
-    """Row shifts of A and column shifts of B, ``where(zero_row, 0, beta - E)`` as int64: the
-    engine's one-launch ``shifts`` where it has one (CUDA engine), else two array expressions."""
-    shifts = getattr(engine, "shifts", None)
-    if shifts is not None:
-        return shifts(beta, sa, sb)
-    xp = engine.xp
-    return (xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64, copy=False),
-            xp.where(sb.zero_row, 0, beta - sb.E).astype(xp.int64, copy=False))
+@dataclass(frozen=True)
+class Bound:
+    """The componentwise planner's data-dependent part, shared by both methods: the
+    statistics, the bound GEMM ``lb`` = qa qb^T (an exact lower bound of |A~||B~| in units of
+    2**-14) and the planner's scalars (:func:`plan_scalars`) as a backend array."""
+
+    stats: tuple
+    lb: object
+    scalars: object
 
 
-def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None, nonfinite_flag=None,
-              speculate: bool = False) -> Plan:
-    """Plan the product of finite 2-D arrays ``a`` (m x k) and ``b`` (k x n).
+def statistics(a, b, backend, nonfinite_flag=None):
+    """Row statistics of ``a`` (m, k) and column statistics of ``b`` (k, n) (or (C, ., .)
+    components) on the backend: (sa, sb). ``nonfinite_flag``: set where the backend's
+    statistics see NaN/Inf (backends with ``flags_nonfinite``)."""
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    backend.check_planning_memory(m, k, n)
+    flag = nonfinite_flag if backend.flags_nonfinite else None
+    sa = backend.row_stats(a, nonfinite=flag)
+    sb = backend.row_stats(b.T if b.ndim == 2 else b.transpose(0, 2, 1), nonfinite=flag)
+    return sa, sb
 
-    ``speculate`` (componentwise contracts, engines with ``speculative_shifts``, one-component
+
+def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, backend, nonfinite_flag=None) -> Bound:
+    """The bound GEMM and the planner's scalars for a componentwise contract (no host read)."""
+    cpow = _cpow(sa, sb)
+    lg = cpow.bit_length() - 1
+    lb = backend.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
+    # c/2-unit scaling errors (cpow = 2**lg): the same closed form with bits + lg and
+    # k c**2 (R/c and K c, both exact powers of two; see _cpow and required_beta)
+    dev = backend.plan_scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, contract.fmt.u, flag=nonfinite_flag)
+    return Bound(stats=(sa, sb), lb=lb, scalars=dev)
+
+
+def host_scalars(bound: Bound):
+    """The planner's scalars on the host (the one device->host read of a componentwise plan)."""
+    from .._xp import to_numpy
+
+    return to_numpy(bound.scalars)
+
+
+def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None, nonfinite_flag=None,
+              speculate: bool = False, pa=None, pb=None, bound: Bound | None = None) -> Plan:
+    """Plan the Ozaki scheme II (CRT) product of finite 2-D arrays ``a`` (m x k) and ``b`` (k x n)
+    (or (C, m, k) / (C, k, n) components of dd/binary128 operands, rescaled by ``2**-pa`` /
+    ``2**-pb``) under ``contract``, whose method is CRT.
+
+    ``speculate`` (componentwise contracts, backends that speculate, one-component
     operands): when the moduli count can be guessed (the contract's fixed count, or the count
     the last plan of the same contract, shapes and dtypes needed), return without the host
     read: the plan's shifts use the width the device derives for the guess, ``plan.pending``
@@ -480,46 +534,32 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
     ``force_moduli`` (diagnostics only, e.g. the error-vs-moduli plot of ``ozgemm audit``)
     uses that many moduli and the widest beta they allow, proving nothing.
     ``nonfinite_flag``: a (1,) int32 device array, non-zero when ``a``/``b`` were not checked
-    and hold NaN/Inf (set by an earlier kernel, or by the engine's statistics when it has
-    ``stats_flag_nonfinite``); it is read with the planner's own scalars (no extra host
-    synchronisation) and :class:`~ozgemm.precision.specials.NonFiniteInputs` is raised when set.
+    and hold NaN/Inf (set by the backend's statistics, ``flags_nonfinite``); it is read with
+    the planner's own scalars (no extra host synchronisation) and
+    :class:`~ozgemm.precision.specials.NonFiniteInputs` is raised when set.
+    ``bound``: the statistics and bound GEMM already computed (:func:`componentwise_bound`).
 
     Raises
     ------
     ContractError
         When the contract cannot be proven for these inputs (exponent spread beyond
-        ``exponent_range``, moduli beyond the table or beyond a fixed count); the message
-        names the contract, the shortfall and the fix.
+        ``exponent_range``, moduli beyond the table); :class:`ModuliShortfall` beyond a fixed
+        count. The message names the contract, the shortfall and the fix.
+    MemoryError
+        The statistics do not fit the backend's budget.
     """
-    xp = engine.xp
+    xp = backend.xp
     fmt = contract.fmt
     if not fmt.supported:
         raise ContractError(f"contract {contract.name!r} ({contract.source}): format {fmt.name} has no engine "
                             "path in this release (binary64 and binary32 have)")
-    if contract.method != "crt":  # Ozaki scheme I, or the cheaper of both ("auto"): ozgemm/ozaki
-        from ..ozaki.planner import make_ozaki_plan
-
-        return make_ozaki_plan(contract, a, b, engine)
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    if hasattr(engine, "memory_budget"):  # statistics keep ~48 bytes per input entry
-        need = 48 * (m * k + k * n)
-        if need > engine.memory_budget():
-            raise MemoryError(f"ozgemm: planning a {m}x{k}x{n} product needs about {need / 2**30:.2f} GiB, more "
-                              f"than the budget of {engine.memory_budget() / 2**30:.2f} GiB; split the product")
-    hook = getattr(engine, "row_stats", None)
-    # engines whose statistics flag NaN/Inf (the CUDA engine) do the unchecked operands' check
-    check = nonfinite_flag is not None and getattr(engine, "stats_flag_nonfinite", False)
-
-    def stats(x):  # an engine's fused statistics (one or several components), else the generic code
-        if hook is None:
-            return row_stats(x, xp)
-        return hook(x, nonfinite=nonfinite_flag) if check else hook(x)
-
-    sa = stats(a)
-    sb = stats(b.T if b.ndim == 2 else b.transpose(0, 2, 1))
+    if bound is not None:
+        sa, sb = bound.stats
+    else:
+        sa, sb = statistics(a, b, backend, nonfinite_flag)
     cpow = _cpow(sa, sb)
-    lg = cpow.bit_length() - 1
     if nonfinite_flag is not None and (force_moduli is not None or contract.bound_kind != "componentwise"):
         if int(nonfinite_flag.reshape(-1)[0]):  # plans without a host read of their own: read it now
             raise NonFiniteInputs()
@@ -530,9 +570,8 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
     # Cmax uses S >= sum_l |a~_il||b~_lj|; normwise contracts take S = k (data-independent:
     # no device->host read), componentwise ones read the norm sums with beta.
     S = float(k)
-    u = fmt.u
     where = f"contract {contract.name!r} ({contract.source})"
-
+    key = None
     if force_moduli is not None:
         nmod = int(force_moduli)
         M = moduli_product(nmod)
@@ -541,22 +580,20 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
             raise ContractError(f"{nmod} moduli cannot hold even a 1-bit scaling for k = {k}")
         widened = f"forced: {nmod} moduli, no bound proven"
     elif contract.bound_kind == "componentwise":
-        lb = engine.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
-        scalars = getattr(engine, "plan_scalars", None) or plan_scalars
-        # c/2-unit scaling errors (cpow = 2**lg): the same closed form with bits + lg and
-        # k c**2 (R/c and K c, both exact powers of two; see _cpow and required_beta)
-        dev = scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, u, xp, flag=nonfinite_flag)
+        if bound is None:
+            bound = componentwise_bound(contract, sa, sb, k, backend, nonfinite_flag)
         key = _guess_key(contract, a, b)
-        guess = (_speculation_guess(contract, key) if speculate and _SPECULATE and cpow == 1 and m * n * k
+        guess = (_speculation_guess(contract, key) if speculate and backend.speculates and cpow == 1 and m * n * k
                  else None)
-        if guess is not None and hasattr(engine, "speculative_shifts"):
+        if guess is not None:
             # no host read here: the shifts take the width the device derives for `guess` moduli
             # (the same exact comparisons as _max_beta_for); confirm_plan checks it after the
             # caller has queued the product
-            s, t, pending = engine.speculative_shifts(dev, speculative_thresholds(guess, k), sa, sb, k)
+            s, t, pending = backend.speculative_shifts(bound.scalars, speculative_thresholds(guess, k), sa, sb, k)
             return Plan(contract=contract, shape=(m, k, n), beta=0, moduli=MODULI[:guess], s=s, t=t, E=sa.E,
-                        F=sb.E, widened="speculative (unconfirmed)", _stats=(sa, sb), pending=pending, _key=key)
-        host = dev.get() if hasattr(dev, "get") else dev  # the one device->host read
+                        F=sb.E, widened="speculative (unconfirmed)", stats=(sa, sb), pa=pa, pb=pb, pending=pending,
+                        key=key)
+        host = host_scalars(bound)
         if nonfinite_flag is not None and host[-1]:
             raise NonFiniteInputs()
         nmod, beta, widened = _componentwise_choice(contract, host, sa, sb, k, cpow)
@@ -567,11 +604,11 @@ def make_plan(contract: Contract, a, b, engine, force_moduli: int | None = None,
         beta = _max_beta_for(M, S, k)
         if beta < contract.bits + 3:
             need = _min_moduli_for(contract.bits + 3, S, k)
-            raise ContractError(
+            raise ModuliShortfall(
                 f"{where}: with {nmod} moduli and k = {k} the integer width is {beta} bits, below the "
                 f"{contract.bits + 3} the normwise bound needs. Fix: moduli = {need} (or split k).")
         widened = f"fixed: {nmod} moduli"
 
-    s, t = _shifts(engine, beta, sa, sb)
+    s, t = backend.shifts(beta, sa, sb)
     return Plan(contract=contract, shape=(m, k, n), beta=int(beta), moduli=MODULI[:nmod], s=s, t=t,
-                E=sa.E, F=sb.E, widened=widened, _stats=(sa, sb))
+                E=sa.E, F=sb.E, widened=widened, stats=(sa, sb), pa=pa, pb=pb, key=key)

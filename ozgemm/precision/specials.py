@@ -19,28 +19,18 @@ class NonFiniteInputs(Exception):
     that they hold NaN/Inf; the caller sets those rows/columns aside and plans again."""
 
 
-def split_nonfinite(a, b, contract, xp):
-    """Return (a0, b0, bad_rows, bad_cols); a0/b0 are copies with non-finite rows/cols zeroed.
+def split_nonfinite(a, b, contract, backend):
+    """Return (a0, b0, bad_rows, bad_cols); a0/b0 are copies with non-finite rows/cols zeroed
+    (the operands themselves, and None, None, when all are finite). The rows/columns come
+    from the backend's non-finite pass (:meth:`~ozgemm.kernels.base.Backend.nonfinite_rows_cols`).
 
     Raises ContractError for non-finite input under ``specials = "raise"``.
     """
-    fused = None
-    if getattr(xp, "__name__", "") == "cupy":  # one pass per operand, one 4-byte host read
-        from ..kernels.cuda.backend import nonfinite_rows_cols
-
-        fused = nonfinite_rows_cols(a, b)
-    if fused is not None:
-        bad_rows, bad_cols, any_bad = fused
-        if not any_bad:
-            return a, b, None, None
-    else:
-        fa = xp.isfinite(a)
-        fb = xp.isfinite(b)
-        bad_rows = ~fa.all(axis=1) if a.shape[1] else xp.zeros((a.shape[0],), dtype=bool)
-        bad_cols = ~fb.all(axis=0) if b.shape[0] else xp.zeros((b.shape[1],), dtype=bool)
-    nbr, nbc = int(bad_rows.sum()), int(bad_cols.sum())
-    if nbr == 0 and nbc == 0:
+    xp = backend.xp
+    bad_rows, bad_cols, any_bad = backend.nonfinite_rows_cols(a, b)
+    if not any_bad:
         return a, b, None, None
+    nbr, nbc = int(bad_rows.sum()), int(bad_cols.sum())
     if contract.specials == "raise":
         raise ContractError(
             f"contract {contract.name!r} has specials = \"raise\" and the operands hold non-finite "

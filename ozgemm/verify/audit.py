@@ -201,10 +201,10 @@ def measure_any(c, a, b, contract, fmt=None, ref: Reference | None = None) -> di
 def _on_engine(x, engine):
     """Operand ``x`` (numpy float, DD of numpy arrays or numpy binary128) moved to the array
     library of ``engine`` (cupy arrays / DD of cupy arrays / device Binary128 for "cuda")."""
-    from ..kernels import get_engine
+    from ..kernels import get_backend
     from ..contracts.formats import DD, Binary128, is_quad_array
 
-    xp = np if engine is None else get_engine(engine).xp
+    xp = np if engine is None else get_backend(engine).xp
     if xp is np:
         return x
     if isinstance(x, DD):
@@ -260,23 +260,23 @@ def moduli_sweep(a, b, contract: Contract, counts):
     beta each count holds; nothing proven). Operands as :func:`ozgemm.matmul` takes them
     (float, DD or binary128), finite."""
     from ..api import _plan_2d
-    from ..crt.pipeline import execute
-    from ..kernels import get_engine
     from ..contracts.formats import DD, quad_from_bits
+    from ..kernels import get_backend
+    from ..methods import execute
     from ..precision.operands import as_wide
 
     contract = as_contract(contract)
-    eng = get_engine("cpu")
+    eng = get_backend("cpu")
     fmt = contract.fmt.name
     a, b = as_wide(a), as_wide(b)
     ref = reference(a, b, fmt)
     out = []
     for nmod in counts:
         try:
-            _, _, a0, b0, _, _, p = _plan_2d(a, b, contract, eng, np, force_moduli=nmod)
+            _, _, a0, b0, _, _, p = _plan_2d(a, b, contract.with_(method="crt"), eng, force=nmod)
         except ContractError:
             continue
-        c = execute(p, eng, a0, b0)  # the CPU engine runs the generic path
+        c = execute(p, eng, a0, b0)
         if fmt == "dd":
             c = DD(c[0], c[1])
         elif fmt == "binary128":
@@ -289,21 +289,20 @@ def moduli_sweep(a, b, contract: Contract, counts):
 def slices_sweep(a, b, contract: Contract, counts, schedule="triangular"):
     """Max and median error (units of u_f |A||B|) of Ozaki scheme I for each forced slice count
     (``schedule`` "triangular" or "full"; the widest beta the slices hold; nothing proven)."""
-    from ..kernels import get_engine
-    from ..ozaki.planner import make_ozaki_plan
-    from ..ozaki.pipeline import execute
+    from ..kernels import get_backend
+    from ..methods import execute, plan_product
 
     contract = as_contract(contract).with_(method="ozaki", schedule=schedule)
-    eng = get_engine("cpu")
+    eng = get_backend("cpu")
     dt = contract.fmt.dtype
     a = np.asarray(a, dtype=dt)
     b = np.asarray(b, dtype=dt)
     ref = reference(a, b, contract.fmt.name)
     out = []
     for s in counts:
-        p = make_ozaki_plan(contract, a.astype(np.float64) if dt == np.float64 else a,
-                            b.astype(np.float64) if dt == np.float64 else b, eng, force_slices=s)
-        c = execute(p, eng)
+        a1 = a.astype(np.float64) if dt == np.float64 else a
+        b1 = b.astype(np.float64) if dt == np.float64 else b
+        c = execute(plan_product(contract, a1, b1, eng, force=s), eng, a1, b1)
         m = measure(c, ref.ex, None, cr=ref.cr, fmt_name=contract.fmt.name).summary()
         out.append((s, m["max_err_u"], m["median_err_u"]))
     return out

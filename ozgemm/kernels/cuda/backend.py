@@ -1,8 +1,8 @@
-"""CUDA engine (CuPy): INT8 Tensor-Core GEMMs through cuBLAS, fused RawModule kernels.
+"""The CUDA backend (CuPy): INT8 Tensor-Core GEMMs through cuBLAS, fused RawModule kernels.
 
 * INT8 GEMMs: ``cublasGemmStridedBatchedEx`` (batch 1, one call per modulus) with CUDA_R_8I
   inputs, CUDA_R_32I output and CUBLAS_COMPUTE_32I, both operands K-contiguous (the "TN"
-  layout, the fast one on Hopper: see DESIGN.md). Every k-block is <= 131071, so each
+  layout, the fast one on Hopper: see docs/design.md). Every k-block is <= 131071, so each
   int32 result is exact (|sum| <= k 2**14 < 2**31); longer k is split and the blocks are
   summed exactly in int64.
 * ``crt.cu``: scaled residues for all moduli in one pass, and the fused Garner + Horner +
@@ -12,7 +12,9 @@
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+
 import cupy as cp
 import numpy as np
 
@@ -22,9 +24,8 @@ from ...crt.moduli import garner_constants
 from ...precision.stats import RowStats
 from .source import kernel_source
 from ...precision.planner import KBLOCK_INT32
-from ..base import Engine
 
-__all__ = ["CudaEngine"]
+__all__ = ["CudaBackend"]
 
 _CUDA_R_8I = 3
 _CUDA_R_32I = 10
@@ -47,15 +48,12 @@ _THREADS = 256
 _RES_PER_THREAD = 8  # crt.cu RES_PER_THREAD
 _STATS_CACHE = 16  # stats.cu: row entries per thread kept in registers by the float64 row_stats
 _RS_THREADS, _RS_CHUNK = 256, 256 * 8  # stats.cu RS_THREADS, RS_CHUNK (row_extent / row_sums)
-# one-component rows go through the three streaming kernels (row_extent, row_sums, row_finish)
-# instead of one block per row (kept for dd/binary128 components and very long rows)
-_STATS_SPLIT = True
-# a float64 column-major operand (B^T, as the planner passes it: columns of a row-major B) is
-# read through its columns by the statistics and residue kernels (stats.cu col_extent /
-# col_sums, crt.cu scaled_residues_cols) instead of being copied by a transpose kernel first
-# (fp64 8192: B's statistics + residues 1.06 -> 0.92 ms, NOTES.md GPU v7); False: the
-# transposed copy (kept for A/B measurements)
-_READ_COLUMNS = True
+# one-component rows go through three streaming kernels (row_extent, row_sums, row_finish);
+# dd/binary128 components and very long rows through one block per row. A float64
+# column-major operand (B^T, as the planner passes it: the columns of a row-major B) is read
+# through its columns by the statistics and residue kernels (stats.cu col_extent / col_sums,
+# crt.cu scaled_residues_cols) instead of being copied by a transpose kernel first (fp64 8192:
+# B's statistics + residues 1.06 -> 0.92 ms on the H200).
 _CS_CHUNK = 8 * 16  # stats.cu CS_CHUNK (col_extent / col_sums)
 
 
@@ -64,7 +62,7 @@ def _columns_ld(x):
     when ``x`` is a 2-D float64 column-major view (e.g. ``b.T`` of a row-major ``b``) that the
     column kernels read directly; else None. (float32 operands are transposed first: their
     column kernels measured slower than the copy they save, NOTES.md GPU v7.)"""
-    if not _READ_COLUMNS or x.ndim != 2 or x.dtype != cp.float64 or x.flags.c_contiguous:
+    if x.ndim != 2 or x.dtype != cp.float64 or x.flags.c_contiguous:
         return None
     it = x.itemsize
     if x.strides[0] == it and x.strides[1] > 0 and x.strides[1] % it == 0 and x.size:
@@ -85,11 +83,10 @@ def _grid2d(nx: int, ny: int, threads: int = _THREADS):
 
 
 @functools.lru_cache(maxsize=None)
-def _module(n: int, defines: tuple = ()):
+def _module(n: int):
     # constexpr tables in __constant__ memory would need indexing by a runtime value; with
-    # full unrolling NVRTC folds them into immediates. ``defines``: -D names for kernel
-    # variants timed by benchmarks/gpu_overhead.py.
-    src = kernel_source(n, defines).replace("__device__ __constant__ const", "__device__ const")
+    # full unrolling NVRTC folds them into immediates.
+    src = kernel_source(n).replace("__device__ __constant__ const", "__device__ const")
     return cp.RawModule(code=src, options=("-std=c++17",), name_expressions=None)
 
 
@@ -221,12 +218,44 @@ def nonfinite_rows_cols(a, b):
     return bad_rows, bad_cols, bool(anyf.get()[0])
 
 
-class CudaEngine(Engine):
-    """Exact INT8 GEMMs on NVIDIA GPUs (see module docstring)."""
+class _Ready:
+    """The event the side streams wait for: recorded on the caller's stream when the first
+    tile is entered (after everything queued before the tiles: B's residues, the output)."""
+
+    def __init__(self, cur):
+        self._cur, self._event = cur, None
+
+    def event(self):
+        if self._event is None:
+            self._event = self._cur.record()
+        return self._event
+
+
+class _Tile:
+    """Rows i0:i1 of A; entered, its work runs on ``stream`` (None: the caller's stream)."""
+
+    def __init__(self, i0, i1, stream=None, ready=None):
+        self.i0, self.i1, self._stream, self._ready = i0, i1, stream, ready
+
+    def __enter__(self):
+        if self._stream is not None:
+            self._stream.wait_event(self._ready.event())
+            self._stream.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._stream is not None:
+            self._stream.__exit__(*exc)
+        return False
+
+
+class CudaBackend:
+    """Every phase of :class:`~ozgemm.kernels.base.Backend` on NVIDIA GPUs (module docstring)."""
 
     name = "cuda"
     xp = cp
-    stats_flag_nonfinite = True  # row_stats(x, nonfinite=flag) flags NaN/Inf (make_plan, api)
+    speculates = True  # speculative_shifts derives the width on the device
+    flags_nonfinite = True  # row_stats(x, nonfinite=flag) flags NaN/Inf at no extra pass
 
     def __init__(self, memory_fraction: float = 0.6):
         from cupy_backends.cuda.libs import cublas
@@ -234,6 +263,28 @@ class CudaEngine(Engine):
         self._cublas = cublas
         self.memory_fraction = memory_fraction
         self.gemm_path = "cublas-int8"
+
+    def workspace_budget(self):
+        """(tile budget, hard limit) in bytes: ``memory_fraction`` of the free device memory
+        (the memory pool's free blocks included), and the free memory."""
+        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+        return int(self.memory_fraction * free), free
+
+    def check_planning_memory(self, m, k, n):
+        """Statistics are O(m k + k n) device arrays; an allocation failure raises
+        cupy's OutOfMemoryError (a MemoryError) itself."""
+
+    def nonfinite_rows_cols(self, a, b):
+        """One pass per operand and one 4-byte read (:func:`nonfinite_rows_cols`); other
+        layouts: the generic array expressions."""
+        fused = nonfinite_rows_cols(a, b)
+        if fused is not None:
+            return fused
+        fa = cp.isfinite(a)
+        fb = cp.isfinite(b)
+        bad_rows = ~fa.all(axis=1) if a.shape[1] else cp.zeros((a.shape[0],), dtype=bool)
+        bad_cols = ~fb.all(axis=0) if b.shape[0] else cp.zeros((b.shape[1],), dtype=bool)
+        return bad_rows, bad_cols, bool(bad_rows.any()) or bool(bad_cols.any())
 
     def synchronize(self):
         cp.cuda.get_current_stream().synchronize()
@@ -302,14 +353,6 @@ class CudaEngine(Engine):
         c = self._gemm_exact_padded(self._pad(a[None], mp, kp), self._pad(bt[None], np_, kp))
         return c[0, :m, :n]
 
-    def gemm_residues(self, a, bt, moduli):
-        N, m, k = a.shape
-        n = bt.shape[1]
-        mp, np_, kp = _ceil(m, _PAD), _ceil(n, _PAD), _ceil(k, _PAD)
-        c = self._gemm_exact_padded(self._pad(a, mp, kp), self._pad(bt, np_, kp))[:, :m, :n]
-        mods = cp.asarray(np.asarray(moduli, dtype=np.int64)).reshape(-1, 1, 1)
-        return c.astype(cp.int64) % mods
-
     # -- planner hooks (fused; mirror precision/stats.py and planner.required_beta) ------
     def row_stats(self, x, nonfinite=None):
         """Fused :class:`~ozgemm.precision.stats.RowStats` of the rows of ``x`` (r, k), or of
@@ -351,7 +394,7 @@ class CudaEngine(Engine):
                                                   np.int32(k), np.int32(vec), acc))
             _fn("row_finish")(((r + 255) // 256,), (256,), (acc, np.int32(r), E, width, norm1, zero,
                                                            n1, n2, qsum, flag))
-        elif r and k and C == 1 and chunks <= 65535 and _STATS_SPLIT:
+        elif r and k and C == 1 and chunks <= 65535:
             # one-component rows: two streaming passes over (row, chunk) blocks and a per-row
             # finish (stats.cu row_extent / row_sums / row_finish; same bits as row_stats)
             acc = cp.zeros((5, r), dtype=cp.int64)
@@ -375,7 +418,7 @@ class CudaEngine(Engine):
         return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero,
                         n1_int=n1, n2_int=n2, qsum=qsum, src=x if C == 1 else None, ncomp=C)
 
-    def plan_scalars(self, sa, sb, lb, bits, k, u, xp, flag=None):
+    def plan_scalars(self, sa, sb, lb, bits, k, u, flag=None):
         """:func:`ozgemm.precision.planner.plan_scalars` in one kernel pass over ``lb``:
         int64 device array [minimal width, max n1 A, max n1 B, max n2 A, max n2 B, max_ij
         (LB_ij + ra_i + cb_j)] (+ [flag[0]] with ``flag``), bit-identical to the numpy planner."""
@@ -383,7 +426,7 @@ class CudaEngine(Engine):
 
         m, n = lb.shape
         if m * n == 0:
-            return plan_scalars(sa, sb, lb, bits, k, u, xp, flag=flag)
+            return plan_scalars(sa, sb, lb, bits, k, u, cp, flag=flag)
         # zeros suffice: every block raises out[0] to at least 1 (plan_scalars_impl)
         out = cp.zeros((6 if flag is None else 7,), dtype=cp.uint64)
         if flag is not None:  # the NaN/Inf flag rides along in the same read (low half of out[6])
@@ -447,14 +490,6 @@ class CudaEngine(Engine):
             return out[:m], out[m:m + n], None
         return out[:m], out[m:m + n], _PendingRead(out[m + n:])
 
-    def required_beta(self, sa, sb, lb, bits, k, u, xp):
-        """:func:`ozgemm.precision.planner.required_beta` on the device (an int64 0-d array)."""
-        from ...precision.planner import required_beta
-
-        if lb.size == 0:
-            return required_beta(sa, sb, lb, bits, k, u, xp)
-        return self.plan_scalars(sa, sb, lb, bits, k, u, xp)[0]
-
     # -- fused phases ------------------------------------------------------------------
     def residues_padded(self, x, shift, n_moduli, rp, kp):
         """Scaled residues of the rows of float64 or float32 ``x`` (r, k) into (N, rp, kp) int8
@@ -505,8 +540,8 @@ class CudaEngine(Engine):
 
         ``c`` may be a row/column slice of a padded product buffer: its strides are passed
         to the kernel (no copy)."""
-        N, m, _ = c.shape
-        n = t.shape[0]
+        m, n = s.shape[0], t.shape[0]
+        c = c[:, :m, :]  # the rows of a padded product buffer (a view)
         if c.dtype != cp.int32:  # long-k path: reduce the int64 sums first (exact)
             mods = cp.asarray(np.asarray(garner_constants(n_moduli).moduli, dtype=np.int64)).reshape(-1, 1, 1)
             c = (c % mods).astype(cp.int32)
@@ -542,77 +577,55 @@ class CudaEngine(Engine):
                np.int64(out.strides[0] // out.itemsize)))
         return out
 
-    def execute(self, plan, a, b, timings=None):
-        """Whole CRT product for a plan on the GPU, tiled over rows of A to fit memory."""
-        import time
+    def residue_products(self, ra, rb, moduli):
+        """The exact int32 products (N, mp, np) of padded residues (int64 sums beyond one
+        exact int32 k-block); :meth:`reconstruct_round` reduces them modulo each m_q."""
+        return self._gemm_exact_padded(ra, rb)
 
+    def residues(self, rows, stats, shift, n_moduli, i0=0, i1=None):
+        """Residues (N, rp, kp) int8, padded to multiples of 16, of rows ``i0:i1``: read from
+        the rows the fused statistics kept (``stats.src``, possibly B's columns in place) or
+        from ``rows``; (C, r, k) components have their residues added mod m."""
+        x = stats.src if (stats.src is not None and rows.ndim == 2) else rows
+        if x.ndim == 3:
+            x = cp.ascontiguousarray(x)
+        r, k = x.shape[-2:]
+        i1 = r if i1 is None else i1
+        return self.residues_multi(x[..., i0:i1, :], shift[i0:i1], n_moduli, _ceil(i1 - i0, _PAD), _ceil(k, _PAD))
+
+    @contextlib.contextmanager
+    def row_tiles(self, plan, a_components=1, concurrent=True):
+        """Row tiles of A within ``memory_fraction`` of the free device memory. Workspace per
+        row of A: N kp (residues; twice for components) + 4 N np (int32 products). From
+        ``_OVERLAP_MIN_ROWS`` rows (up to 8192**2 outputs, float results) the product runs as
+        two tiles on two side streams, so that one tile's residues and reconstruction overlap
+        the other's INT8 GEMMs (not with ``concurrent=False``: per-phase timings); the
+        caller's stream waits for both on exit (also on an error, before any array used here
+        is freed and reused on it)."""
         m, k, n = plan.shape
         N = plan.n_moduli
         mp_all, np_, kp = _ceil(m, _PAD), _ceil(n, _PAD), _ceil(k, _PAD)
         fmt = plan.contract.fmt
-
-        def lap(name, t0):
-            if timings is not None:
-                self.synchronize()
-                timings[name] = timings.get(name, 0.0) + time.perf_counter() - t0
-            return time.perf_counter()
-
-        t0 = time.perf_counter()
-        sa, sb = plan._stats
-        for st in (sa, sb):  # the fused kernels work from the rows: drop generic decompositions
-            st.mant = st.exp = None
-        if b.ndim == 3:  # (C, k, n) components of a wide operand
-            bt = cp.ascontiguousarray(b.transpose(0, 2, 1))
-        else:
-            bt = sb.src if sb.src is not None else as_float64(b.T, contiguous=True)
-        rb = self.residues_multi(bt, plan.t, N, np_, kp)
-        del bt
-        t0 = lap("residues", t0)
-        # workspace per row of A: N kp (residues; twice for components) + N np 4 (int32 products)
-        per_row = N * kp * (2 if a.ndim == 3 else 1) + N * np_ * 4
-        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
-        budget = int(self.memory_fraction * free)
+        per_row = N * kp * (2 if a_components > 1 else 1) + N * np_ * 4
+        budget, free = self.workspace_budget()
         tm = max(_PAD, min(mp_all, (budget // max(per_row, 1)) // _PAD * _PAD))
         if tm * per_row > free:
             raise MemoryError(f"ozgemm: one {_PAD}-row tile needs {tm * per_row / 2**30:.1f} GiB of GPU memory, "
                               f"{free / 2**30:.1f} GiB are free; split k or free memory")
-        out = empty_result(m, n, fmt, cp)
-        # output exponent -(s_i + t_j) + pa_i + pb_j (binary128 operands were rescaled by 2**-pa)
-        s_out = plan.s - plan.pa if plan.pa is not None else plan.s
-        t_out = plan.t - plan.pb if plan.pb is not None else plan.t
-        lead = (slice(None),) if fmt.name == "dd" else ()
-        # overlapped tiles (not with per-phase timings: those synchronise every phase); two
-        # tiles are in flight at once, so each gets at most half the budget
-        overlap = (_OVERLAP_TILES > 1 and timings is None and m >= _OVERLAP_MIN_ROWS
-                   and fmt.name in ("binary64", "binary32") and a.ndim == 2  # measured and tested there
+        overlap = (concurrent and _OVERLAP_TILES > 1 and m >= _OVERLAP_MIN_ROWS
+                   and fmt.name in ("binary64", "binary32") and a_components == 1
                    and mp_all * np_ <= _GEMM_SPLIT_OUT
                    and 2 * _ceil(-(-m // _OVERLAP_TILES), _PAD) * per_row <= budget)
         cur = cp.cuda.get_current_stream()
-        if overlap:
-            tm = _ceil(-(-m // _OVERLAP_TILES), _PAD)
-            streams = _side_streams(cp.cuda.runtime.getDevice())
-            ready = cur.record()  # rb, out, the shifts and the inputs are complete on `cur`
-        asrc = sa.src if (sa.src is not None and a.ndim == 2) else a
+        if not overlap:
+            yield [_Tile(i0, min(m, i0 + tm)) for i0 in range(0, m, tm)]
+            return
+        tm = _ceil(-(-m // _OVERLAP_TILES), _PAD)
+        streams = _side_streams(cp.cuda.runtime.getDevice())
+        ready = _Ready(cur)
         try:
-            for ti, i0 in enumerate(range(0, m, tm)):
-                i1 = min(m, i0 + tm)
-                rows = _ceil(i1 - i0, _PAD)
-                st = streams[ti % 2] if overlap else cur
-                if overlap:
-                    st.wait_event(ready)
-                with st:  # every kernel, GEMM and allocation of this tile on `st`
-                    t0 = time.perf_counter()
-                    ra = self.residues_multi(asrc[..., i0:i1, :], plan.s[i0:i1], N, rows, kp)
-                    t0 = lap("residues", t0)
-                    c = self._gemm_exact_padded(ra, rb)
-                    del ra
-                    t0 = lap("gemms", t0)
-                    self.reconstruct_round(c[:, : i1 - i0, :], s_out[i0:i1], t_out, N, fmt,
-                                           out=out[lead + (slice(i0, i1),)])
-                    del c
-                    lap("reconstruction", t0)
-        finally:  # also on an error: the caller's stream continues after both side streams (and
-            if overlap:  # before any of the arrays used above is freed and reused on it)
+            yield [_Tile(i0, min(m, i0 + tm), streams[ti % 2], ready) for ti, i0 in enumerate(range(0, m, tm))]
+        finally:
+            if ready._event is not None:
                 for st in streams:
                     cur.wait_event(st.record())
-        return out

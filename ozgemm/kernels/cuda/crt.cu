@@ -93,11 +93,6 @@ __device__ __forceinline__ bool split_scaled_fp(double xv, double scale, unsigne
     return fabs(y) < 2305843009213693952.0;  // 2^61
 }
 
-// build option (benchmarks/residue_ab.py): 0 takes the integer split_scaled for every entry
-#ifndef RES_FP_SPLIT
-#define RES_FP_SPLIT 1
-#endif
-
 #define RES_PER_THREAD 8
 
 // RES_PER_THREAD consecutive inputs of a row as float64 (float32 widened exactly); vec: the
@@ -144,7 +139,7 @@ __device__ __forceinline__ void residues8(const double* xv, i64 sh, const short*
 #pragma unroll
     for (int e = 0; e < RES_PER_THREAD; ++e) {
         d2[e] = 0;
-        if (!(RES_FP_SPLIT && split_scaled_fp(xv[e], scale, &ulo[e], &uhi[e]) && fp_row)) {
+        if (!(split_scaled_fp(xv[e], scale, &ulo[e], &uhi[e]) && fp_row)) {
             const u64 u = (u64)(split_scaled(xv[e], sh, &d2[e]) + (1LL << 62));  // 0 < u < 2^63
             ulo[e] = (unsigned int)u;
             uhi[e] = (unsigned int)(u >> 32);

@@ -78,11 +78,11 @@ def _header(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def kernel_source(n: int, defines: tuple = ()) -> str:
+def kernel_source(n: int) -> str:
     """Full CUDA source for ``n`` moduli (header + crt.cu + wide.cu); also used for nvcc checks."""
     d = resources.files("ozgemm.kernels") / "cuda"
     body = (d / "crt.cu").read_text() + "\n" + (d / "wide.cu").read_text()
-    return "".join(f"#define {d}\n" for d in defines) + common_source() + _header(n) + body
+    return common_source() + _header(n) + body
 
 
 def common_source() -> str:

@@ -1,0 +1,68 @@
+"""Which method runs a contract: its planner, then its pipeline.
+
+``method = "crt"``: Ozaki scheme II (:func:`ozgemm.precision.planner.make_plan`,
+:func:`ozgemm.crt.pipeline.execute`); ``"ozaki"``: Ozaki scheme I
+(:func:`ozgemm.ozaki.planner.make_ozaki_plan`, :func:`ozgemm.ozaki.pipeline.execute`);
+``"auto"``: both planned on the same statistics and bound GEMM, the cheaper kept
+(:func:`ozgemm.precision.select.choose`; dd/binary128 operands and results: CRT).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from .contracts.contract import ContractError
+from .crt import pipeline as crt_pipeline
+from .ozaki import pipeline as ozaki_pipeline
+from .ozaki.planner import make_ozaki_plan
+from .precision.planner import ModuliShortfall, componentwise_bound, make_plan, statistics
+from .precision.select import choose
+
+__all__ = ["plan_product", "execute"]
+
+
+def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
+                 pa=None, pb=None):
+    """The plan of ``a @ b`` (finite 2-D operands, or (C, ., .) components) under ``contract``
+    on ``backend``. ``force``: that many moduli (CRT) or slices (Ozaki-I), proving nothing
+    (diagnostics). Other arguments: :func:`ozgemm.precision.planner.make_plan`.
+
+    Raises ContractError (the contract cannot be proven for these inputs; the message names
+    the fix) and MemoryError as the planners do."""
+    method = contract.method
+    if method == "crt":
+        return make_plan(contract, a, b, backend, force_moduli=force, nonfinite_flag=nonfinite_flag,
+                         speculate=speculate, pa=pa, pb=pb)
+    if method == "ozaki":
+        return make_ozaki_plan(contract, a, b, backend, force_slices=force)
+    # "auto"
+    crt_c = contract.with_(method="crt")
+    if contract.fmt.name not in ("binary64", "binary32") or a.ndim != 2 or b.ndim != 2:
+        p = make_plan(crt_c, a, b, backend, pa=pa, pb=pb)
+        return dataclasses.replace(p, contract=contract,
+                                   widened=p.widened + "; auto: CRT (Ozaki-I takes binary32/64 only)")
+    if force is not None:
+        return make_ozaki_plan(contract, a, b, backend, force_slices=force)
+    crt = err = None
+    if contract.bound_kind == "componentwise":
+        sa, sb = statistics(a, b, backend)
+        bound = componentwise_bound(crt_c, sa, sb, a.shape[1], backend)
+        try:
+            crt = make_plan(crt_c, a, b, backend, bound=bound)
+        except ModuliShortfall as exc:  # a fixed moduli count too small: Ozaki-I may still prove it
+            err = exc
+        oz = make_ozaki_plan(contract, a, b, backend, bound=bound)
+    else:
+        oz = make_ozaki_plan(contract, a, b, backend)
+        if contract.moduli != "auto":  # normwise CRT needs a fixed moduli count
+            try:
+                crt = make_plan(crt_c, a, b, backend)
+            except ContractError as exc:
+                err = exc
+    return choose(contract, crt, oz, err)
+
+
+def execute(plan, backend, a, b, timings=None):
+    """Run ``plan``'s pipeline on ``backend`` for the operands it was made for."""
+    if getattr(plan, "method", "crt") == "ozaki":
+        return ozaki_pipeline.execute(plan, backend, a, b, timings)
+    return crt_pipeline.execute(plan, backend, a, b, timings)
