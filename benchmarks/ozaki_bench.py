@@ -80,13 +80,12 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*", default=None, help="contract names to run (fp64 fp32 fp64-bits16)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    from ozgemm.crt.pipeline import execute
-    from ozgemm.kernels import get_engine
-    from ozgemm.ozaki.planner import modelled_cost
-    from ozgemm.precision.planner import make_plan
+    from ozgemm.kernels import get_backend
+    from ozgemm.methods import execute, plan_product
+    from ozgemm.precision.select import modelled_cost
 
     dev = args.device
-    eng = get_engine("cuda" if dev == "gpu" else "cpu")
+    eng = get_backend("cuda" if dev == "gpu" else "cpu")
     timer = _timer(dev)
     if dev == "gpu":
         import cupy as cp
@@ -119,10 +118,10 @@ def main(argv=None):
             t = timer(lambda: ozgemm.matmul(a, b, contract=contract), args.reps)
             info = plans[0].info()
             ph = {}
-            eng_sync = getattr(eng, "synchronize", lambda: None)
+            eng_sync = eng.synchronize
             eng_sync()
             t0 = time.perf_counter()
-            p = make_plan(contract, a if dev == "gpu" or fmt == "binary32" else a.astype(np.float64),
+            p = plan_product(contract, a if dev == "gpu" or fmt == "binary32" else a.astype(np.float64),
                           b if dev == "gpu" or fmt == "binary32" else b.astype(np.float64), eng)
             eng_sync()
             ph["plan"] = time.perf_counter() - t0
@@ -136,7 +135,7 @@ def main(argv=None):
                    "method": method, "ran": info["method"], "moduli": info.get("n_moduli"),
                    "slices": info.get("slices"), "schedule": info.get("schedule"), "beta": info["beta"],
                    "int8_gemms": info["int8_gemms"] + (1 if info["method"] == "ozaki" else 0),
-                   "modelled_cost": modelled_cost(plans[0], eng), "widened": info["widened"],
+                   "modelled_cost": modelled_cost(plans[0]), "widened": info["widened"],
                    "s": t, "tflops": 2 * n**3 / t / 1e12, "native_s": t_nat[fmt],
                    "native_tflops": 2 * n**3 / t_nat[fmt] / 1e12, "x_native": t_nat[fmt] / t, "phases": ph,
                    "max_err_u": acc["max_err_u"], "med_err_u": acc["median_err_u"], "cr": acc["correctly_rounded"],

@@ -119,15 +119,15 @@ def main():
                    "breaches": rep["breaches"]}
             # phase breakdown of one more call (synchronised laps): planning, then the engine's phases
             from ozgemm.api import _plan_2d
-            from ozgemm.crt.pipeline import execute
-            from ozgemm.kernels import get_engine
+            from ozgemm.kernels import get_backend
+            from ozgemm.methods import execute
 
-            eng = get_engine(None, xp)
+            eng = get_backend(None, xp)
             sync()
             t0 = time.perf_counter()
             from ozgemm.precision.operands import as_wide
 
-            _, _, a0_, b0_, _, _, p_ = _plan_2d(as_wide(ad), as_wide(bd), ozgemm.load_contract(con), eng, xp)
+            _, _, a0_, b0_, _, _, p_ = _plan_2d(as_wide(ad), as_wide(bd), ozgemm.load_contract(con), eng)
             sync()
             ph = {"plan": time.perf_counter() - t0}
             execute(p_, eng, a0_, b0_, timings=ph)

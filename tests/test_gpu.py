@@ -81,15 +81,14 @@ def test_repeatable_and_tiled():
 
 @pytest.mark.parametrize("tiles", [2, 3])
 @pytest.mark.parametrize("user_stream", [False, True])
-def test_overlapped_row_tiles_bit_identical(tiles, user_stream, monkeypatch):
+def test_overlapped_row_tiles_bit_identical(tiles, user_stream):
     """Row tiles of A on two side streams (residues/reconstruction of one tile overlapping the
     GEMMs of another): the CPU engine's bits, fp64 and fp32, odd row counts, also when the
     caller works on its own non-blocking stream (the result is complete on that stream; the
     cuBLAS handle follows the current stream)."""
-    import ozgemm.kernels.cuda.backend as kc
+    from ozgemm.kernels.cuda.backend import CudaBackend
 
-    monkeypatch.setattr(kc, "_OVERLAP_TILES", tiles)
-    monkeypatch.setattr(kc, "_OVERLAP_MIN_ROWS", 64)
+    eng = CudaBackend(overlap_tiles=tiles, overlap_min_rows=64)
     rng = np.random.default_rng(40 + tiles)
     a, b = phi(rng, 203, 150, 77, 1.0)
     for contract, dt in (("fp64", np.float64), ("fp32", np.float32)):
@@ -99,34 +98,31 @@ def test_overlapped_row_tiles_bit_identical(tiles, user_stream, monkeypatch):
             st = cp.cuda.Stream(non_blocking=True)
             with st:
                 xg, yg = cp.asarray(x), cp.asarray(y)
-                got = ozgemm.matmul(xg, yg, contract=contract)
+                got = ozgemm.matmul(xg, yg, contract=contract, engine=eng)
                 host = cp.asnumpy(got, stream=st)  # ordered on st after the product
             st.synchronize()
         else:
-            host = cp.asnumpy(ozgemm.matmul(cp.asarray(x), cp.asarray(y), contract=contract))
+            host = cp.asnumpy(ozgemm.matmul(cp.asarray(x), cp.asarray(y), contract=contract, engine=eng))
         assert np.array_equal(want.view(np.uint8), host.view(np.uint8)), (contract, tiles, user_stream)
 
 
 @pytest.mark.parametrize("rows", [4, 12, 64])
-def test_int8_gemm_row_chunks_exact(rows, monkeypatch):
+def test_int8_gemm_row_chunks_exact(rows):
     """Large outputs run as several cuBLAS calls over chunks of rows of A: every chunking
     gives the exact product (int64 numpy reference) and the whole matmul keeps its bits."""
-    import ozgemm.kernels.cuda.backend as kc
-    from ozgemm.kernels import get_backend
+    from ozgemm.kernels.cuda.backend import CudaBackend
 
     rng = np.random.default_rng(rows)
     a8 = rng.integers(-128, 128, size=(3, 72, 132), dtype=np.int8)
     b8 = rng.integers(-128, 128, size=(3, 80, 132), dtype=np.int8)  # np_ = 80 >= rows: chunked
     want = np.einsum("qik,qjk->qij", a8.astype(np.int64), b8.astype(np.int64))
-    eng = get_backend("cuda")
     a, b = phi(rng, 70, 130, 50, 1.0)
     c_whole = ozgemm.matmul(cp.asarray(a), cp.asarray(b))
-    monkeypatch.setattr(kc, "_GEMM_SPLIT_OUT", 16)
-    monkeypatch.setattr(kc, "_GEMM_ROWS", rows)
+    eng = CudaBackend(gemm_split_out=16, gemm_rows=rows)
     c = cp.empty((3, 72, 80), dtype=cp.int32)
     eng._gemm_batched_i32(cp.asarray(a8), cp.asarray(b8), c)
     assert np.array_equal(cp.asnumpy(c).astype(np.int64), want)
-    assert cp.array_equal(ozgemm.matmul(cp.asarray(a), cp.asarray(b)), c_whole)
+    assert cp.array_equal(ozgemm.matmul(cp.asarray(a), cp.asarray(b), engine=eng), c_whole)
     assert np.array_equal(cp.asnumpy(c_whole), ozgemm.matmul(a, b))
 
 
@@ -158,12 +154,12 @@ def test_fused_stats_and_width_match_numpy():
         lb_gpu = eng.gemm_exact(s_gpu.q, t_gpu.q)
         assert np.array_equal(lb_np, cp.asnumpy(lb_gpu))
         b_np = int(required_beta(s_np, t_np, lb_np, 53, 300, 2.0 ** -53, np))
-        b_gpu = int(eng.required_beta(s_gpu, t_gpu, lb_gpu, 53, 300, 2.0 ** -53, cp))
+        b_gpu = int(eng.plan_scalars(s_gpu, t_gpu, lb_gpu, 53, 300, 2.0 ** -53)[0])
         assert b_np == b_gpu
         for bits, kk in ((53, 300), (24, 300), (107, 1200)):  # all six planner scalars, int32 and int64 lb
             want = plan_scalars(s_np, t_np, lb_np, bits, kk, 2.0 ** -bits, np)
             for lb_dev in (lb_gpu, lb_gpu.astype(cp.int64)):
-                got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_dev, bits, kk, 2.0 ** -bits, cp))
+                got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_dev, bits, kk, 2.0 ** -bits))
                 assert np.array_equal(want, got), (bits, want, got)
 
 
@@ -196,10 +192,10 @@ def test_plan_scalars_layouts_match_numpy():
                    for st in (t_np, t_gpu))
         for bits, kk in ((53, k), (24, k), (113, 4 * k)):
             want = plan_scalars(s_np, t_np, lb_np, bits, kk, 2.0 ** -bits, np)
-            got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_gpu, bits, kk, 2.0 ** -bits, cp))
+            got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_gpu, bits, kk, 2.0 ** -bits))
             assert np.array_equal(want, got), (m, n, bits, want, got)
             want = plan_scalars(s_np, t1, lb_np[:, 1:], bits, kk, 2.0 ** -bits, np)
-            got = cp.asnumpy(eng.plan_scalars(s_gpu, t1g, lb_gpu[:, 1:], bits, kk, 2.0 ** -bits, cp))
+            got = cp.asnumpy(eng.plan_scalars(s_gpu, t1g, lb_gpu[:, 1:], bits, kk, 2.0 ** -bits))
             assert np.array_equal(want, got), (m, n, bits, "unaligned", want, got)
 
 
@@ -230,7 +226,7 @@ def test_plan_scalars_small_products_match_numpy():
         lb_gpu = eng.gemm_exact(s_gpu.q, t_gpu.q)
         for bits in (53, 24, 113, 2):
             want = plan_scalars(s_np, t_np, lb_np, bits, k, 2.0 ** -bits, np)
-            got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_gpu, bits, k, 2.0 ** -bits, cp))
+            got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_gpu, bits, k, 2.0 ** -bits))
             assert np.array_equal(want, got), (trial, m, k, n, bits, want, got)
 
 
@@ -282,26 +278,31 @@ def test_plan_scalars_fast_and_regime_entries_mixed():
         for bits in (53, 24, 113):
             fractions.append(_td_at_or_above_lo(s_np, t_np, lb_np, bits, k))
             want = plan_scalars(s_np, t_np, lb_np, bits, k, 2.0 ** -bits, np)
-            got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_gpu, bits, k, 2.0 ** -bits, cp))
+            got = cp.asnumpy(eng.plan_scalars(s_gpu, t_gpu, lb_gpu, bits, k, 2.0 ** -bits))
             assert np.array_equal(want, got), (trial, m, k, n, bits, want, got)
     # both passes were exercised, and products where they mix
     assert sum(f == 0.0 for f in fractions) >= 5 and sum(f == 1.0 for f in fractions) >= 5
     assert sum(0.0 < f < 0.5 for f in fractions) >= 10
 
 
-@pytest.mark.parametrize("split,columns", [(True, True), (False, True), (True, False)])
-def test_row_stats_long_rows_match_numpy(split, columns, monkeypatch):
+@pytest.mark.parametrize("layout", ["rows", "columns", "components"])
+def test_row_stats_long_rows_match_numpy(layout):
     """Rows longer than the kernel's register cache (16 entries x 512 threads) and than one
-    streaming chunk (2048), float32 and float64, row- and column-major, subnormals and
-    extremes; every statistics path (column-major rows read through the columns, or
-    transposed first), and the NaN/Inf flag of each."""
-    from ozgemm.kernels import cuda as kc
+    streaming chunk (2048), float32 and float64, subnormals and extremes, through every
+    statistics kernel: C-contiguous rows (streaming kernels), column-major rows (read through
+    the columns; float32 transposed first) and (2, r, k) components (one block per row, with
+    the register cache up to 8192 entries); and the NaN/Inf flag of each."""
     from ozgemm.kernels import get_backend
     from ozgemm.precision.stats import row_stats
 
-    monkeypatch.setattr(kc, "_STATS_SPLIT", split)  # streaming kernels, or one block per row
-    monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
     eng = get_backend("cuda")
+
+    def shaped(x):
+        if layout == "rows":
+            return x
+        if layout == "columns":
+            return np.asfortranarray(x)
+        return np.stack([x.astype(np.float64), np.zeros(x.shape)])  # hi + (lo = 0)
     rng = np.random.default_rng(12)
     for dt in (np.float64, np.float32):  # float32 rows are read as float32 and widened in the kernel
         for k in (1, 31, 8192, 8193, 20000):
@@ -309,27 +310,26 @@ def test_row_stats_long_rows_match_numpy(split, columns, monkeypatch):
             x[1, ::3] = 0.0
             if k >= 3:
                 x[2, :3] = [1.4e-45, -1e-40, 3e38] if dt == np.float32 else [5e-324, -1e-310, 1e308]
-            for xs in (x, np.asfortranarray(x)):  # row-major, and column-major (the B^T case)
-                flag = cp.zeros((1,), dtype=cp.int32)
-                s_np, s_gpu = row_stats(xs, np), eng.row_stats(cp.asarray(xs), nonfinite=flag)
-                for f in ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum"):
-                    assert np.array_equal(getattr(s_np, f), cp.asnumpy(getattr(s_gpu, f))), (dt, k, f)
-                assert int(flag[0]) == 0
+            xs = shaped(x)
+            flag = cp.zeros((1,), dtype=cp.int32)
+            s_np, s_gpu = row_stats(xs, np), eng.row_stats(cp.asarray(xs), nonfinite=flag)
+            for f in ("E", "width", "norm1", "q", "zero_row", "n1_int", "n2_int", "qsum"):
+                assert np.array_equal(getattr(s_np, f), cp.asnumpy(getattr(s_gpu, f))), (dt, k, f)
+            assert int(flag[0]) == 0
             bad = x.copy()
             bad[4, k - 1] = np.inf if k % 2 else np.nan
-            for xs in (bad, np.asfortranarray(bad)):
-                flag = cp.zeros((1,), dtype=cp.int32)
-                eng.row_stats(cp.asarray(xs), nonfinite=flag)
-                assert int(flag[0]) == 1, (dt, k)
+            flag = cp.zeros((1,), dtype=cp.int32)
+            eng.row_stats(cp.asarray(shaped(bad)), nonfinite=flag)
+            assert int(flag[0]) == 1, (dt, k)
 
 
-def test_column_stats_match_numpy_and_row_kernels(monkeypatch):
+def test_column_stats_match_numpy_and_row_kernels():
     """Statistics of column-major float64 views (B^T of a row-major B: more than one block of
     32 columns, a row stride wider than n, a single column, k off the 128-row chunks) read
     through the columns, against numpy; and against the GPU row kernels on a transposed copy
     for a column holding Inf (the statistics are discarded there, NaN/Inf flag set, but both
     paths give the same bytes)."""
-    from ozgemm.kernels import cuda as kc
+    from ozgemm.kernels.cuda import backend as kc
     from ozgemm.kernels import get_backend
     from ozgemm.precision.stats import row_stats
 
@@ -351,10 +351,10 @@ def test_column_stats_match_numpy_and_row_kernels(monkeypatch):
     b = rng.standard_normal((70, 40))
     b[0, 3], b[1, 3], b[5, 7] = np.inf, 2.0 ** 1020, -np.inf
     got = {}
-    for columns in (True, False):
-        monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
+    for columns in (True, False):  # through the columns, or rows of a transposed copy
         flag = cp.zeros((1,), dtype=cp.int32)
-        st = eng.row_stats(cp.asarray(b).T, nonfinite=flag)
+        bt = cp.asarray(b).T
+        st = eng.row_stats(bt if columns else cp.ascontiguousarray(bt), nonfinite=flag)
         assert int(flag[0]) == 1
         got[columns] = [cp.asnumpy(getattr(st, f)).tobytes() for f in fields if f != "norm1"]
     assert got[True] == got[False]
@@ -378,17 +378,16 @@ def _residue_reference(x, shift, moduli, rp, kp):
 
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
 @pytest.mark.parametrize("columns", [True, False])
-def test_residues_of_column_major_rows(dt, columns, monkeypatch):
+def test_residues_of_column_major_rows(dt, columns):
     """Residues of the rows of a column-major view (B^T of a row-major B with a row stride
     wider than n) against Python integers: read through the columns (crt.cu
     scaled_residues_cols, float64: tiles of 16 rows x 128 entries, moduli stored eight at a time) or
     copied first; moduli counts around the batch of 8, padding rows and entries, tails of
     both tile dimensions, rounded and left-shifted entries, subnormals and zeros."""
     from ozgemm.contracts.moduli import MODULI
-    from ozgemm.kernels import cuda as kc
+    from ozgemm.kernels.cuda import backend as kc
     from ozgemm.kernels import get_backend
 
-    monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
     eng = get_backend("cuda")
     rng = np.random.default_rng(21)
     for k, n, N in ((45, 70, 9), (300, 33, 16), (7, 5, 8), (70, 40, 17), (1100, 20, 16), (37, 20, 12),
@@ -400,6 +399,8 @@ def test_residues_of_column_major_rows(dt, columns, monkeypatch):
         shift = rng.integers(-5, 80, n).astype(np.int64)  # some entries rounded, some exact/shifted
         rp, kp = -(-n // 16) * 16 + 16, -(-k // 16) * 16
         bt = cp.asarray(wide)[:, :n].T
+        if not columns:
+            bt = cp.ascontiguousarray(bt)
         assert (kc._columns_ld(bt) is not None) == (columns and dt == np.float64)  # float32: copied first
         want = _residue_reference(b.T.astype(np.float64), shift, MODULI[:N], rp, kp)
         got = cp.asnumpy(eng.residues_padded(bt, cp.asarray(shift), N, rp, kp))
@@ -407,7 +408,7 @@ def test_residues_of_column_major_rows(dt, columns, monkeypatch):
 
 
 @pytest.mark.parametrize("columns", [True, False])
-def test_residues_fp_split_edges(columns, monkeypatch):
+def test_residues_fp_split_edges(columns):
     """The FP64 split of crt.cu (split_scaled_fp) and its integer fallback against Python
     integers: exact ties k + 1/2 of both signs and their neighbours, values just off a tie by
     bits far below 1, tiny and subnormal products, |x 2^sh| around 2^61 (fallback above),
@@ -415,10 +416,9 @@ def test_residues_fp_split_edges(columns, monkeypatch):
     import math
 
     from ozgemm.contracts.moduli import MODULI
-    from ozgemm.kernels import cuda as kc
+    from ozgemm.kernels.cuda import backend as kc
     from ozgemm.kernels import get_backend
 
-    monkeypatch.setattr(kc, "_READ_COLUMNS", columns)
     eng = get_backend("cuda")
     rng = np.random.default_rng(8)
     vals = [0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999999999999994, -0.49999999999999994, 5e-324, -5e-324,
@@ -642,18 +642,24 @@ def test_speculative_plans_confirmed_or_rerun(contract, monkeypatch):
 
     seen = []
     real = api.confirm_plan
-    monkeypatch.setattr(api, "confirm_plan", lambda p, e: seen.append(real(p, e)) or seen[-1])
+
+    def spy(p, e):
+        r = real(p, e)
+        seen.append(r[0])
+        return r
+
+    monkeypatch.setattr(api, "confirm_plan", spy)
     rng = np.random.default_rng(21)
     dt = ozgemm.load_contract(contract).fmt.dtype
     a, b = phi(rng, 300, 700, 200, 0.5, dt)
     want = ozgemm.matmul(a, b, contract=contract)
     ga, gb = cp.asarray(a), cp.asarray(b)
-    key = P._guess_key(ozgemm.load_contract(contract), ga, gb)
-    P._GUESSES.pop(key, None)
+    key = P.guess_key(ozgemm.load_contract(contract), ga, gb)
+    P.set_guess(key, None)
     c1, (p1,) = ozgemm.matmul(ga, gb, contract=contract, return_plan=True)  # no guess yet
-    assert seen == [] and P._GUESSES[key] == (p1.n_moduli, p1.beta)
+    assert seen == [] and P.guess_for(key) == (p1.n_moduli, p1.beta)
     for guess, right in ((p1.n_moduli, True), (p1.n_moduli + 1, False), (p1.n_moduli - 1, False)):
-        P._GUESSES[key] = (guess, p1.beta)
+        P.set_guess(key, guess, p1.beta)
         seen.clear()
         c2, (p2,) = ozgemm.matmul(ga, gb, contract=contract, return_plan=True)
         assert seen == [right], guess
@@ -662,7 +668,7 @@ def test_speculative_plans_confirmed_or_rerun(contract, monkeypatch):
     # NaN/Inf with a guess: the speculative product is dropped, numpy's classes come back
     an, bn = a.copy(), b.copy()
     an[3, 5], bn[7, 2] = np.nan, np.inf
-    P._GUESSES[key] = (p1.n_moduli, p1.beta)
+    P.set_guess(key, p1.n_moduli, p1.beta)
     got = cp.asnumpy(ozgemm.matmul(cp.asarray(an), cp.asarray(bn), contract=contract))
     assert np.array_equal(got.view(np.uint8), ozgemm.matmul(an, bn, contract=contract).view(np.uint8))
     # an unprovable product with a guess raises as without one (row 0 spans far more bits than
@@ -672,25 +678,28 @@ def test_speculative_plans_confirmed_or_rerun(contract, monkeypatch):
     bb[0, :5] = 0
     with pytest.raises(ozgemm.ContractError):
         ozgemm.matmul(ab, bb, contract=contract)
-    P._GUESSES[key] = (p1.n_moduli, p1.beta)
+    P.set_guess(key, p1.n_moduli, p1.beta)
     with pytest.raises(ozgemm.ContractError):
         ozgemm.matmul(cp.asarray(ab), cp.asarray(bb), contract=contract)
     # the speculative product fails before confirmation (say, out of memory): the guess is
     # dropped and the product planned without one
-    import ozgemm.kernels.cuda.backend as kc
+    from ozgemm.kernels import get_backend
 
-    real_execute = kc.CudaEngine.execute
+    eng = get_backend("cuda")
+    real_products = eng.residue_products
+    calls = []
 
-    def failing(self, plan, *args, **kw):
-        if plan.pending is not None:
+    def failing(*args, **kw):  # the first (speculative) product fails
+        calls.append(1)
+        if len(calls) == 1:
             raise MemoryError("injected")
-        return real_execute(self, plan, *args, **kw)
+        return real_products(*args, **kw)
 
-    monkeypatch.setattr(kc.CudaEngine, "execute", failing)
-    P._GUESSES[key] = (p1.n_moduli + 1, p1.beta)
+    monkeypatch.setattr(eng, "residue_products", failing)
+    P.set_guess(key, p1.n_moduli + 1, p1.beta)
     seen.clear()
     c3 = ozgemm.matmul(ga, gb, contract=contract)
-    assert seen == [] and P._GUESSES[key] == (p1.n_moduli, p1.beta)
+    assert seen == [] and P.guess_for(key) == (p1.n_moduli, p1.beta)
     assert np.array_equal(cp.asnumpy(c3).view(np.uint8), want.view(np.uint8))
 
 

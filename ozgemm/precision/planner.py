@@ -402,7 +402,8 @@ _GUESSES_MAX = 256
 _GUESSES_LOCK = threading.Lock()
 
 
-def _guess_key(contract: Contract, a, b):
+def guess_key(contract: Contract, a, b):
+    """The speculation table's key of a product: contract, shapes and dtypes."""
     return (contract.name, contract.source, contract.bits, contract.exponent_range, contract.moduli,
             tuple(a.shape), tuple(b.shape), str(a.dtype), str(b.dtype))
 
@@ -419,6 +420,21 @@ def _speculation_guess(contract: Contract, key):
     if contract.moduli != "auto":
         return int(contract.moduli)
     return None if last is None else last[0]
+
+
+def guess_for(key):
+    """(moduli count, width) of the last plan recorded for ``key``, or None."""
+    with _GUESSES_LOCK:
+        return _GUESSES.get(key)
+
+
+def set_guess(key, nmod: int | None, beta: int = 0):
+    """Record (moduli count, width) for ``key`` as if the last plan had needed it (None: forget)."""
+    if nmod is None:
+        with _GUESSES_LOCK:
+            _GUESSES.pop(key, None)
+    else:
+        _remember(key, nmod, beta)
 
 
 def _remember(key, nmod: int, beta: int):
@@ -582,7 +598,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     elif contract.bound_kind == "componentwise":
         if bound is None:
             bound = componentwise_bound(contract, sa, sb, k, backend, nonfinite_flag)
-        key = _guess_key(contract, a, b)
+        key = guess_key(contract, a, b)
         guess = (_speculation_guess(contract, key) if speculate and backend.speculates and cpow == 1 and m * n * k
                  else None)
         if guess is not None:

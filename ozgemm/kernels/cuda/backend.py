@@ -257,11 +257,19 @@ class CudaBackend:
     speculates = True  # speculative_shifts derives the width on the device
     flags_nonfinite = True  # row_stats(x, nonfinite=flag) flags NaN/Inf at no extra pass
 
-    def __init__(self, memory_fraction: float = 0.6):
+    def __init__(self, memory_fraction: float = 0.6, overlap_tiles: int = _OVERLAP_TILES,
+                 overlap_min_rows: int = _OVERLAP_MIN_ROWS, gemm_split_out: int = _GEMM_SPLIT_OUT,
+                 gemm_rows: int = _GEMM_ROWS):
+        """``memory_fraction``: share of the free device memory a product's workspace may use;
+        ``overlap_tiles`` / ``overlap_min_rows``: row tiles on side streams from that many rows
+        of A (1: one stream); ``gemm_split_out`` / ``gemm_rows``: INT8 GEMMs with more outputs
+        run in chunks of that many rows of A. The defaults are the H200 measurements'."""
         from cupy_backends.cuda.libs import cublas
 
         self._cublas = cublas
         self.memory_fraction = memory_fraction
+        self.overlap_tiles, self.overlap_min_rows = int(overlap_tiles), int(overlap_min_rows)
+        self.gemm_split_out, self.gemm_rows = int(gemm_split_out), int(gemm_rows)
         self.gemm_path = "cublas-int8"
 
     def workspace_budget(self):
@@ -305,7 +313,7 @@ class CudaBackend:
         # over the moduli at n = 16384 (benchmarks/NOTES.md, GPU v1). Large outputs go in
         # chunks of _GEMM_ROWS rows of A: 1370 TOPS against 1263 whole at 16384^3, while whole
         # calls stay faster at 8192^3 and below (benchmarks/gemm_chunk_probe.py; NOTES.md, GPU v4).
-        rows = _GEMM_ROWS if mp * np_ > _GEMM_SPLIT_OUT and np_ >= _GEMM_ROWS else mp
+        rows = self.gemm_rows if mp * np_ > self.gemm_split_out and np_ >= self.gemm_rows else mp
         for q in range(N):
             for r0 in range(0, mp, rows):
                 r1 = min(mp, r0 + rows)
@@ -612,15 +620,16 @@ class CudaBackend:
         if tm * per_row > free:
             raise MemoryError(f"ozgemm: one {_PAD}-row tile needs {tm * per_row / 2**30:.1f} GiB of GPU memory, "
                               f"{free / 2**30:.1f} GiB are free; split k or free memory")
-        overlap = (concurrent and _OVERLAP_TILES > 1 and m >= _OVERLAP_MIN_ROWS
+        tiles = self.overlap_tiles
+        overlap = (concurrent and tiles > 1 and m >= self.overlap_min_rows
                    and fmt.name in ("binary64", "binary32") and a_components == 1
-                   and mp_all * np_ <= _GEMM_SPLIT_OUT
-                   and 2 * _ceil(-(-m // _OVERLAP_TILES), _PAD) * per_row <= budget)
+                   and mp_all * np_ <= self.gemm_split_out
+                   and 2 * _ceil(-(-m // tiles), _PAD) * per_row <= budget)
         cur = cp.cuda.get_current_stream()
         if not overlap:
             yield [_Tile(i0, min(m, i0 + tm)) for i0 in range(0, m, tm)]
             return
-        tm = _ceil(-(-m // _OVERLAP_TILES), _PAD)
+        tm = _ceil(-(-m // tiles), _PAD)
         streams = _side_streams(cp.cuda.runtime.getDevice())
         ready = _Ready(cur)
         try:
