@@ -100,6 +100,10 @@ def run_audit(args) -> int:
     except _BadArgument as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    except ImportError as exc:  # an optional package missing: the message names the extra
+        msg = str(exc)
+        print(msg if msg.startswith("ozgemm audit") else f"ozgemm audit: {msg}", file=sys.stderr)
+        return 2
     except TypeError as exc:  # operands the contract does not take (e.g. --inputs dd with fp32)
         print(f"ozgemm audit: {exc}", file=sys.stderr)
         return 2
@@ -127,7 +131,19 @@ def _check_args(args):
         raise _BadArgument(f"ozgemm audit: --engine {args.engine}: {exc}") from None
 
 
+def _need_extra(plot=False):
+    """Import what ``ozgemm audit`` needs beyond numpy; ImportError naming the [audit] extra."""
+    import importlib
+
+    for mod in ("gmpy2", "tqdm") + (("matplotlib",) if plot else ()):
+        try:
+            importlib.import_module(mod)
+        except ImportError:
+            raise ImportError(f"ozgemm audit needs {mod}: pip install 'ozgemm[audit]'") from None
+
+
 def _run_audit(args) -> int:
+    _need_extra(bool(args.plot))
     from tqdm import tqdm
 
     from ..contracts.contract import ContractError, as_contract

@@ -41,7 +41,10 @@ def register(sub):
 
 
 def cpu_context() -> dict:
-    import scipy
+    try:  # optional, reported only
+        import scipy
+    except ImportError:
+        scipy = None
 
     model = platform.processor()
     try:
@@ -66,7 +69,8 @@ def cpu_context() -> dict:
     import os
 
     return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
-            "numpy": np.__version__, "scipy": scipy.__version__, "blas": blas}
+            "numpy": np.__version__,
+            "scipy": scipy.__version__ if scipy is not None else None, "blas": blas}
 
 
 def sampled_accuracy(a, b, c, contract, block=64, ref=None):
@@ -143,6 +147,9 @@ def run_bench(args) -> int:
 
     try:
         _check_args(args)
+        from ..verify.reference import _gmpy2
+
+        _gmpy2()  # the exact reference: ImportError naming the [audit] extra, before any work
         if args.device == "gpu":
             from .._xp import gpu_available
 
@@ -153,7 +160,7 @@ def run_bench(args) -> int:
 
             return run_gpu_bench(args)
         return _run_cpu_bench(args)
-    except _BadArgument as exc:
+    except (_BadArgument, ImportError) as exc:  # ImportError: an optional package (named) missing
         print(f"ozgemm bench: {exc}", file=sys.stderr)
         return 2
     except ContractError as exc:

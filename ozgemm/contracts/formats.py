@@ -109,8 +109,8 @@ def quad_dtype():
     Raises ImportError naming the package when numpy-quaddtype is not installed."""
     try:
         import numpy_quaddtype
-    except ImportError as e:  # pragma: no cover - it is a dependency
-        raise ImportError("binary128 arrays need the package numpy-quaddtype (pip install numpy-quaddtype)") from e
+    except ImportError as e:
+        raise ImportError("binary128 operands need numpy-quaddtype: pip install 'ozgemm[fp128]'") from e
     return numpy_quaddtype.QuadPrecDType()
 
 

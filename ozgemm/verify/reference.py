@@ -3,9 +3,9 @@
 The inputs are turned into integers independently of the fast path (``float.as_integer_ratio``
 per entry, a common power-of-two denominator per row of A / column of B) and multiplied
 exactly: python-flint ``fmpz_mat`` when installed (multimodular, fast), else gmpy2 ``mpz``
-object arrays (slow; for small sizes). Correct rounding uses gmpy2's IEEE contexts
-(``gmpy2.ieee(64)`` / ``ieee(32)``, subnormals included) on exact rationals; errors are exact
-rationals, reported as float64.
+object arrays (slow; for small sizes; Python ints without gmpy2). Correct rounding uses gmpy2's
+IEEE contexts (``gmpy2.ieee(64)`` / ``ieee(32)``, subnormals included) on exact rationals; errors
+are exact rationals, reported as float64.
 """
 from __future__ import annotations
 
@@ -13,23 +13,34 @@ from dataclasses import dataclass
 from fractions import Fraction
 import math
 
-import gmpy2
 import numpy as np
 
 __all__ = ["ExactProduct", "exact_product", "correctly_rounded", "have_flint", "ErrorReport", "measure"]
 
-try:  # optional fast exact integer matrices
-    import flint  # type: ignore
+def _flint():
+    """python-flint (optional fast exact integer matrices, the [audit] extra), or None."""
+    try:
+        import flint  # type: ignore
+    except Exception:  # pragma: no cover
+        return None
+    return flint
 
-    _HAVE_FLINT = True
-except Exception:  # pragma: no cover
-    flint = None
-    _HAVE_FLINT = False
+
+def _gmpy2(required=True):
+    """gmpy2 (the [audit] extra); without it None, or ImportError naming the extra if ``required``."""
+    try:
+        import gmpy2
+    except ImportError:
+        if not required:
+            return None
+        raise ImportError("the exact reference (ozgemm audit / bench, ozgemm.verify) needs gmpy2: "
+                          "pip install 'ozgemm[audit]'") from None
+    return gmpy2
 
 
 def have_flint() -> bool:
     """Whether python-flint is importable (the fast exact reference)."""
-    return _HAVE_FLINT
+    return _flint() is not None
 
 
 def _ratios(x):
@@ -73,18 +84,21 @@ def _int_matmul(A, B, m, k, n):
         return [[0] * n for _ in range(m)]
     if k == 0:
         return [[0] * n for _ in range(m)]
-    if _HAVE_FLINT:
+    flint = _flint()
+    if flint is not None:
         C = flint.fmpz_mat(A) * flint.fmpz_mat(B)
         vals = [int(v) for v in C.entries()]
         return [vals[i * n:(i + 1) * n] for i in range(m)]
+    gmpy2 = _gmpy2(required=False)
+    mpz = gmpy2.mpz if gmpy2 is not None else int  # gmpy2 is only a speed-up here
     a = np.empty((m, k), dtype=object)
     b = np.empty((k, n), dtype=object)
     for i in range(m):
         for l in range(k):
-            a[i, l] = gmpy2.mpz(A[i][l])
+            a[i, l] = mpz(A[i][l])
     for l in range(k):
         for j in range(n):
-            b[l, j] = gmpy2.mpz(B[l][j])
+            b[l, j] = mpz(B[l][j])
     c = a.dot(b)
     return [[int(v) for v in row] for row in c]
 
@@ -154,11 +168,13 @@ _CTX = {"binary64": 64, "binary32": 32}
 
 
 def _mpq(x, e):
+    gmpy2 = _gmpy2()
     return gmpy2.mpq(x * 2**e, 1) if e >= 0 else gmpy2.mpq(x, 2 ** (-e))
 
 
 def _quad_encode(v) -> tuple:
     """IEEE binary128 words (low, high) of a gmpy2 mpfr already rounded in ieee(128)."""
+    gmpy2 = _gmpy2()
     if gmpy2.is_nan(v):
         return 0, 0x7FFF8 << 44
     neg = v < 0 or (v == 0 and gmpy2.is_signed(v))
@@ -183,7 +199,9 @@ def correctly_rounded(ex: ExactProduct, fmt_name: str = "binary64"):
     """The correctly rounded (nearest-even, gradual underflow, overflow to inf) exact product.
 
     binary32/64: a float array; dd: :class:`~ozgemm.DD` with hi = RN(x), lo = RN(x - hi);
-    binary128: a numpy quad array (gmpy2 ``ieee(128)`` context). Zero results are +0."""
+    binary128: a numpy quad array (gmpy2 ``ieee(128)`` context). Zero results are +0.
+    Raises ImportError naming the [audit] extra without gmpy2."""
+    gmpy2 = _gmpy2()
     m, _, n = ex.shape
     if fmt_name == "dd":
         from ..contracts.formats import DD
