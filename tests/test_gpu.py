@@ -734,7 +734,7 @@ def test_speculative_width_on_device_matches_planner():
         s = [beta_min, n1, n1 + 1, n2, n2 + (src == 1) * int(rng.integers(0, 2)), ub, flag]
         S = P._s_bound(s, k)
         want = P._max_beta_for(moduli_product(nmod), S, k, beta_min)
-        if flag or want >= P._SPEC_BETA_HI:
+        if flag or want >= P.SPEC_BETA_HI:
             want = 0
         si, ti, pending = eng.speculative_shifts(cp.asarray(np.array(s, dtype=np.int64)), L, st, st, k)
         host = pending.read()

@@ -154,7 +154,7 @@ def test_speculative_thresholds_equal_fraction_oracle(cpow):
         k = int(rng.integers(1, 2**17))
         L = P.speculative_thresholds(nmod, k, cpow)
         M = moduli_product(nmod)
-        b0 = int(rng.integers(1, P._SPEC_BETA_HI - 1))
+        b0 = int(rng.integers(1, P.SPEC_BETA_HI - 1))
         # one source at its threshold for some width (+-1), the others random or large
         # (thresholds above 2**60 are clamped; the planner's scalars stay below 2**61: n1, n2
         # <= k 2**30 with k < 2**31, ub < 2**15 k)
@@ -171,18 +171,18 @@ def test_speculative_thresholds_equal_fraction_oracle(cpow):
         s = [beta_min, n1, n1b, n2a, n2b, ub]
         got = _spec_beta_model(s, L, k)
         S = P._s_bound(s, k)
-        ok = [b for b in range(beta_min, P._SPEC_BETA_HI + 1) if M > 2 * P._cmax(b, S, k, cpow)]
+        ok = [b for b in range(beta_min, P.SPEC_BETA_HI + 1) if M > 2 * P._cmax(b, S, k, cpow)]
         if got:
             nonzero += 1
-            assert ok and ok[0] == beta_min and got == max(ok) < P._SPEC_BETA_HI, (nmod, k, s)
+            assert ok and ok[0] == beta_min and got == max(ok) < P.SPEC_BETA_HI, (nmod, k, s)
             assert got == P._max_beta_for(M, S, k, beta_min, cpow)
         else:
-            assert not ok or ok[0] != beta_min or max(ok) >= P._SPEC_BETA_HI or beta_min >= P._SPEC_BETA_HI
+            assert not ok or ok[0] != beta_min or max(ok) >= P.SPEC_BETA_HI or beta_min >= P.SPEC_BETA_HI
     assert nonzero > 100  # the comparison is not vacuous
     assert isinstance(S, Fraction)
 
 
-def test_speculation_guess_follows_last_plan():
+def testspeculation_guess_follows_last_plan():
     """The moduli count guessed for a componentwise plan is the contract's fixed count, or the
     count of the last plan with the same contract, shapes and dtypes (none before the first)."""
     from ozgemm.precision import planner as P
@@ -190,21 +190,21 @@ def test_speculation_guess_follows_last_plan():
 
     c = as_contract("fp64")
     a, b = np.zeros((5, 7)), np.zeros((7, 3))
-    key = P._guess_key(c, a, b)
-    P._GUESSES.pop(key, None)
-    assert P._speculation_guess(c, key) is None
-    P._remember(key, 17, 60)
-    assert P._speculation_guess(c, key) == 17
-    assert P._speculation_guess(c, P._guess_key(c, a.astype(np.float32), b)) is None
+    key = P.guess_key(c, a, b)
+    P.set_guess(key, None)
+    assert P.speculation_guess(c, key) is None
+    P.set_guess(key, 17, 60)
+    assert P.speculation_guess(c, key) == 17
+    assert P.speculation_guess(c, P.guess_key(c, a.astype(np.float32), b)) is None
     fixed = dataclasses.replace(c, moduli=19)
-    assert P._speculation_guess(fixed, P._guess_key(fixed, a, b)) == 19
+    assert P.speculation_guess(fixed, P.guess_key(fixed, a, b)) == 19
     # a last width beyond the device's table: no speculation (it could not be confirmed)
-    P._remember(key, 41, P._SPEC_BETA_HI)
-    assert P._speculation_guess(c, key) is None
-    P._remember(P._guess_key(fixed, a, b), 19, P._SPEC_BETA_HI + 3)
-    assert P._speculation_guess(fixed, P._guess_key(fixed, a, b)) is None
-    P._GUESSES.pop(key, None)
-    P._GUESSES.pop(P._guess_key(fixed, a, b), None)
+    P.set_guess(key, 41, P.SPEC_BETA_HI)
+    assert P.speculation_guess(c, key) is None
+    P.set_guess(P.guess_key(fixed, a, b), 19, P.SPEC_BETA_HI + 3)
+    assert P.speculation_guess(fixed, P.guess_key(fixed, a, b)) is None
+    P.set_guess(key, None)
+    P.set_guess(P.guess_key(fixed, a, b), None)
 
 
 def test_speculative_thresholds_exact_at_the_boundary():
@@ -223,7 +223,7 @@ def test_speculative_thresholds_exact_at_the_boundary():
         M = moduli_product(nmod)
         for k in (1, 2, 1000, 2**17 - 1):
             L = P.speculative_thresholds(nmod, k)
-            for b in range(P._SPEC_BETA_HI + 1):
+            for b in range(P.SPEC_BETA_HI + 1):
                 for col, den in enumerate(dens):
                     v = int(L[b, col])
                     if v >= P._SPEC_CLAMP:

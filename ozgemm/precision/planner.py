@@ -394,8 +394,8 @@ def _s_bound(host, k: int) -> Fraction:
                Fraction(ub + k, 2 ** (2 * LB_BITS)))
 
 
-#: table rows 0.._SPEC_BETA_HI of speculative_thresholds (widths beyond: no speculation)
-_SPEC_BETA_HI = 160
+#: table rows 0..SPEC_BETA_HI of speculative_thresholds (widths beyond: no speculation)
+SPEC_BETA_HI = 160
 _SPEC_CLAMP = 1 << 62
 _GUESSES: OrderedDict = OrderedDict()  # (contract, shapes, dtypes) -> (moduli, width) of the last plan
 _GUESSES_MAX = 256
@@ -408,14 +408,14 @@ def guess_key(contract: Contract, a, b):
             tuple(a.shape), tuple(b.shape), str(a.dtype), str(b.dtype))
 
 
-def _speculation_guess(contract: Contract, key):
+def speculation_guess(contract: Contract, key):
     """Moduli count to speculate on for a componentwise plan: the contract's fixed count, or the
     count the last plan of the same contract, shapes and dtypes needed; None: no guess, and
     also when that plan's width lay beyond the device's table (the device could not confirm it,
     every call would run twice)."""
     with _GUESSES_LOCK:
         last = _GUESSES.get(key)
-    if last is not None and last[1] >= _SPEC_BETA_HI:
+    if last is not None and last[1] >= SPEC_BETA_HI:
         return None
     if contract.moduli != "auto":
         return int(contract.moduli)
@@ -453,7 +453,7 @@ def forget_guess(plan: Plan):
 
 @functools.lru_cache(maxsize=1024)
 def speculative_thresholds(nmod: int, k: int, cpow: int = 1):
-    """Exact integer thresholds of ``nmod`` moduli for widths b = 0.._SPEC_BETA_HI: an int64
+    """Exact integer thresholds of ``nmod`` moduli for widths b = 0..SPEC_BETA_HI: an int64
     array (hi + 1, 3) with M > 2 Cmax(b) (:func:`_cmax`, S = num/den) exactly when
     num <= L[b][s] for one of the three sources s of :func:`_s_bound` (den 2**30, 2**30, 2**14;
     num = min(n1a, n1b), ceil(sqrt(n2a n2b)), ub + k). From M den > 2 (num 2**(2b) + den c(b)),
@@ -461,8 +461,8 @@ def speculative_thresholds(nmod: int, k: int, cpow: int = 1):
     2**(2b+1), or -1 when X <= 0; clamped to 2**62 (every num is smaller). The device
     (``plan_shifts``, stats.cu) takes the largest valid b >= beta_min from it."""
     M = moduli_product(nmod)
-    L = np.empty((_SPEC_BETA_HI + 1, 3), dtype=np.int64)
-    for b in range(_SPEC_BETA_HI + 1):
+    L = np.empty((SPEC_BETA_HI + 1, 3), dtype=np.int64)
+    for b in range(SPEC_BETA_HI + 1):
         c = cpow * k * (1 << b) + cpow * cpow * k
         for col, den in enumerate((1 << NORM_BITS, 1 << NORM_BITS, 1 << (2 * LB_BITS))):
             X = M * den - 2 * den * c
@@ -599,7 +599,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
         if bound is None:
             bound = componentwise_bound(contract, sa, sb, k, backend, nonfinite_flag)
         key = guess_key(contract, a, b)
-        guess = (_speculation_guess(contract, key) if speculate and backend.speculates and cpow == 1 and m * n * k
+        guess = (speculation_guess(contract, key) if speculate and backend.speculates and cpow == 1 and m * n * k
                  else None)
         if guess is not None:
             # no host read here: the shifts take the width the device derives for `guess` moduli
