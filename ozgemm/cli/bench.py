@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-__all__ = ["register", "run_bench", "cpu_context", "sampled_accuracy", "block_reference"]
+__all__ = ["register", "run_bench", "cpu_context"]
 
 
 def register(sub):
@@ -71,33 +71,6 @@ def cpu_context() -> dict:
     return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
             "numpy": np.__version__,
             "scipy": scipy.__version__ if scipy is not None else None, "blas": blas}
-
-
-def sampled_accuracy(a, b, c, contract, block=64, ref=None):
-    """Exact error metrics of c on its top-left block x block corner.
-
-    ``ref``: a :func:`~ozgemm.verify.audit.reference` of that corner, computed once and shared
-    by the results compared in one row of the table."""
-    from .._xp import to_numpy
-    from ..contracts.contract import as_contract
-    from ..contracts.formats import DD, Binary128
-    from ..verify.audit import measure_any
-
-    contract = as_contract(contract)
-    # dd / binary128 results slice as themselves (measure_any brings them to the host)
-    c = c[:block, :block] if isinstance(c, (DD, Binary128)) else to_numpy(c)[:block, :block]
-    if ref is None:
-        ref = block_reference(a, b, contract, block)
-    return measure_any(c, None, None, contract, contract.fmt.name, ref)
-
-
-def block_reference(a, b, contract, block=64):
-    """Exact reference of the top-left block x block corner of ``a @ b``."""
-    from .._xp import to_numpy
-    from ..contracts.contract import as_contract
-    from ..verify.audit import reference
-
-    return reference(to_numpy(a)[:block], to_numpy(b)[:, :block], as_contract(contract).fmt.name)
 
 
 def _median_time(fn, reps, sync=lambda: None):
@@ -185,6 +158,7 @@ def _e(x) -> str:
 
 
 def _run_cpu_bench(args) -> int:
+    from ..verify.audit import block_reference, sampled_accuracy
     from ..api import matmul
     from ..contracts.contract import as_contract
     from ..verify.audit import phi_matrices

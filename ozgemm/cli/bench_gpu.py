@@ -132,7 +132,7 @@ def run_gpu_bench(args) -> int:
     import cupy as cp
 
     from ..api import matmul
-    from .bench import block_reference, sampled_accuracy
+    from ..verify.audit import block_reference, sampled_accuracy
     from ..contracts.contract import as_contract
     from ..kernels import get_backend
     from ..methods import execute, plan_product

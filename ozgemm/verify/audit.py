@@ -339,3 +339,26 @@ def to_json(rows, path, extra=None):
 
     with open(path, "w") as f:
         json.dump(plain(data), f, indent=2, allow_nan=False)
+
+
+def sampled_accuracy(a, b, c, contract, block=64, ref=None):
+    """Exact error metrics of c on its top-left block x block corner.
+
+    ``ref``: a :func:`~ozgemm.verify.audit.reference` of that corner, computed once and shared
+    by the results compared in one row of the table."""
+    from .._xp import to_numpy
+    from ..contracts.formats import DD, Binary128
+
+    contract = as_contract(contract)
+    # dd / binary128 results slice as themselves (measure_any brings them to the host)
+    c = c[:block, :block] if isinstance(c, (DD, Binary128)) else to_numpy(c)[:block, :block]
+    if ref is None:
+        ref = block_reference(a, b, contract, block)
+    return measure_any(c, None, None, contract, contract.fmt.name, ref)
+
+
+def block_reference(a, b, contract, block=64):
+    """Exact reference of the top-left block x block corner of ``a @ b``."""
+    from .._xp import to_numpy
+
+    return reference(to_numpy(a)[:block], to_numpy(b)[:, :block], as_contract(contract).fmt.name)
