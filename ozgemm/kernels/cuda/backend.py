@@ -37,8 +37,9 @@ _GEMM_SPLIT_OUT, _GEMM_ROWS = 8192 * 8192, 4096
 # products with at least _OVERLAP_MIN_ROWS rows of A and at most _GEMM_SPLIT_OUT outputs run as
 # _OVERLAP_TILES row tiles on two side streams, so that one tile's residues and reconstruction
 # (memory-bound) overlap another tile's INT8 GEMMs (power-bound); 1 = one tile on the current
-# stream. Measured (session 8, NOTES.md GPU v5): fp64 8192 1.10-1.12x -> 1.13-1.17x DGEMM in
-# paired bench processes; slower at 4096 and for fp32 at 16384 (row-chunked GEMMs), hence the bounds
+# stream. Measured on the H200: fp64 8192 1.10-1.12x -> 1.13-1.17x DGEMM in paired bench
+# processes; slower at 4096 and for fp32 at 16384 (row-chunked GEMMs), hence the bounds
+# (docs/design.md)
 _OVERLAP_TILES, _OVERLAP_MIN_ROWS = 2, 8192
 _ONE_I32, _ZERO_I32 = np.array(1, dtype=np.int32), np.array(0, dtype=np.int32)  # host alpha/beta
 _PAD = 16
@@ -61,7 +62,7 @@ def _columns_ld(x):
     """Row stride (in elements) of the row-major matrix whose columns are the rows of ``x``,
     when ``x`` is a 2-D float64 column-major view (e.g. ``b.T`` of a row-major ``b``) that the
     column kernels read directly; else None. (float32 operands are transposed first: their
-    column kernels measured slower than the copy they save, NOTES.md GPU v7.)"""
+    column kernels measured slower on the H200 than the copy they save.)"""
     if x.ndim != 2 or x.dtype != cp.float64 or x.flags.c_contiguous:
         return None
     it = x.itemsize
@@ -310,9 +311,9 @@ class CudaBackend:
         one, zero = _ONE_I32.ctypes.data, _ZERO_I32.ctypes.data
         # column-major view: C^T (np x mp, ld np) = Bt (kb x np, ld kb)^T * A (kb x mp, ld kb).
         # One call per modulus: measured 1248 TOPS against 1186 for one strided-batched call
-        # over the moduli at n = 16384 (benchmarks/NOTES.md, GPU v1). Large outputs go in
+        # over the moduli at n = 16384 on the H200. Large outputs go in
         # chunks of _GEMM_ROWS rows of A: 1370 TOPS against 1263 whole at 16384^3, while whole
-        # calls stay faster at 8192^3 and below (benchmarks/gemm_chunk_probe.py; NOTES.md, GPU v4).
+        # calls stay faster at 8192^3 and below (docs/design.md).
         rows = self.gemm_rows if mp * np_ > self.gemm_split_out and np_ >= self.gemm_rows else mp
         for q in range(N):
             for r0 in range(0, mp, rows):
@@ -415,7 +416,7 @@ class CudaBackend:
         elif r and k:
             # one block per row: float64 rows up to 16 x 512 entries kept in registers between
             # the kernel's two passes; longer rows and float32: 256 threads, row read twice
-            # (the float32 register-cached variant measured slower: benchmarks/NOTES.md, GPU v3)
+            # (the float32 register-cached variant measured slower on the H200)
             if k <= _STATS_CACHE * 512 and not sfx:
                 name, threads = "row_stats", max(32, 1 << max(-(-k // _STATS_CACHE) - 1, 0).bit_length())
             else:
@@ -450,7 +451,7 @@ class CudaBackend:
         if lb.dtype == cp.int32:
             # one exact int32 k-block: the q rows have kq <= KBLOCK_INT32 entries, so ra_i = sum |q_il|
             # <= 127 kq < 2**31 and the kernel's 32-bit sums L + ra_i stay < 2**32; four columns per
-            # thread, ~2 resident waves of 256-thread blocks (stats.cu, v3)
+            # thread, ~2 resident waves of 256-thread blocks (stats.cu)
             assert sa.q.shape[-1] <= KBLOCK_INT32
             assert bits <= 1000  # R and the per-entry z are normal doubles (stats.cu, need_bits)
             grid, block = _grid2d(-(-n // 4), m)
