@@ -97,6 +97,14 @@ class Plan:
     pending: object = field(default=None, repr=False)
     key: tuple = field(default=None, repr=False)  # the speculation table's key
 
+    def evolve(self, **changes):
+        """A new plan with ``changes`` (this one is frozen): a field copy, cheaper than
+        ``dataclasses.replace`` on the per-call path."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
     def out_exponent(self, i0=0, i1=None):
         """Exponent of the integer product's unit for rows i0:i1: ``-(s_i + t_j) (+ pa_i + pb_j)``."""
         e = -(self.s[i0:i1, None] + self.t[None, :])
@@ -485,11 +493,10 @@ def confirm_plan(plan: Plan, backend):
     nmod, beta, widened = _componentwise_choice(plan.contract, host[:6], sa, sb, plan.shape[1], 1)
     _remember(plan.key, nmod, beta)
     ok = nmod == plan.n_moduli and beta == int(host[-1])
-    done = dataclasses.replace(plan, beta=int(beta), widened=widened, pending=None)
-    if not ok:
-        s, t = backend.shifts(beta, sa, sb)
-        done = dataclasses.replace(done, moduli=MODULI[:nmod], s=s, t=t)
-    return ok, done
+    if ok:
+        return ok, plan.evolve(beta=int(beta), widened=widened, pending=None)
+    s, t = backend.shifts(beta, sa, sb)
+    return ok, plan.evolve(beta=int(beta), widened=widened, pending=None, moduli=MODULI[:nmod], s=s, t=t)
 
 
 @dataclass(frozen=True)
