@@ -1,7 +1,7 @@
 """Array-namespace dispatch shared by every module: numpy on the CPU, cupy on the GPU.
 
 One place decides which array library an input belongs to, so that algorithms are
-written once against ``xp`` (see DESIGN.md, "Pipeline").
+written once against ``xp`` (see docs/design.md, "Pipeline").
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The CUDA engine's kernel sources compile with nvcc (where installed: no GPU needed) and
 define every kernel name that ozgemm/kernels/cuda/backend.py launches.
 
-NVRTC compiles these sources at run time on the GPU; a kernel name lost in an edit would only
-show there (it did once, in session 10, before a device run caught it)."""
+NVRTC compiles these sources at run time on the GPU; a kernel name lost in an edit would
+otherwise only show there, on a machine with a GPU."""
 import re
 import shutil
 import subprocess

@@ -14,7 +14,8 @@ _DT = {"float16": (3, 4), "float32": (2, 4), "float64": (1, 8)}  # logv, compute
 
 
 def _old_row_candidates(L, logv, acc_size, clusters=True):
-    """row_candidates as of commit c2e7026 (before XS), as 5-tuples."""
+    """The row_candidates rule without the XS option, as 5-tuples: a frozen reference for the
+    non-XS candidates, which must stay exactly these."""
     out = []
     for loge in (3, 4, 5, 6):
         if loge < logv or (loge == 3 and L > 11):
@@ -192,7 +193,7 @@ def test_cfg7_and_tuned_cfg():
     assert _cuda._cfg7((9, 4, 0, False, 0, True, 2)) == (9, 4, 0, False, 0, True, 2)
     with pytest.raises(ValueError):
         _cuda._cfg7((7, 2))
-    # old entries (5 and 7 fields) mean XS = False; 8 fields carry XS, 9 also PIPE
+    # entries of 5 and 7 fields (tables without XS) mean XS = False; 8 fields carry XS, 9 also PIPE
     assert _cuda.tuned_cfg((7, 1, 0, True, 4025)) == (7, 1, 0, False, 0, False, 0)
     assert _cuda.tuned_cfg((9, 2, 0, True, 2657, False, 2)) == (9, 2, 0, False, 2, False, 0)
     assert _cuda.tuned_cfg((8, 3, 0, True, 3000, False, 2, True)) == (8, 3, 0, False, 2, True, 0)

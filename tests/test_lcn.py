@@ -599,8 +599,8 @@ def test_move_delta_self_loops_and_far_points_against_reference():
 
 def test_repair_hopeless_case_ends_in_bounded_work():
     """A triangle on a one-row grid has no valid drawing: repair raises ValueError after at
-    most max_tries candidates per vertex, even on a 2**32-wide grid (it scanned every ring
-    before: quadratic in the grid side)."""
+    most max_tries candidates per vertex, even on a 2**32-wide grid (a scan of every ring
+    would be quadratic in the grid side)."""
     for w in (50, 2**32 - 2):
         d = from_arrays([0, 1, 2], [0, 0, 0], [(0, 1), (1, 2), (0, 2)], w, 0)
         with pytest.raises(ValueError, match="no valid position"):
@@ -640,7 +640,7 @@ def test_anneal_parameters_out_of_range_are_typed_errors(tmp_path, capsys):
 
 def test_from_arrays_rejects_what_it_would_change():
     """Fractional or non-finite coordinates, strings, bools and values beyond int64 are
-    refused (they were truncated, wrapped or cast before); integral floats are accepted."""
+    refused, never truncated, wrapped or cast; integral floats are accepted."""
     bad = [dict(x=[0.5, 2.7]), dict(x=np.array([np.nan, 1.0])), dict(x=["3", 0]), dict(x=[2**63, 0]),
            dict(x=np.array([True, False])), dict(edges=[(0, 1.5)]), dict(width=5.7), dict(height=True)]
     for kw in bad:

@@ -332,8 +332,8 @@ def test_tiling_bit_identical(rng):
 
 
 def test_too_many_fixed_slices_is_a_contract_error():
-    """Regression (review): 22+ fixed slices with the full schedule exceed the exact limb
-    accumulator; refused when planning, with a ContractError naming the fix."""
+    """22+ fixed slices with the full schedule exceed the exact limb accumulator: refused
+    when planning, with a ContractError naming the fix."""
     a = np.random.default_rng(0).standard_normal((6, 6))
     c = ozgemm.load_contract("fp64").with_(method="ozaki", slices=50, schedule="full")
     with pytest.raises(ozgemm.ContractError, match="diagonals"):

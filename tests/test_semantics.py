@@ -75,7 +75,7 @@ def test_semantics_table(contract, dt):
 
 
 def test_regression_overflowing_finite_term_next_to_inf():
-    """Found by the property test: numpy's class depends on its BLAS path (FMA or not) when a
+    """A case from the property tests: numpy's class depends on its BLAS path (FMA or not) when a
     finite product overflows next to an Inf term; ozgemm decides the class exactly."""
     from ozgemm.verify.audit import measure_any
 

@@ -282,8 +282,8 @@ def _quad_exact(rows):
 
 @pytest.mark.parametrize("contract", ["dd", "fp128", "fp64"])
 def test_binary128_spread_beyond_binary64_range_is_not_dropped(contract):
-    """Regression (review): entries ~2^1100 below their row's maximum must not vanish as if
-    the row were exact; the contract is kept or refused, never silently broken."""
+    """Entries ~2^1100 below their row's maximum are not dropped as if the row were exact:
+    the contract is kept or refused, never silently broken."""
     A = _quad_exact([[Fraction(2) ** 1200, Fraction(1), Fraction(3)]])
     B = _quad_exact([[Fraction(2) ** -1300], [Fraction(1)], [Fraction(1)]])
     for a, b in ((A, B), (_quad_exact([[Fraction(2) ** 1000, Fraction(2) ** -100]]),
@@ -327,8 +327,9 @@ def _quad_subnormal(sig):
 def test_binary128_subnormal_row_maximum_keeps_the_bound(contract):
     """A row whose largest entries are binary128 subnormals with few significant bits (their
     leading bits lie in the second or third float64 piece, the first is zero): the bound
-    GEMM's upper bound used to come from the first piece alone, too few moduli were chosen
-    and the CRT wrapped around. Expected values: Fractions decoded from the encodings."""
+    GEMM's upper bound counts every piece, not the first alone (which would choose too few
+    moduli and let the CRT wrap around). Expected values: Fractions decoded from the
+    encodings."""
     bexp = np.zeros((1, 1, 2), dtype=np.uint64)
     bexp[0, 0, 1] = (16000 + 16383) << 48  # 2**16000
     B = quad_from_bits(bexp)
@@ -413,7 +414,7 @@ def test_dd_container_errors_are_typed():
 
 
 def test_vector_dot_like_numpy_dd_and_fp128():
-    """1-D @ 1-D: a DD of 0-d components for dd (it used to raise TypeError), a numpy
+    """1-D @ 1-D: a DD of 0-d components for dd (not a TypeError), a numpy
     scalar for fp128 on numpy (as numpy.matmul gives a scalar); the dd value keeps the
     contract against the exact dot product (Fractions)."""
     x = np.array([0.1, 1e16, -1e16, 3.0, 2.0 ** -600])

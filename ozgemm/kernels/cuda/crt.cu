@@ -1,7 +1,7 @@
 // ozgemm CUDA kernels for Ozaki scheme II (CRT): scaled residues and fused reconstruction.
 //
 // Compiled at run time by CuPy (NVRTC) once per moduli count; the including code prepends a
-// generated header (ozgemm/kernels/cuda_src.py) defining, as compile-time constants:
+// generated header (ozgemm/kernels/cuda/source.py) defining, as compile-time constants:
 //   NMOD                      number of moduli
 //   NLIMB                     32-bit limbs holding any value in [0, M)
 //   MOD[NMOD]                 the moduli (<= 256)
@@ -16,29 +16,32 @@
 //                             (W[p][q] = (m_0 ... m_{p-1}) mod m_q, the Garner weights)
 //   NGRP, GR[NGRP], GUSED[NGRP]          Horner groups of four moduli: radix, limbs in use
 // and checks (in Python, before emitting) every range bound the fastmod steps rely on.
-// The integer results equal those of ozgemm/crt/residues.py, crt/garner.py and
+// The integer results equal those of ozgemm/crt/residues.py, crt/reconstruct.py and
 // precision/rounding.py (the same residues, digits and limbs: each is unique), so CPU and
 // GPU results are bit-identical.
 
-// (i64, u64, u32 and widen_f32_bits come from common.cuh, prepended by cuda_src.py)
+// (i64, u64, u32 and widen_f32_bits come from common.cuh, prepended by source.py)
 
 // --- scaling + residues --------------------------------------------------------------
 // x: r x k row-major doubles (ld = ldx). shift[i] = s_i. out: NMOD slabs of rp x kp int8
 // (row-major, K-contiguous); padding (i >= r or l >= k) is written as 0.
 //
-// Residues without division (v3). For one entry, X' = v 2^d2 (see split_scaled; for |X'| < 2^61
-// and row shifts in [-1022, 1023], split_scaled_fp computes the same u on the FP64 pipe). With
-// u = v + 2^62 in [0, 2^63) (|v| < 2^62) and its bytes u_0..u_7, for d2 = 0
+// Residues without division (byte dot products). For one entry, X' = v 2^d2 (see
+// split_scaled; for |X'| < 2^61 and row shifts in [-1022, 1023], split_scaled_fp computes the
+// same u on the FP64 pipe). With u = v + 2^62 in [0, 2^63) (|v| < 2^62) and its bytes
+// u_0..u_7, for d2 = 0
 //   X' + h ≡ RC_q + sum_j u_j (2^(8 j) mod m)  (mod m),
 // h = m/2 (integer part), RC_q = (h - 2^62) mod m, so that ((X' + h) mod m) - h is the
 // symmetric residue in [-(m-1)/2 - (m even), (m-1)/2], the range of ozgemm/crt/residues.py.
 // The byte sum is two __dp4a (four byte products each) on the halves of u, < 2^20, and is
 // reduced by fastmod (below); the generated header checks every bound it relies on
-// (cuda_src.py, _constants). (v2 split u into five 13-bit limbs and four multiply-adds.)
+// (source.py, _constants). The two __dp4a per modulus measured about 20 % faster on the H200
+// than splitting u into five 13-bit limbs with four multiply-adds (residues of A at 16384:
+// 2.30 -> 1.84 ms; docs/design.md, "Residue kernels").
 //
-// (Measured and dropped: accumulating these sums exactly in float32 to use the FP32 pipe made
-// both kernels slower on the H200, residues 2.29 -> 2.47 ms, reconstruction 7.11 -> 8.34 ms;
-// benchmarks/NOTES.md, GPU v2.)
+// (Accumulating these sums exactly in float32, to use the FP32 pipe, measured slower on the
+// H200 in both kernels: residues 2.29 -> 2.47 ms, reconstruction 7.11 -> 8.34 ms;
+// docs/design.md, "Residue kernels".)
 
 // n mod m for 0 <= n with e (n + m - 1) < 2^32, where FM = ceil(2^32 / m) = (2^32 + e) / m,
 // 0 <= e < m (Lemire, Kaser, Kurz 2019, "Faster remainder by direct computation").
@@ -70,8 +73,9 @@ __device__ __forceinline__ i64 split_scaled(double xv, i64 sh, int* d2) {
 }
 
 // The same u = v + 2^62 for d2 = 0, on the FP64 pipe (7 operations instead of ~30 integer
-// ones; NOTES.md GPU v8): y = x 2^sh (scale = 2^sh, a normal double: exact, or |y| < 2^-1022
-// where v = 0 anyway), v = floor(y + 1/2) = hi 2^32 + lo with
+// ones, 2-5 % faster on the H200: docs/design.md, "Residue kernels"): y = x 2^sh (scale =
+// 2^sh, a normal double: exact, or |y| < 2^-1022 where v = 0 anyway), v = floor(y + 1/2) =
+// hi 2^32 + lo with
 //   hi = floor(RD(y 2^-32)), rem = RD(y - hi 2^32) in [0, 2^32), lo = floor(RD(rem + 1/2)),
 // each floor taken by a round-down addition of T = 1.5 2^52 (the sum's ulp is 1, and its bit
 // pattern is 0x4338000000000000 + the integer, |integer| < 2^51). A round-down first step
@@ -161,8 +165,8 @@ __device__ __forceinline__ void residues8(const double* xv, i64 sh, const short*
                 sm[e] = (fastmod(sm[e], FM[q], m) + m - h) * t + h;  // < 2^17
             }
         }
-        // (v + h) mod m - h, the symmetric residue. (Measured and dropped: the -h fused into
-        // the fastmod's IMAD.HI as its addend, mad.hi.u32, slower: NOTES.md GPU v8.)
+        // (v + h) mod m - h, the symmetric residue. (The -h fused into the fastmod's IMAD.HI
+        // as its addend, mad.hi.u32, measured slower on the H200.)
 #pragma unroll
         for (int e = 0; e < RES_PER_THREAD; ++e) b[e] = (int)fastmod(sm[e], FM[q], m) - (int)h;
         // low bytes stored
@@ -201,9 +205,10 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
 // output rows x 128 entries: threadIdx.x picks the column (a warp's loads are two 128-byte
 // runs of rows of x), threadIdx.y the group of 8 entries; the tile's 8-byte words go through
 // shared memory, RC_BATCH moduli at a time, so that a warp stores 128-byte runs of two output
-// rows. (Measured against 16 x 256, 32 x 64 and 32 x 128 tiles, a prefetch of the next tile
-// and a swapped grid: this geometry was the fastest or equal, still ~20 % slower than the
-// row kernel on a transposed copy, but without the copy; NOTES.md GPU v7.)
+// rows. (Measured on the H200 against 16 x 256, 32 x 64 and 32 x 128 tiles, a prefetch of the
+// next tile and a swapped grid: this geometry is the fastest or equal, still ~20 % slower
+// than the row kernel on a transposed copy, but without the copy; docs/design.md,
+// "Operand B".)
 // Grid: x over ceil(rp / RC_ROWS) tiles, y over 128-entry groups (grid-stride, block-uniform).
 #define RC_BATCH 8
 #define RC_ROWS 16
@@ -221,7 +226,7 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
     const int span = RC_GROUPS * RES_PER_THREAD;  // entries per tile
     // blockIdx.x over row tiles, y over entry groups; both loops grid-stride and block-uniform
     // (x over entry groups instead, so that the blocks running together write whole output
-    // rows, measured the same: NOTES.md GPU v7)
+    // rows, measured the same on the H200)
     for (int bt = blockIdx.x; bt * RC_ROWS < rp; bt += gridDim.x) {
         const int i = bt * RC_ROWS + tx;
         const i64 sh = i < r ? shift[i] : 0;
@@ -271,14 +276,16 @@ extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 4) scaled_resi
 // c: NMOD slabs of int32 exact products (row-major, row stride ldc, slab stride sc), or
 // residues already reduced. s[m], t[n]: shifts. out: m x n (ld = ldo) of OUT_T.
 
-// Garner's mixed-radix digits with one reduction per digit (v3: byte dot products). c_q is the
+// Garner's mixed-radix digits with one reduction per digit (byte dot products). c_q is the
 // exact int32 product (|c_q| < 2^31; or a residue in [0, m) on the long-k path). For q >= 1,
 // with b_0..b_3 the bytes of c_q + 2^31 (as unsigned) and V the digits v_p packed four per word,
 //   v_q = (KC_q + sum_j b_j PI_q[j] + sum_{p<q} v_p G[p][q]) mod m_q,
 // PI_q[j] = 2^(8 j) INV_q mod m_q, G[p][q] = -W[p][q] INV_q mod m_q, KC_q = -2^31 INV_q mod m_q:
-// the digit garner.py computes, ((c_q - sum_p v_p W[p][q]) mod m_q) INV_q mod m_q, with the
-// sum kept unreduced (< 2^22, checked in the header) and its byte products taken four at a
-// time by __dp4a. v_0 = c_0 mod 256. (v2: c_q mod m_q first, then one multiply-add per p < q.)
+// the digit garner_digits (crt/reconstruct.py) computes, ((c_q - sum_p v_p W[p][q]) mod m_q)
+// INV_q mod m_q, with the sum kept unreduced (< 2^22, checked in the header) and its byte
+// products taken four at a time by __dp4a. v_0 = c_0 mod 256. (The plain form reduces c_q
+// mod m_q first and adds one product per p < q; the measured steps of this kernel are in
+// docs/design.md, "Reconstruction".)
 // Horner on groups of four digits: D_g = v_4g + m_4g (v_4g+1 + m_4g+1 (...)) < R_g =
 // m_4g ... m_4g+3 < 2^32, X = D_0 + R_0 (D_1 + R_1 (...)), one 32x32->64 step per limb.
 // |C'| as NLIMB little-endian 32-bit limbs in x, from the NMOD values cu[q] (the bits of c_q);
@@ -303,7 +310,7 @@ __device__ __forceinline__ bool crt_limbs_v(const unsigned int* cu, u32* x) {
         else V[q / 4] = __byte_perm(V[q / 4], v[q], q % 4 == 1 ? 0x3240 : (q % 4 == 2 ? 0x3410 : 0x4210));
     }
     // Horner group digits D_g (X = D_0 + R_0 (D_1 + R_1 (...)), D_g < R_g)
-    (void)MLIMB;  // M's limbs: not needed, the sign and |C'| come from the group digits (v3 used them)
+    (void)MLIMB;  // M's limbs: not needed, the sign and |C'| come from the group digits
     u32 D[NGRP];
 #pragma unroll
     for (int g = 0; g < NGRP; ++g) {
@@ -370,8 +377,8 @@ __device__ __forceinline__ bool crt_limbs(const int* __restrict__ c, i64 sc, i64
 // Bit pattern of (-1)^neg X 2^e (X in x, NLIMB limbs) rounded to nearest even in the binary
 // format with P-bit significands (binary64: P = 53, binary32: P = 24), smallest subnormal
 // exponent EMIN_SUB, biased exponent BEINF for Inf and the sign at bit SIGN; X = 0 gives +0, and
-// so does a negative value that rounds to zero. The same integers as precision/rounding.py (v3
-// rounded the same way step by step, then scalbn / built binary32 bits).
+// so does a negative value that rounds to zero. The same integers as precision/rounding.py,
+// which takes the same rounding step by step.
 template <int P> struct round_bits_t { typedef u64 T; };
 template <> struct round_bits_t<24> { typedef u32 T; };
 
@@ -440,7 +447,7 @@ __device__ __forceinline__ void store_bits(float* o, u32 b) { *o = __uint_as_flo
 // One thread per output column, every row of the grid-stride loop. 2-D launch: x over
 // columns, y over rows (grid y <= 65535). (Two or four columns per thread, with 8- or 16-byte
 // loads per slab, measured slower on the H200 — 1.450 and 1.811 ms against 1.227 at fp64 8192:
-// 96-163 registers; benchmarks/NOTES.md, GPU v5.)
+// 96-163 registers; docs/design.md, "Reconstruction".)
 template <typename OUT_T, int P, int EMIN_SUB, int BEINF, int SIGN>
 __device__ __forceinline__ void crt_round_impl(const int* __restrict__ c, i64 ldc, i64 sc,
                                                const i64* __restrict__ s, const i64* __restrict__ t,

@@ -31,7 +31,7 @@ def _pack(bytes4) -> int:
 
 
 def _constants(n: int) -> dict:
-    """Integer constants of the v3 kernels (byte dot products), with every range bound they
+    """Integer constants of the crt.cu kernels (byte dot products), with every range bound they
     rely on checked."""
     gc = garner_constants(n)
     ms = gc.moduli

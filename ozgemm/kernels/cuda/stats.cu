@@ -4,7 +4,7 @@
 // round-to-nearest multiplies and adds written with __dmul_rn/__dadd_rn so that no FMA
 // contraction changes a bit), so plans are identical on CPU and GPU.
 
-// (i64, u64, widen_f32_bits and load_f64 come from common.cuh, prepended by kernels/cuda.py)
+// (i64, u64, widen_f32_bits and load_f64 come from common.cuh, prepended by kernels/cuda/backend.py)
 
 #define NORM_BITS 30
 #define LB_BITS 7
@@ -377,7 +377,8 @@ __device__ __forceinline__ void col_sums_impl(const T* __restrict__ x, i64 ldx, 
     }
 }
 
-// float64 only (float32 measured slower than transposing first: NOTES.md GPU v7)
+// float64 only (for float32 the column kernels measured slower on the H200 than a transposed
+// copy, statistics at 8192 0.595 -> 0.681 ms; docs/design.md, "Operand B")
 extern "C" __global__ void __launch_bounds__(32 * CS_Y) col_extent(const double* __restrict__ x, i64 ldx, int r, int k,
                                                                  u64* __restrict__ acc) {
     col_extent_impl<double>(x, ldx, r, k, acc);
@@ -540,7 +541,7 @@ __device__ __forceinline__ void plan_scalars_impl(const i64* __restrict__ lb, i6
         const double zzb = __dmul_rn(b, fac);
         const Sig sb = sig_pos(zzb > 0 ? zzb : 1.0);
         const int eoff = (bits - 1) + 2 * LB_BITS;
-#pragma unroll 1  // (unrolling 4 rows measured slower, GPU v3)
+#pragma unroll 1  // (unrolling 4 rows measured slower on the H200)
         for (int i = i_first; i < m; i += gridDim.y * blockDim.y) {
             // R = L 2^(-eoff), L < 2^53 an integer: frexp exponent bitlen(L) - eoff, significand
             // L shifted to 53 bits (R is a normal double for bits <= 1000)
@@ -584,9 +585,10 @@ extern "C" __global__ void plan_scalars(PLAN_SCALARS_ARGS(i64)) {
 
 // int32 products (one k-block, k <= 131071): plan_scalars_impl's integers, four adjacent
 // columns per thread (one 16-byte load of lb where aligned), the row terms computed once per
-// row and the column terms once per thread (v3); each need from bit patterns (v4); the
-// regime comparisons only for entries with t_d >= min(w_i, v_j), every other entry's width
-// is t_d itself (v5, see the loop):
+// row and the column terms once per thread; each need from bit patterns; the regime
+// comparisons only for entries with t_d >= min(w_i, v_j), every other entry's width is t_d
+// itself (see the loop). On the H200 these measured 2.0-2.2x faster, -22 % and -21 %
+// (docs/design.md, "Planning on the GPU"). What they rely on:
 //  * need_s(z) = ceil(log2(z / R)) - 1 with R = L 2^-eoff is floor((bits(z) - bits(R) - 1) / 2^52)
 //    for positive normal z and R (need_bits; R is normal for bits <= 1000, which the host
 //    checks, and bits(R) = bits(double(L)) - eoff 2^52 since double(L) is exact);
@@ -664,7 +666,7 @@ extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
                 m1a = max(m1a, n1a[i]);
                 m2a = max(m2a, n2a[i]);
             }
-            // v5: beta_ij = t_d when t_d < lo = min(w, v_j) (the usual case: row and column
+            // beta_ij = t_d when t_d < lo = min(w, v_j) (the usual case: row and column
             // widths above every t_d), else the regime value min(max(lo, t_s), max(w, v_j)); the
             // fast pass takes t_d of every entry, the exact regime pass runs only for the
             // entries (and warps) that have t_d >= lo
