@@ -184,45 +184,75 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
 
     Parameters
     ----------
-    a : numpy or cupy array, shape (..., m, k) or (k,)
-    b : numpy or cupy array, shape (..., k, n) or (k,); same array library as ``a``
+    a : array, shape (..., m, k) or (k,)
+        numpy or cupy float32/float64, :class:`~ozgemm.DD` (double-double), or binary128
+        (a numpy-quaddtype array; :class:`~ozgemm.Binary128` on the GPU).
+    b : array, shape (..., k, n) or (k,); the same array library as ``a``
     contract : str, path or Contract
-        ``"fp64"`` (default), ``"fp64-fast"``, ``"fp32"``, a TOML file or a
-        :class:`~ozgemm.Contract`. dtypes: binary64 contracts take float32/float64 and return
-        float64; binary32 contracts take and return float32.
+        A shipped contract — ``"fp64"`` (default), ``"fp64-fast"``, ``"fp32"``, ``"dd"``,
+        ``"fp128"``, ``"fp64-ozaki"``, ``"fp32-ozaki"`` (``ozgemm.named_contracts()``) — a
+        TOML file or a :class:`~ozgemm.Contract`.
     out : array, optional
-        Written in place and returned; must have exactly the result's shape and dtype and
-        must not share memory with ``a`` or ``b``.
-    engine : str or Engine, optional
-        ``"cpu"`` (default for numpy), ``"cpu-int64"``, ``"cuda"`` (default for cupy).
+        float32/float64 results only: written in place and returned; exactly the result's
+        shape and dtype, not sharing memory with ``a`` or ``b``.
+    engine : str or Backend, optional
+        ``"cpu"`` (default for numpy), ``"cpu-int64"``, ``"cuda"`` (default for cupy), or a
+        :class:`~ozgemm.kernels.base.Backend` object.
     return_plan : bool
-        Also return the list of :class:`~ozgemm.precision.planner.Plan` (one per 2-D product).
+        Also return the list of plans (one per 2-D product; ``plan.info()`` summarises each).
 
     Returns
     -------
-    C : array of the contract's dtype (and the plans if ``return_plan``).
+    C, shape (..., m, n) (numpy.matmul's): binary64 contracts (``fp64``, ``fp64-fast``,
+    ``fp64-ozaki``) give float64; ``fp32``/``fp32-ozaki`` float32; ``dd`` an
+    :class:`~ozgemm.DD` of float64 arrays (hi = RN(x), lo = RN(x - hi)); ``fp128`` a numpy
+    binary128 array (a :class:`~ozgemm.Binary128` on the GPU). numpy gives a scalar for
+    1-D @ 1-D. With ``return_plan``: ``(C, plans)``.
 
     Error bound
     -----------
-    For finite inputs, entrywise (u_f = 2**-p of the output format):
-    componentwise contracts (fp64, fp32): ``|C - AB| <= u_f |AB| + 2**-(bits-1) (|A||B|)``;
-    normwise (fp64-fast): ``|C - AB|_ij <= 2**-(bits-1) k max|A_i,:| max|B_:,j|``;
-    results in the subnormal range may in addition be off by half the smallest subnormal,
-    and exact results beyond the format's range become +-inf. Inputs holding NaN/Inf give
-    numpy's NaN/Inf classes in the affected rows/columns (or raise, ``specials="raise"``).
-    Method: Ozaki scheme II (Ozaki, Uchino, Imamura 2025, Sec. 3) with exact Garner
-    reconstruction and one correctly rounded conversion; bound derivation in
-    :mod:`ozgemm.precision.planner`.
+    For finite inputs, every entry (u_f = 2**-p of the output format; ``bits`` the contract's):
+    componentwise contracts (fp64, fp32, dd, fp128 and the Ozaki-I ones):
+    ``|C - AB| <= u_f |AB| + 2**-(bits-1) (|A||B|)``; normwise (fp64-fast):
+    ``|C - AB|_ij <= 2**-(bits-1) k max|A_i,:| max|B_:,j|``. A result in the subnormal range
+    may in addition be off by half the smallest subnormal; near the overflow threshold an
+    entry may be +-inf where |AB| + bound reaches it; exact results beyond the range are
+    +-inf. Inputs holding NaN/Inf give numpy's NaN/Inf classes in the affected rows and
+    columns (or raise, ``specials = "raise"``). The bound is proven before any GEMM runs
+    (:mod:`ozgemm.precision.planner`); where it cannot be, ContractError is raised.
+
+    Method: Ozaki scheme II (Ozaki, Uchino, Imamura 2025, Sec. 3): scaling to integers,
+    residues modulo pairwise-coprime moduli <= 256, one exact INT8 GEMM per modulus, an
+    exact Chinese-remainder reconstruction (Garner's mixed radix on the GPU, the direct CRT
+    formula through one exact float64 GEMM on the CPU) and one correctly rounded
+    conversion; or Ozaki scheme I (Ozaki, Ogita, Oishi, Rump 2012) with exact accumulation
+    of the slice products (``method = "ozaki"``).
 
     Raises
     ------
     TypeError
         Non-array operands, unsupported dtypes (complex, integer, object, ...), mixed
-        numpy/cupy operands.
+        numpy/cupy operands, an operand kind the contract does not take.
     ValueError
         0-d operands, mismatched inner dimensions, non-broadcastable batches, bad ``out``.
     ContractError
-        The contract cannot be proven for these inputs, or is malformed.
+        The contract cannot be proven for these inputs (the message names the fix), or is
+        malformed.
+    MemoryError
+        The product's workspace does not fit the backend's budget (the numbers are named).
+    ImportError
+        binary128 operands or results without numpy-quaddtype (``ozgemm[fp128]``).
+
+    Examples
+    --------
+    >>> import numpy as np, ozgemm
+    >>> a = np.array([[1.0, 2.0**-60], [3.0, 1.0]])
+    >>> c = ozgemm.matmul(a, a)
+    >>> bool(c[0, 1] == 2.0**-60 + 2.0**-60)     # a01 a11 + a00 a01, exact here
+    True
+    >>> c, plans = ozgemm.matmul(a, a, contract="fp64", return_plan=True)
+    >>> plans[0].info()["n_moduli"] >= 1
+    True
     """
     xp, contract, a, b, a2, b2, batch, full, final = _prepare(a, b, contract)
     eng = get_backend(engine, xp)

@@ -137,3 +137,14 @@ def test_secondary_modules_are_separate(mod):
 def test_every_module_is_placed():
     unplaced = [m for m in MODS if m != "ozgemm" and _layer(m) is None and not m.startswith(SECONDARY)]
     assert unplaced == []
+
+
+@pytest.mark.parametrize("module", ["ozgemm.contracts.formats", "ozgemm.api"])
+def test_doctests(module):
+    """The examples in the public docstrings run as written."""
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert res.failed == 0
+    assert res.attempted > 0

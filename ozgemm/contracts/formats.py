@@ -150,6 +150,22 @@ class DD:
     Raises TypeError for non-arrays, masked arrays and non-float dtypes, ValueError for
     different shapes.
     Unpacks like a tuple: ``hi, lo = result``. Indexing applies to both parts.
+
+    Examples
+    --------
+    >>> import numpy as np, ozgemm
+    >>> x = ozgemm.DD(np.array([1.0, 2.0**60]), np.array([2.0**-60, -1.0]))
+    >>> x.shape
+    (2,)
+    >>> hi, lo = x
+    >>> float(hi[1]), float(lo[1])
+    (1.152921504606847e+18, -1.0)
+    >>> ozgemm.DD(np.array([np.inf])).lo     # lo defaults to zeros
+    array([0.])
+    >>> a = np.array([[1.0, 2.0**-60], [3.0, 1.0]])
+    >>> c = ozgemm.matmul(a, a, contract="dd")     # the exact product, rounded once to dd
+    >>> float(c.hi[0, 0]), float(c.lo[0, 0]) == 3 * 2.0**-60     # 1 + 3 * 2**-60 exactly
+    (1.0, True)
     """
 
     __slots__ = ("hi", "lo")
@@ -210,7 +226,20 @@ class Binary128:
     (numpy or cupy), words ``[low, high]`` — the GPU carrier of quad values.
 
     ``Binary128.from_numpy(x, device=False)`` takes a numpy QuadPrecDType array (to cupy
-    with ``device=True``); ``.to_numpy()`` returns a numpy QuadPrecDType array.
+    with ``device=True``); ``.to_numpy()`` returns a numpy QuadPrecDType array
+    (numpy-quaddtype: ``pip install 'ozgemm[fp128]'``).
+
+    Examples
+    --------
+    >>> import numpy as np, ozgemm
+    >>> w = np.array([[0, 0x3FFF << 48], [0, 0xC000 << 48]], dtype=np.uint64)  # 1.0 and -2.0
+    >>> q = ozgemm.Binary128(w)
+    >>> q.shape
+    (2,)
+    >>> ozgemm.Binary128(np.zeros(3, dtype=np.uint64))
+    Traceback (most recent call last):
+    ...
+    ValueError: Binary128 needs a (..., 2) uint64 array of encodings, got uint64 (3,)
     """
 
     __slots__ = ("bits",)
