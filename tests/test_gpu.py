@@ -709,7 +709,7 @@ def test_speculative_width_on_device_matches_planner():
     shifts it writes (0 everywhere when there is no width)."""
     from types import SimpleNamespace
 
-    from ozgemm.contracts.moduli import moduli_product
+    from ozgemm.precision.planner import moduli_product
     from ozgemm.kernels import get_backend
     from ozgemm.precision import planner as P
 
@@ -732,8 +732,8 @@ def test_speculative_width_on_device_matches_planner():
         beta_min = int(rng.integers(1, b0 + 2))
         flag = int(rng.random() < 0.1)
         s = [beta_min, n1, n1 + 1, n2, n2 + (src == 1) * int(rng.integers(0, 2)), ub, flag]
-        S = P._s_bound(s, k)
-        want = P._max_beta_for(moduli_product(nmod), S, k, beta_min)
+        S = P.s_bound(s, k)
+        want = P.max_beta_for(moduli_product(nmod), S, k, beta_min)
         if flag or want >= P.SPEC_BETA_HI:
             want = 0
         si, ti, pending = eng.speculative_shifts(cp.asarray(np.array(s, dtype=np.int64)), L, st, st, k)

@@ -2,7 +2,8 @@ from math import gcd, prod
 
 import pytest
 
-from ozgemm.contracts.moduli import MODULI, moduli_for_bits, moduli_product
+from ozgemm.contracts.moduli import MODULI
+from ozgemm.precision.planner import moduli_for_bits, moduli_product
 from ozgemm.crt.moduli import garner_constants
 
 

@@ -72,11 +72,11 @@ def test_lb_gemm_upper_bound_covers_abs_product(p):
 
 
 def test_min_moduli_for_equals_fraction_oracle():
-    """_min_moduli_for (integer comparisons) gives the fewest moduli whose product exceeds
-    2 Cmax(beta) computed with Fractions (_cmax), for dyadic, non-dyadic and float S."""
+    """min_moduli_for (integer comparisons) gives the fewest moduli whose product exceeds
+    2 Cmax(beta) computed with Fractions (cmax), for dyadic, non-dyadic and float S."""
     from fractions import Fraction
 
-    from ozgemm.contracts.moduli import moduli_exceeding
+    from ozgemm.precision.planner import moduli_exceeding
     from ozgemm.precision import planner as P
 
     rng = np.random.default_rng(6)
@@ -86,27 +86,27 @@ def test_min_moduli_for_equals_fraction_oracle():
     for S in Ss:
         for beta in (1, 17, 30, 53, 58, 61, 101, 160):
             for k, c in ((1, 1), (4096, 1), (16384, 2), (131071, 4)):
-                want = moduli_exceeding(2 * P._cmax(beta, S, k, c))
-                assert P._min_moduli_for(beta, S, k, c) == want, (S, beta, k, c)
+                want = moduli_exceeding(2 * P.cmax(beta, S, k, c))
+                assert P.min_moduli_for(beta, S, k, c) == want, (S, beta, k, c)
     # exactly at a product: M = 2 Cmax needs one modulus more (M > 2 Cmax is strict)
-    from ozgemm.contracts.moduli import moduli_product
+    from ozgemm.precision.planner import moduli_product
     M3 = moduli_product(3)
     S = (Fraction(M3, 2) - 2 - 1) / 4  # Cmax(1) = 4 S + 2 + 1 = M3 / 2
-    assert 2 * P._cmax(1, S, 1, 1) == M3
-    assert P._min_moduli_for(1, S, 1, 1) == 4
-    assert P._max_beta_for(M3, S, 1, 1, 1) == 0
+    assert 2 * P.cmax(1, S, 1, 1) == M3
+    assert P.min_moduli_for(1, S, 1, 1) == 4
+    assert P.max_beta_for(M3, S, 1, 1, 1) == 0
     S = (Fraction(2 * M3 - 1, 4) - 3) / 4  # 2 Cmax(1) = M3 - 1/2: three moduli suffice
-    assert 2 * P._cmax(1, S, 1, 1) == M3 - Fraction(1, 2)
-    assert P._min_moduli_for(1, S, 1, 1) == 3
-    assert P._max_beta_for(M3, S, 1, 1, 1) == 1
+    assert 2 * P.cmax(1, S, 1, 1) == M3 - Fraction(1, 2)
+    assert P.min_moduli_for(1, S, 1, 1) == 3
+    assert P.max_beta_for(M3, S, 1, 1, 1) == 1
 
 
 def test_max_beta_for_equals_linear_search():
-    """The galloping search of _max_beta_for returns the largest beta <= the cap with
+    """The galloping search of max_beta_for returns the largest beta <= the cap with
     M > 2 Cmax(beta), as a plain linear scan does (including 0 and the cap)."""
     from fractions import Fraction
 
-    from ozgemm.contracts.moduli import moduli_product
+    from ozgemm.precision.planner import moduli_product
     from ozgemm.precision import planner as P
 
     rng = np.random.default_rng(5)
@@ -116,9 +116,9 @@ def test_max_beta_for_equals_linear_search():
     cases.append((2**3000, Fraction(1), 1, 1, 1))  # every beta ok: the cap
     cases.append((2, Fraction(1), 1, 1, 1))  # none ok: 0
     for M, S, k, lo, c in cases:
-        ok = [b for b in range(max(lo, 1), P._BETA_CAP + 1) if M > 2 * P._cmax(b, S, k, c)]
+        ok = [b for b in range(max(lo, 1), P._BETA_CAP + 1) if M > 2 * P.cmax(b, S, k, c)]
         want = 0 if not ok or ok[0] != max(lo, 1) else max(ok)
-        assert P._max_beta_for(M, S, k, lo, c) == want, (M, S, k, lo, c)
+        assert P.max_beta_for(M, S, k, lo, c) == want, (M, S, k, lo, c)
 
 
 def _spec_beta_model(s, L, k):
@@ -144,7 +144,7 @@ def test_speculative_thresholds_equal_fraction_oracle(cpow):
     Scalars are drawn around the thresholds (k 1..2**17, 8..30 moduli) and exactly at them."""
     from fractions import Fraction
 
-    from ozgemm.contracts.moduli import moduli_product
+    from ozgemm.precision.planner import moduli_product
     from ozgemm.precision import planner as P
 
     rng = np.random.default_rng(17)
@@ -170,12 +170,12 @@ def test_speculative_thresholds_equal_fraction_oracle(cpow):
         beta_min = int(rng.integers(1, b0 + 2))
         s = [beta_min, n1, n1b, n2a, n2b, ub]
         got = _spec_beta_model(s, L, k)
-        S = P._s_bound(s, k)
-        ok = [b for b in range(beta_min, P.SPEC_BETA_HI + 1) if M > 2 * P._cmax(b, S, k, cpow)]
+        S = P.s_bound(s, k)
+        ok = [b for b in range(beta_min, P.SPEC_BETA_HI + 1) if M > 2 * P.cmax(b, S, k, cpow)]
         if got:
             nonzero += 1
             assert ok and ok[0] == beta_min and got == max(ok) < P.SPEC_BETA_HI, (nmod, k, s)
-            assert got == P._max_beta_for(M, S, k, beta_min, cpow)
+            assert got == P.max_beta_for(M, S, k, beta_min, cpow)
         else:
             assert not ok or ok[0] != beta_min or max(ok) >= P.SPEC_BETA_HI or beta_min >= P.SPEC_BETA_HI
     assert nonzero > 100  # the comparison is not vacuous
@@ -213,7 +213,8 @@ def test_speculative_thresholds_exact_at_the_boundary():
     the table and every moduli count of the table (where L is below the clamp), several k."""
     from fractions import Fraction
 
-    from ozgemm.contracts.moduli import MODULI, moduli_product
+    from ozgemm.contracts.moduli import MODULI
+    from ozgemm.precision.planner import moduli_product
     from ozgemm.precision import planner as P
     from ozgemm.precision.stats import LB_BITS, NORM_BITS
 
@@ -229,7 +230,7 @@ def test_speculative_thresholds_exact_at_the_boundary():
                     if v >= P._SPEC_CLAMP:
                         continue
                     if v >= 0:
-                        assert M > 2 * P._cmax(b, Fraction(v, den), k), (nmod, k, b, col)
+                        assert M > 2 * P.cmax(b, Fraction(v, den), k), (nmod, k, b, col)
                         checked += 1
-                    assert not M > 2 * P._cmax(b, Fraction(v + 1, den), k), (nmod, k, b, col)
+                    assert not M > 2 * P.cmax(b, Fraction(v + 1, den), k), (nmod, k, b, col)
     assert checked > 1000

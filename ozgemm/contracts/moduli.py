@@ -11,36 +11,12 @@ Everything here is exact integer data computed once at import.
 """
 from __future__ import annotations
 
-from math import prod
 
 
-__all__ = ["MODULI", "moduli_product", "moduli_exceeding", "moduli_for_bits"]
+__all__ = ["MODULI"]
 
 MODULI: tuple[int, ...] = (
     256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197, 193, 191,
     181, 179, 173, 167, 163, 157, 151, 149, 139, 137, 131, 127, 113, 109, 107, 103, 101,
     97, 89, 83, 79, 73, 71, 67, 61, 59, 53, 47, 43, 41, 37, 29,
 )
-
-
-def moduli_product(n: int) -> int:
-    """Exact product M of the first ``n`` moduli (a Python int)."""
-    if not 1 <= n <= len(MODULI):
-        raise ValueError(f"moduli count must be in [1, {len(MODULI)}], got {n}")
-    return prod(MODULI[:n])
-
-
-def moduli_exceeding(bound) -> int | None:
-    """Fewest moduli whose product M exceeds ``bound`` (int, Fraction or float), exactly;
-    None if the whole table is too short."""
-    acc = 1
-    for i, m in enumerate(MODULI):
-        acc *= m
-        if acc > bound:
-            return i + 1
-    return None
-
-
-def moduli_for_bits(bits_needed: float) -> int | None:
-    """Fewest moduli whose product exceeds ``2**bits_needed``; None if the table is too short."""
-    return moduli_exceeding(2 ** bits_needed)

@@ -11,7 +11,7 @@ from math import gcd, prod
 
 import numpy as np
 
-from ..contracts.moduli import MODULI, moduli_product
+from ..contracts.moduli import MODULI
 
 __all__ = ["GarnerConstants", "garner_constants"]
 
@@ -51,5 +51,6 @@ class GarnerConstants:
 @lru_cache(maxsize=None)
 def garner_constants(n: int) -> GarnerConstants:
     """Cached :class:`GarnerConstants` for the first ``n`` moduli."""
-    moduli_product(n)  # validates n
+    if not 1 <= n <= len(MODULI):
+        raise ValueError(f"moduli count must be in [1, {len(MODULI)}], got {n}")
     return GarnerConstants(n)

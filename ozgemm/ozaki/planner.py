@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..contracts.contract import Contract, ContractError
-from ..precision.planner import Plan, componentwise_bound, delta_norm, host_scalars, statistics, check_width
+from ..precision.planner import Bound, Plan, componentwise_bound, statistics
 from ..precision.stats import LB_BITS
 from .schedule import SCHEDULES, diagonals, n_products, truncation_norm, truncation_norm_exact
 from .slicing import max_width_for, slice_width, slices_for_width
@@ -128,15 +128,13 @@ def _beta_for(s, w):
     return min(max_width_for(s, w), _BETA_CAP)
 
 
-def _componentwise(contract, bound, xp, m, k, n, w):
+def _componentwise(contract, bound: Bound, xp, m, k, n, w):
     """The componentwise Ozaki-I plan from the bound GEMM and the planner's scalars."""
     fmt = contract.fmt
     u = fmt.u
     sa, sb = bound.stats
     lb = bound.lb
-    host = host_scalars(bound)
-    beta_min = int(host[0])
-    check_width(contract, host, sa, sb, k, 1)  # the same exponent-range rule as CRT
+    beta_min = bound.minimal_width(contract, k)  # the same exponent-range rule as CRT
     s_full = slices_for_width(beta_min, w)
     fixed = contract.slices if contract.slices != "auto" else None
     want = contract.schedule
@@ -165,7 +163,7 @@ def _componentwise(contract, bound, xp, m, k, n, w):
                 break  # tau > 0 cannot be proven against LB_ij = 0
             beta = _beta_for(s, w)
             tau = truncation_norm(s, beta, k, "triangular", w)
-            dn = delta_norm(beta, sa, sb, k, xp)
+            dn = bound.delta_norm(beta, k)
             if bool((fac * (dn + tau) <= R).all()) if R.size else True:
                 options.append((n_products(s, "triangular"), s, "triangular"))
                 break

@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from math import prod
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -42,13 +43,14 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..contracts.moduli import MODULI, moduli_exceeding, moduli_product
+from ..contracts.moduli import MODULI
 from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
 from .stats import LB_BITS, NORM_BITS, RowStats
 
-__all__ = ["Plan", "Bound", "ModuliShortfall", "make_plan", "confirm_plan", "statistics", "componentwise_bound",
-           "host_scalars", "check_width", "delta_norm", "required_beta", "plan_scalars", "KBLOCK_INT32"]
+__all__ = ["Plan", "Bound", "ModuliShortfall", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
+           "max_beta_for", "min_moduli_for", "s_bound", "make_plan", "confirm_plan", "statistics", "componentwise_bound",
+           "check_width", "delta_norm", "required_beta", "plan_scalars", "KBLOCK_INT32"]
 
 #: k-block for exact int32 accumulation of int8 products: residues lie in [-128, 127], so
 #: |sum| <= k * 2**14 and k <= (2**31 - 1) // 2**14 = 131071 keeps every partial sum in int32.
@@ -173,13 +175,37 @@ class Plan:
         }
 
 
+# -- the moduli arithmetic: exact Python integers over the table -----------------------
+def moduli_product(n: int) -> int:
+    """Exact product M of the first ``n`` moduli (a Python int)."""
+    if not 1 <= n <= len(MODULI):
+        raise ValueError(f"moduli count must be in [1, {len(MODULI)}], got {n}")
+    return prod(MODULI[:n])
+
+
+def moduli_exceeding(bound) -> int | None:
+    """Fewest moduli whose product M exceeds ``bound`` (int, Fraction or float), exactly;
+    None if the whole table is too short."""
+    acc = 1
+    for i, m in enumerate(MODULI):
+        acc *= m
+        if acc > bound:
+            return i + 1
+    return None
+
+
+def moduli_for_bits(bits_needed: float) -> int | None:
+    """Fewest moduli whose product exceeds ``2**bits_needed``; None if the table is too short."""
+    return moduli_exceeding(2 ** bits_needed)
+
+
 def _xp_of(x):
     from .._xp import array_namespace
 
     return array_namespace(x)
 
 
-def _cmax(beta: int, S, k: int, cpow: int = 1) -> Fraction:
+def cmax(beta: int, S, k: int, cpow: int = 1) -> Fraction:
     """Upper bound on max |A'B'| at width beta: 2**(2 beta) S + c 2**beta k + c**2 k, where S
     bounds sum_l |a~_il||b~_lj| (row/column-max-normalised) for every (i, j) and c/2 bounds
     the per-entry rounding error of the scaled integers (c = 1 for one component)."""
@@ -187,7 +213,7 @@ def _cmax(beta: int, S, k: int, cpow: int = 1) -> Fraction:
 
 
 def _two_cmax_den(beta: int, num: int, den: int, k: int, cpow: int = 1) -> int:
-    """2 Cmax(beta) den as an exact integer, for S = num/den (:func:`_cmax` without Fractions:
+    """2 Cmax(beta) den as an exact integer, for S = num/den (:func:`cmax` without Fractions:
     the searches below compare it with M den, a few integer operations per beta)."""
     return 2 * ((num << (2 * beta)) + den * (cpow * k * (1 << beta) + cpow * cpow * k))
 
@@ -198,7 +224,7 @@ def _num_den(S) -> tuple[int, int]:
     return f.numerator, f.denominator
 
 
-def _max_beta_for(M: int, S, k: int, lo: int = 1, cpow: int = 1) -> int:
+def max_beta_for(M: int, S, k: int, lo: int = 1, cpow: int = 1) -> int:
     """Largest beta >= lo with M > 2 Cmax(beta), searched up to max(lo, _BETA_CAP); 0 if
     beta = lo itself fails. (Cmax grows with beta, so the ok betas form a prefix.) Exact
     integer comparisons M den > 2 Cmax(beta) den (S = num/den)."""
@@ -230,7 +256,7 @@ def _max_beta_for(M: int, S, k: int, lo: int = 1, cpow: int = 1) -> int:
     return b
 
 
-def _min_moduli_for(beta: int, S, k: int, cpow: int = 1) -> int | None:
+def min_moduli_for(beta: int, S, k: int, cpow: int = 1) -> int | None:
     """Fewest moduli that recover A'B' exactly at width beta (M > 2 Cmax(beta)); with
     2 Cmax = X/den, an integer product exceeds it exactly when it exceeds floor(X/den)."""
     num, den = _num_den(S)
@@ -345,9 +371,9 @@ def check_width(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cp
     beta_max = min(contract.bits + contract.exponent_range, _BETA_CAP)
     beta_min = int(host[0])
     if beta_min > beta_max:
-        S = _s_bound(host, k)
+        S = s_bound(host, k)
         need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
-        cap = _max_beta_for(moduli_product(len(MODULI)), S, k, cpow=cpow)
+        cap = max_beta_for(moduli_product(len(MODULI)), S, k, cpow=cpow)
         if beta_min <= cap:
             fix = (f"use a contract with exponent_range >= {beta_min - contract.bits} (the "
                    f"{len(MODULI)}-moduli table holds widths up to {cap} bits at k = {k})")
@@ -371,12 +397,12 @@ def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, 
     where = f"contract {contract.name!r} ({contract.source})"
     check_width(contract, host, sa, sb, k, cpow)
     beta_min = int(host[0])
-    S = _s_bound(host, k)
-    nmod = _min_moduli_for(beta_min, S, k, cpow)
+    S = s_bound(host, k)
+    nmod = min_moduli_for(beta_min, S, k, cpow)
     if nmod is None:
         raise ContractError(
             f"{where}: width {beta_min} bits needs a moduli product above "
-            f"2^{float(np.log2(float(2 * _cmax(beta_min, S, k, cpow)))):.1f}, beyond the table's "
+            f"2^{float(np.log2(float(2 * cmax(beta_min, S, k, cpow)))):.1f}, beyond the table's "
             f"{len(MODULI)} moduli (2^{np.log2(np.array(MODULI, float)).sum():.1f}). "
             "Fix: reduce k (split the product) or the exponent spread.")
     if contract.moduli == "auto":
@@ -388,10 +414,10 @@ def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, 
                 f"contract fixes {contract.moduli}. Fix: moduli = {nmod} or \"auto\".")
         nmod = contract.moduli
         widened = f"fixed: {nmod} moduli"
-    return nmod, _max_beta_for(moduli_product(nmod), S, k, beta_min, cpow), widened
+    return nmod, max_beta_for(moduli_product(nmod), S, k, beta_min, cpow), widened
 
 
-def _s_bound(host, k: int) -> Fraction:
+def s_bound(host, k: int) -> Fraction:
     """S >= sum_l |a~_il||b~_lj| for every (i, j) from the planner's scalars: the smallest of
     min(max 1-norm), the Cauchy-Schwarz bound and the bound GEMM's own upper bound
     max_ij (LB_ij + sum_l qa_il + sum_l qb_lj + k) 2**-14."""
@@ -462,8 +488,8 @@ def forget_guess(plan: Plan):
 @functools.lru_cache(maxsize=1024)
 def speculative_thresholds(nmod: int, k: int, cpow: int = 1):
     """Exact integer thresholds of ``nmod`` moduli for widths b = 0..SPEC_BETA_HI: an int64
-    array (hi + 1, 3) with M > 2 Cmax(b) (:func:`_cmax`, S = num/den) exactly when
-    num <= L[b][s] for one of the three sources s of :func:`_s_bound` (den 2**30, 2**30, 2**14;
+    array (hi + 1, 3) with M > 2 Cmax(b) (:func:`cmax`, S = num/den) exactly when
+    num <= L[b][s] for one of the three sources s of :func:`s_bound` (den 2**30, 2**30, 2**14;
     num = min(n1a, n1b), ceil(sqrt(n2a n2b)), ub + k). From M den > 2 (num 2**(2b) + den c(b)),
     c(b) = cpow k 2**b + cpow**2 k: num 2**(2b+1) < X = M den - 2 den c(b), so L = (X - 1) //
     2**(2b+1), or -1 when X <= 0; clamped to 2**62 (every num is smaller). The device
@@ -509,6 +535,26 @@ class Bound:
     lb: object
     scalars: object
 
+    def host(self):
+        """The planner's scalars on the host (the one device->host read of a componentwise plan)."""
+        from .._xp import to_numpy
+
+        return to_numpy(self.scalars)
+
+    def minimal_width(self, contract: Contract, k: int) -> int:
+        """The smallest width proving the contract's componentwise bound (:func:`required_beta`)
+        for one-component operands, refused with a ContractError beyond
+        ``bits + exponent_range`` (:func:`check_width`)."""
+        host = self.host()
+        sa, sb = self.stats
+        check_width(contract, host, sa, sb, k, 1)
+        return int(host[0])
+
+    def delta_norm(self, beta: int, k: int):
+        """:func:`delta_norm` of these statistics at width ``beta``."""
+        sa, sb = self.stats
+        return delta_norm(beta, sa, sb, k, _xp_of(sa.width))
+
 
 def statistics(a, b, backend, nonfinite_flag=None):
     """Row statistics of ``a`` (m, k) and column statistics of ``b`` (k, n) (or (C, ., .)
@@ -532,13 +578,6 @@ def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, 
     # k c**2 (R/c and K c, both exact powers of two; see _cpow and required_beta)
     dev = backend.plan_scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, contract.fmt.u, flag=nonfinite_flag)
     return Bound(stats=(sa, sb), lb=lb, scalars=dev)
-
-
-def host_scalars(bound: Bound):
-    """The planner's scalars on the host (the one device->host read of a componentwise plan)."""
-    from .._xp import to_numpy
-
-    return to_numpy(bound.scalars)
 
 
 def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None, nonfinite_flag=None,
@@ -598,7 +637,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     if force_moduli is not None:
         nmod = int(force_moduli)
         M = moduli_product(nmod)
-        beta = _max_beta_for(M, S, k, cpow=cpow)
+        beta = max_beta_for(M, S, k, cpow=cpow)
         if beta < 1:
             raise ContractError(f"{nmod} moduli cannot hold even a 1-bit scaling for k = {k}")
         widened = f"forced: {nmod} moduli, no bound proven"
@@ -610,13 +649,13 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
                  else None)
         if guess is not None:
             # no host read here: the shifts take the width the device derives for `guess` moduli
-            # (the same exact comparisons as _max_beta_for); confirm_plan checks it after the
+            # (the same exact comparisons as max_beta_for); confirm_plan checks it after the
             # caller has queued the product
             s, t, pending = backend.speculative_shifts(bound.scalars, speculative_thresholds(guess, k), sa, sb, k)
             return Plan(contract=contract, shape=(m, k, n), beta=0, moduli=MODULI[:guess], s=s, t=t, E=sa.E,
                         F=sb.E, widened="speculative (unconfirmed)", stats=(sa, sb), pa=pa, pb=pb, pending=pending,
                         key=key)
-        host = host_scalars(bound)
+        host = bound.host()
         if nonfinite_flag is not None and host[-1]:
             raise NonFiniteInputs()
         nmod, beta, widened = _componentwise_choice(contract, host, sa, sb, k, cpow)
@@ -624,9 +663,9 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     else:
         nmod = contract.moduli  # within the table (Contract checks it)
         M = moduli_product(nmod)
-        beta = _max_beta_for(M, S, k)
+        beta = max_beta_for(M, S, k)
         if beta < contract.bits + 3:
-            need = _min_moduli_for(contract.bits + 3, S, k)
+            need = min_moduli_for(contract.bits + 3, S, k)
             raise ModuliShortfall(
                 f"{where}: with {nmod} moduli and k = {k} the integer width is {beta} bits, below the "
                 f"{contract.bits + 3} the normwise bound needs. Fix: moduli = {need} (or split k).")

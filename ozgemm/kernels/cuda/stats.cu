@@ -720,7 +720,7 @@ extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
 // thresholds L[b] of one moduli count for b = 0..hi, b is a valid width (M > 2 Cmax(b)) iff
 // min(n1a, n1b) <= L[b][0] or n2a n2b <= L[b][1]^2 (i.e. ceil(sqrt(n2a n2b)) <= L[b][1]) or
 // ub + k <= L[b][2] (L < 0: never). Valid widths form a prefix, so the planner's
-// _max_beta_for(M, S, k, beta_min) is the largest valid b >= beta_min, found by bisection.
+// max_beta_for(M, S, k, beta_min) is the largest valid b >= beta_min, found by bisection.
 // 0 (no width: the host's check then rejects the speculation) when the NaN/Inf flag is set,
 // beta_min is not valid or out of the table, or hi itself is valid (the answer lies beyond).
 __device__ __forceinline__ bool spec_valid(const i64* s, const i64* tab, int b, i64 k) {
