@@ -28,6 +28,7 @@ import numpy as np
 import ozgemm
 from ozgemm.cli.bench import cpu_context
 from ozgemm.verify.audit import block_reference, sampled_accuracy
+from ozgemm.verify.inputs import phi_operands
 
 
 def variants():
@@ -61,10 +62,7 @@ def inputs(device, n, phi, seed):
     if device == "gpu":
         import cupy as cp
 
-        rs = cp.random.RandomState(seed)
-        a = (rs.random_sample((n, n)) - 0.5) * cp.exp(phi * rs.standard_normal((n, n)))
-        b = (rs.random_sample((n, n)) - 0.5) * cp.exp(phi * rs.standard_normal((n, n)))
-        return a, b
+        return phi_operands(cp.random.RandomState(seed), n, n, n, phi)
     from ozgemm.verify.audit import phi_matrices
 
     return phi_matrices(n, n, n, phi, seed)

@@ -23,14 +23,12 @@ import numpy as np
 
 import ozgemm
 from ozgemm.contracts.formats import quad_dtype
+from ozgemm.verify.inputs import phi_operands
 from ozgemm.verify.reference import exact_product, measure
 
 
 def phi_pair(n, phi=0.5, seed=0):
-    rng = np.random.default_rng(seed)
-    a = (rng.random((n, n)) - 0.5) * np.exp(phi * rng.standard_normal((n, n)))
-    b = (rng.random((n, n)) - 0.5) * np.exp(phi * rng.standard_normal((n, n)))
-    return a, b
+    return phi_operands(np.random.default_rng(seed), n, n, n, phi)
 
 
 def widen(x, kind, seed):

@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 
+from ozgemm.verify.inputs import phi_operands
+
 
 @pytest.fixture
 def rng():
@@ -8,9 +10,7 @@ def rng():
 
 
 def phi_pair(rng, m, k, n, phi, dtype=np.float64):
-    a = (rng.random((m, k)) - 0.5) * np.exp(phi * rng.standard_normal((m, k)))
-    b = (rng.random((k, n)) - 0.5) * np.exp(phi * rng.standard_normal((k, n)))
-    return a.astype(dtype), b.astype(dtype)
+    return phi_operands(rng, m, k, n, phi, dtype)
 
 
 def assert_contract_kept(a, b, name):

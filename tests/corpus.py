@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 import ozgemm
+from ozgemm.verify.inputs import phi_matrix
 
 __all__ = ["cases", "digest", "compute_all", "HASHES"]
 
@@ -77,8 +78,8 @@ def _rng(label: str):
 
 
 def _phi(rng, shape, phi):
-    """The test family ``(rand - 0.5) * exp(phi * randn)``."""
-    return (rng.random(shape) - 0.5) * np.exp(phi * rng.standard_normal(shape))
+    """The test family ``(rand - 0.5) * exp(phi * randn)`` (ozgemm.verify.inputs.phi_matrix)."""
+    return phi_matrix(rng, shape, phi)
 
 
 def _pair(label, m, k, n, phi=1.0):

@@ -9,6 +9,7 @@ import pytest
 
 import ozgemm
 from ozgemm._xp import gpu_available
+from ozgemm.verify.inputs import phi_matrix, phi_operands
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU")]
 
@@ -17,9 +18,7 @@ if gpu_available():
 
 
 def phi(rng, m, k, n, p, dt=np.float64):
-    a = (rng.random((m, k)) - 0.5) * np.exp(p * rng.standard_normal((m, k)))
-    b = (rng.random((k, n)) - 0.5) * np.exp(p * rng.standard_normal((k, n)))
-    return a.astype(dt), b.astype(dt)
+    return phi_operands(rng, m, k, n, p, dt)
 
 
 @pytest.mark.parametrize("contract", ["fp64", "fp64-fast", "fp32"])
@@ -260,10 +259,8 @@ def test_plan_scalars_fast_and_regime_entries_mixed():
     for trial in range(40):
         m, k, n = int(rng.integers(30, 90)), int(rng.integers(8, 200)), int(rng.integers(5, 70))
         spread = int(rng.choice([0, 4, 30]))
-        x = (rng.random((m, k)) - 0.5) * np.exp(0.5 * rng.standard_normal((m, k))) * np.exp2(
-            rng.integers(-spread, spread + 1, (m, k)))
-        y = (rng.random((k, n)) - 0.5) * np.exp(0.5 * rng.standard_normal((k, n))) * np.exp2(
-            rng.integers(-spread, spread + 1, (k, n)))
+        x = phi_matrix(rng, (m, k), 0.5) * np.exp2(rng.integers(-spread, spread + 1, (m, k)))
+        y = phi_matrix(rng, (k, n), 0.5) * np.exp2(rng.integers(-spread, spread + 1, (k, n)))
         p_exact = float(rng.choice([0.0, 0.05, 0.3]))
         rows = rng.random(m) < p_exact
         cols = rng.random(n) < p_exact
@@ -306,7 +303,7 @@ def test_row_stats_long_rows_match_numpy(layout):
     rng = np.random.default_rng(12)
     for dt in (np.float64, np.float32):  # float32 rows are read as float32 and widened in the kernel
         for k in (1, 31, 8192, 8193, 20000):
-            x = ((rng.random((5, k)) - 0.5) * np.exp(2.0 * rng.standard_normal((5, k)))).astype(dt)
+            x = phi_matrix(rng, (5, k), 2.0, dt)
             x[1, ::3] = 0.0
             if k >= 3:
                 x[2, :3] = [1.4e-45, -1e-40, 3e38] if dt == np.float32 else [5e-324, -1e-310, 1e308]
@@ -597,8 +594,7 @@ def test_nonfinite_flag_read_with_the_plan():
     from ozgemm.contracts.contract import ContractError
 
     rng = np.random.default_rng(21)
-    a = (rng.random((20, 33)) - 0.5) * np.exp(rng.standard_normal((20, 33)))
-    b = (rng.random((33, 17)) - 0.5) * np.exp(rng.standard_normal((33, 17)))
+    a, b = phi_operands(rng, 20, 33, 17, 1.0)
     a_bad, b_bad = a.copy(), b.copy()
     a_bad[3, 5] = np.nan
     b_bad[7, 2] = -np.inf

@@ -9,6 +9,7 @@ import pytest
 
 import ozgemm
 from ozgemm._xp import gpu_available
+from ozgemm.verify.inputs import phi_operands
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU")]
 
@@ -27,9 +28,7 @@ CONTRACTS = {
 
 
 def phi(rng, m, k, n, p, dt=np.float64):
-    a = (rng.random((m, k)) - 0.5) * np.exp(p * rng.standard_normal((m, k)))
-    b = (rng.random((k, n)) - 0.5) * np.exp(p * rng.standard_normal((k, n)))
-    return a.astype(dt), b.astype(dt)
+    return phi_operands(rng, m, k, n, p, dt)
 
 
 def _same(name, a, b):

@@ -7,6 +7,7 @@ import ozgemm
 from ozgemm.kernels import get_backend
 from ozgemm.precision.planner import LB_BITS, required_beta
 from ozgemm.precision.stats import row_stats
+from ozgemm.verify.inputs import phi_operands
 
 
 def brute(sa, sb, lb, bits, k, u, K_const):
@@ -60,8 +61,7 @@ def test_lb_gemm_upper_bound_covers_abs_product(p):
     from ozgemm.precision.stats import row_stats
 
     rng = np.random.default_rng(int(p * 10))
-    a = (rng.random((9, 23)) - 0.5) * np.exp(p * rng.standard_normal((9, 23)))
-    b = (rng.random((23, 7)) - 0.5) * np.exp(p * rng.standard_normal((23, 7)))
+    a, b = phi_operands(rng, 9, 23, 7, p)
     sa, sb = row_stats(a, np), row_stats(b.T, np)
     lb = get_backend("cpu", np).gemm_exact(sa.q, sb.q)
     ub = int(_lb_upper_max(lb, sa.qsum, sb.qsum, np))

@@ -4,6 +4,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from ozgemm.verify.inputs import phi_operands
 from ozgemm.verify.reference import correctly_rounded, exact_product, measure
 from ozgemm import load_contract
 
@@ -18,8 +19,7 @@ def frac_product(a, b):
 @pytest.mark.parametrize("shape", [(3, 5, 4), (1, 1, 1), (6, 2, 7)])
 def test_exact_product_equals_fraction_sum(rng, shape):
     m, k, n = shape
-    a = (rng.random((m, k)) - 0.5) * np.exp(3 * rng.standard_normal((m, k)))
-    b = (rng.random((k, n)) - 0.5) * np.exp(3 * rng.standard_normal((k, n)))
+    a, b = phi_operands(rng, m, k, n, 3)
     a[0, 0] = 5e-324  # subnormal input
     ex = exact_product(a, b)
     F = frac_product(a, b)

@@ -14,6 +14,7 @@ import ozgemm
 from ozgemm.contracts.moduli import MODULI
 from ozgemm.contracts.formats import FORMATS, quad_dtype, quad_from_bits, quad_to_bits
 from ozgemm.precision.rounding import round_limbs_binary128, round_limbs_dd
+from ozgemm.verify.inputs import phi_operands
 from ozgemm.verify.reference import exact_product, measure
 
 Q = quad_dtype()
@@ -106,9 +107,7 @@ def test_adversarial_products_need_all_bits(contract):
 
 
 def _phi(rng, m, k, n, p):
-    a = (rng.random((m, k)) - 0.5) * np.exp(p * rng.standard_normal((m, k)))
-    b = (rng.random((k, n)) - 0.5) * np.exp(p * rng.standard_normal((k, n)))
-    return a, b
+    return phi_operands(rng, m, k, n, p)
 
 
 def _widen(x, kind, rng):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..contracts.contract import Contract, ContractError, as_contract
+from .inputs import phi_operands
 from .reference import correctly_rounded, exact_product, have_flint, measure
 
 __all__ = ["phi_matrices", "standard_cases", "audit_case", "audit_result", "AuditRow", "moduli_sweep", "slices_sweep",
@@ -23,11 +24,9 @@ __all__ = ["phi_matrices", "standard_cases", "audit_case", "audit_result", "Audi
 
 
 def phi_matrices(m, k, n, phi, seed, dtype=np.float64):
-    """``(rand - 0.5) * exp(phi * randn)`` operands of shapes (m, k), (k, n)."""
-    rng = np.random.default_rng(seed)
-    a = (rng.random((m, k)) - 0.5) * np.exp(phi * rng.standard_normal((m, k)))
-    b = (rng.random((k, n)) - 0.5) * np.exp(phi * rng.standard_normal((k, n)))
-    return a.astype(dtype), b.astype(dtype)
+    """``(rand - 0.5) * exp(phi * randn)`` operands of shapes (m, k), (k, n) from ``default_rng(seed)``
+    (:func:`ozgemm.verify.inputs.phi_operands`)."""
+    return phi_operands(np.random.default_rng(seed), m, k, n, phi, dtype)
 
 
 def standard_cases(shape=(256, 256, 256), phis=(0.5, 1, 2, 3), seed=0, dtype=np.float64, hilbert_n=10):
