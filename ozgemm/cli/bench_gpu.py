@@ -27,11 +27,11 @@ from ozgemm.verify.inputs import phi_operands
 
 __all__ = ["run_gpu_bench", "gpu_context"]
 
-# the child imports the inputs from this very ozgemm: its parent directory (hex-coded, so that
-# no later substitution in the script can touch it) goes first on the child's sys.path
+# the child imports the inputs from this very ozgemm: its parent directory (the last argument)
+# goes first on the child's sys.path
 _EMU_SCRIPT = r"""
-import json, os, sys, cupy as cp
-sys.path.insert(0, os.fsdecode(bytes.fromhex("OZGEMM_PARENT_HEX")))
+import json, sys, cupy as cp
+sys.path.insert(0, sys.argv[5])
 from ozgemm.verify.inputs import phi_operands
 sizes = json.loads(sys.argv[1]); phi = float(sys.argv[2]); seed = int(sys.argv[3]); reps = int(sys.argv[4])
 out = {}
@@ -47,7 +47,8 @@ for n in sizes:
     c = cp.matmul(a, b)
     out[n] = {"s": ts[len(ts) // 2], "block": cp.asnumpy(c[:BLOCK, :BLOCK]).tolist()}
 print("JSON" + json.dumps(out))
-""".replace("OZGEMM_PARENT_HEX", os.fsencode(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))).hex())
+"""
+_PKG_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def gpu_context() -> dict:
@@ -120,7 +121,7 @@ def _emulation(sizes, phi, seed, reps, block):
     env = dict(os.environ, CUBLAS_EMULATE_DOUBLE_PRECISION="1", CUBLAS_EMULATION_STRATEGY="EAGER")
     try:
         r = subprocess.run([sys.executable, "-c", _EMU_SCRIPT.replace("BLOCK", str(block)), json.dumps(sizes),
-                            str(phi), str(seed), str(reps)], env=env, capture_output=True, text=True, timeout=900)
+                            str(phi), str(seed), str(reps), _PKG_PARENT], env=env, capture_output=True, text=True, timeout=900)
         line = next(ln for ln in r.stdout.splitlines() if ln.startswith("JSON"))
         return {int(k): v for k, v in json.loads(line[4:]).items()}
     except Exception as exc:  # report, do not hide
