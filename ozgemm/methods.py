@@ -63,6 +63,6 @@ def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite
 
 def execute(plan, backend, a, b, timings=None):
     """Run ``plan``'s pipeline on ``backend`` for the operands it was made for."""
-    if getattr(plan, "method", "crt") == "ozaki":
+    if plan.method == "ozaki":
         return ozaki_pipeline.execute(plan, backend, a, b, timings)
     return crt_pipeline.execute(plan, backend, a, b, timings)

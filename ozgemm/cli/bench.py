@@ -148,8 +148,7 @@ def run_bench(args) -> int:
 
 def _count(plan) -> str:
     """The moduli count (CRT) or the slice count (Ozaki scheme I, "<s>sl") of a plan."""
-    s = getattr(plan, "slices", None)
-    return f"{s}sl" if s and getattr(plan, "method", "crt") == "ozaki" else str(plan.n_moduli)
+    return f"{plan.slices}sl" if plan.method == "ozaki" else str(plan.n_moduli)
 
 
 def _e(x) -> str:

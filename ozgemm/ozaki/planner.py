@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import ClassVar
 
 from ..contracts.contract import Contract, ContractError
 from ..precision.planner import Bound, Plan, componentwise_bound, statistics
@@ -75,7 +76,7 @@ class OzakiPlan(Plan):
     schedule: str = "triangular"
     trunc: float = 0.0
 
-    method = "ozaki"
+    method: ClassVar[str] = "ozaki"
 
     @property
     def n_products(self) -> int:

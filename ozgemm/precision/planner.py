@@ -39,6 +39,7 @@ from math import prod
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import ClassVar
 from fractions import Fraction
 
 import numpy as np
@@ -98,6 +99,8 @@ class Plan:
     pb: object = None
     pending: object = field(default=None, repr=False)
     key: tuple = field(default=None, repr=False)  # the speculation table's key
+
+    method: ClassVar[str] = "crt"  # the pipeline that runs it (OzakiPlan: "ozaki")
 
     def evolve(self, **changes):
         """A new plan with ``changes`` (this one is frozen): a field copy, cheaper than

@@ -33,7 +33,7 @@ def _limbs(s, schedule, w=8):
 def modelled_cost(plan) -> float:
     """Modelled time of executing ``plan`` (CRT or Ozaki-I), in INT8 GEMMs of its shape."""
     m, k, n = plan.shape
-    if getattr(plan, "method", "crt") == "ozaki":
+    if plan.method == "ozaki":
         passes = 8 * plan.n_diagonals + 6 * _limbs(plan.slices, plan.schedule, plan.width) + 50
     else:
         passes = 2 + plan.n_moduli / 4  # the fused GPU kernels
