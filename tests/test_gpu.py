@@ -569,8 +569,8 @@ def test_wide_formats_bit_identical_to_cpu(contract, kind):
 
 def test_binary128_underflow_to_zero_is_plus_zero():
     """A binary128 result below half the smallest subnormal rounds to zero and is +0 whatever
-    its sign, on the GPU as on the CPU (crt_round_q128 stored -0 for negative ones before
-    session 8); next to it, the same products scaled into range keep their signs."""
+    its sign, on the GPU as on the CPU (crt_round_q128 must not store -0 for negative ones);
+    next to it, the same products scaled into range keep their signs."""
     from ozgemm.contracts.formats import quad_dtype, quad_to_bits
 
     Q = quad_dtype()
