@@ -22,7 +22,7 @@ plus the workspace tiling of the product over rows of A (:meth:`Backend.row_tile
 """
 from __future__ import annotations
 
-from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
+from typing import Any, ContextManager, Iterable, Protocol, runtime_checkable
 
 __all__ = ["Backend", "Tile"]
 
@@ -96,11 +96,12 @@ class Backend(Protocol):
         :attr:`speculates`."""
 
     # -- product phases ----------------------------------------------------------------
-    def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True) -> ContextManager[Iterator[Tile]]:
-        """The product's row tiles within the backend's workspace budget (a context whose
-        exit waits for every tile; ``concurrent=False``: tiles one after another, for
-        per-phase timings); raises MemoryError with the numbers when even the smallest tile
-        does not fit."""
+    def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True) -> ContextManager[Iterable[Tile]]:
+        """The product's row tiles within the backend's workspace budget: a context whose
+        exit waits for every tile, giving an iterable of tiles (``concurrent=False``: tiles one
+        after another, for per-phase timings). Raises MemoryError with the numbers when even
+        the smallest tile does not fit — on entering (numpy: before any workspace is
+        allocated) or on first iteration (CUDA: after B's residues are queued)."""
 
     def residues(self, rows, stats, shift, n_moduli: int, i0: int = 0, i1: int | None = None):
         """Symmetric residues (N, r, k) int8 of rows ``i0:i1`` of ``rows`` (the float rows the

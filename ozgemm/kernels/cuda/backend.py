@@ -250,6 +250,38 @@ class _Tile:
         return False
 
 
+class _Tiles:
+    """The row tiles of one product (:meth:`CudaBackend.row_tiles`), laid out on iteration."""
+
+    def __init__(self, backend, plan, a_components, concurrent):
+        self._b, self._plan, self._comp, self._conc = backend, plan, a_components, concurrent
+        self.streams = self.ready = None
+
+    def __iter__(self):
+        b, plan = self._b, self._plan
+        m, k, n = plan.shape
+        N = plan.n_moduli
+        mp_all, np_, kp = _ceil(m, _PAD), _ceil(n, _PAD), _ceil(k, _PAD)
+        per_row = N * kp * (2 if self._comp > 1 else 1) + N * np_ * 4
+        budget, free = b.workspace_budget()
+        tm = max(_PAD, min(mp_all, (budget // max(per_row, 1)) // _PAD * _PAD))
+        if tm * per_row > free:
+            raise MemoryError(f"ozgemm: one {_PAD}-row tile needs {tm * per_row / 2**30:.1f} GiB of GPU memory, "
+                              f"{free / 2**30:.1f} GiB are free; split k or free memory")
+        nt = b.overlap_tiles
+        overlap = (self._conc and nt > 1 and m >= b.overlap_min_rows
+                   and plan.contract.fmt.name in ("binary64", "binary32") and self._comp == 1
+                   and mp_all * np_ <= b.gemm_split_out
+                   and 2 * _ceil(-(-m // nt), _PAD) * per_row <= budget)
+        if not overlap:
+            return iter([_Tile(i0, min(m, i0 + tm)) for i0 in range(0, m, tm)])
+        tm = _ceil(-(-m // nt), _PAD)
+        self.streams = _side_streams(cp.cuda.runtime.getDevice())
+        self.ready = _Ready(cp.cuda.get_current_stream())
+        return iter([_Tile(i0, min(m, i0 + tm), self.streams[ti % 2], self.ready)
+                     for ti, i0 in enumerate(range(0, m, tm))])
+
+
 class CudaBackend:
     """Every phase of :class:`~ozgemm.kernels.base.Backend` on NVIDIA GPUs (module docstring)."""
 
@@ -608,36 +640,17 @@ class CudaBackend:
     def row_tiles(self, plan, a_components=1, concurrent=True):
         """Row tiles of A within ``memory_fraction`` of the free device memory. Workspace per
         row of A: N kp (residues; twice for components) + 4 N np (int32 products). From
-        ``_OVERLAP_MIN_ROWS`` rows (up to 8192**2 outputs, float results) the product runs as
-        two tiles on two side streams, so that one tile's residues and reconstruction overlap
-        the other's INT8 GEMMs (not with ``concurrent=False``: per-phase timings); the
-        caller's stream waits for both on exit (also on an error, before any array used here
-        is freed and reused on it)."""
-        m, k, n = plan.shape
-        N = plan.n_moduli
-        mp_all, np_, kp = _ceil(m, _PAD), _ceil(n, _PAD), _ceil(k, _PAD)
-        fmt = plan.contract.fmt
-        per_row = N * kp * (2 if a_components > 1 else 1) + N * np_ * 4
-        budget, free = self.workspace_budget()
-        tm = max(_PAD, min(mp_all, (budget // max(per_row, 1)) // _PAD * _PAD))
-        if tm * per_row > free:
-            raise MemoryError(f"ozgemm: one {_PAD}-row tile needs {tm * per_row / 2**30:.1f} GiB of GPU memory, "
-                              f"{free / 2**30:.1f} GiB are free; split k or free memory")
-        tiles = self.overlap_tiles
-        overlap = (concurrent and tiles > 1 and m >= self.overlap_min_rows
-                   and fmt.name in ("binary64", "binary32") and a_components == 1
-                   and mp_all * np_ <= self.gemm_split_out
-                   and 2 * _ceil(-(-m // tiles), _PAD) * per_row <= budget)
-        cur = cp.cuda.get_current_stream()
-        if not overlap:
-            yield [_Tile(i0, min(m, i0 + tm)) for i0 in range(0, m, tm)]
-            return
-        tm = _ceil(-(-m // tiles), _PAD)
-        streams = _side_streams(cp.cuda.runtime.getDevice())
-        ready = _Ready(cur)
+        ``overlap_min_rows`` rows (up to ``gemm_split_out`` outputs, float results) the product
+        runs as ``overlap_tiles`` tiles on two side streams, so that one tile's residues and
+        reconstruction overlap another's INT8 GEMMs (not with ``concurrent=False``: per-phase
+        timings); the caller's stream waits for both on exit (also on an error, before any
+        array used here is freed and reused on it). The tiles are laid out when first
+        iterated: the free-memory query then follows B's residues, already queued."""
+        tiles = _Tiles(self, plan, a_components, concurrent)
         try:
-            yield [_Tile(i0, min(m, i0 + tm), streams[ti % 2], ready) for ti, i0 in enumerate(range(0, m, tm))]
+            yield tiles
         finally:
-            if ready._event is not None:
-                for st in streams:
+            if tiles.ready is not None and tiles.ready._event is not None:
+                cur = tiles.ready._cur
+                for st in tiles.streams:
                     cur.wait_event(st.record())
