@@ -15,10 +15,13 @@ from .precision.planner import Plan, confirm_plan, forget_guess
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
 
-__all__ = ["matmul", "plan"]
+__all__ = ["matmul", "plan", "default_contract"]
 
 
 def _check_operand(x, name):
+    """The operand as an array ozgemm computes on: numpy and cupy arrays as they are (an
+    ndarray subclass as its base class; the result is wrapped back, :func:`_wrap`), other
+    array-likes (lists, tuples, scalars) coerced as numpy coerces them."""
     x = as_wide(x)  # numpy binary128 (numpy-quaddtype) arrays travel as their encodings
     if is_wide(x):
         if x.ndim == 0:
@@ -27,8 +30,10 @@ def _check_operand(x, name):
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError(f"{name} is a masked array; masks are not supported: pass x.filled(...) or x.data")
     if not (isinstance(x, np.ndarray) or is_cupy_array(x)):
-        raise TypeError(f"{name} must be a numpy or cupy array, got {type(x).__name__}; "
-                        "convert with numpy.asarray(...) first")
+        try:
+            x = np.asarray(x)
+        except Exception as exc:  # ragged lists and other non-arrays
+            raise TypeError(f"{name} ({type(x).__name__}) cannot be read as an array: {exc}") from None
     if x.ndim == 0:
         raise ValueError(f"matmul: {name} is 0-dimensional; it needs at least 1 dimension")
     if isinstance(x, np.ndarray) and type(x) is not np.ndarray:  # np.matrix and other subclasses
@@ -36,6 +41,33 @@ def _check_operand(x, name):
     if x.dtype.kind == "f" and not x.dtype.isnative:  # big-endian data: same values, native order
         x = x.astype(x.dtype.newbyteorder("="))
     return x
+
+
+def default_contract(a, b) -> str:
+    """The contract a product takes when none is given: the operands' own precision, as numpy's
+    result dtype would be — binary128 operands "fp128", else double-double "dd", else two
+    float32 operands "fp32", else "fp64"."""
+    kinds = [x for x in (as_wide(a), as_wide(b))]
+    if any(isinstance(x, Binary128) for x in kinds):
+        return "fp128"
+    if any(isinstance(x, DD) for x in kinds):
+        return "dd"
+    if all(getattr(x, "dtype", None) == np.float32 for x in kinds):
+        return "fp32"
+    return "fp64"
+
+
+def _wrap(res, a, b):
+    """numpy's wrapping of an ndarray result: the type of the input subclass with the highest
+    ``__array_priority__`` (``a`` first on ties), like ``numpy.matmul``."""
+    if not isinstance(res, np.ndarray) or type(res) is not np.ndarray:
+        return res
+    subs = [x for x in (a, b) if isinstance(x, np.ndarray) and type(x) is not np.ndarray
+            and not isinstance(x, np.ma.MaskedArray)]
+    if not subs:
+        return res
+    best = max(subs, key=lambda x: getattr(x, "__array_priority__", 0.0))
+    return res.view(type(best))
 
 
 _WIDE_OK = ("binary64", "dd", "binary128")  # output formats that take dd/binary128 operands
@@ -67,7 +99,7 @@ def _prepare(a, b, contract):
     a = _check_operand(a, "a")
     b = _check_operand(b, "b")
     xp = array_namespace(*arrays(a), *arrays(b))
-    contract = as_contract(contract)
+    contract = as_contract(default_contract(a, b) if contract is None else contract)
     _check_dtype(a, "a", contract)
     _check_dtype(b, "b", contract)
     a2 = a[None, :] if a.ndim == 1 else a
@@ -176,7 +208,7 @@ def _product_2d(a, b, contract, backend, speculate=True):
     return c, p
 
 
-def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
+def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     """Matrix product with a precision contract, computed from exact INT8 products.
 
     Semantics follow ``numpy.matmul``: 2-D products, stacked batches with broadcasting
@@ -184,17 +216,22 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
 
     Parameters
     ----------
-    a : array, shape (..., m, k) or (k,)
+    a : array_like, shape (..., m, k) or (k,)
         numpy or cupy float32/float64, :class:`~ozgemm.DD` (double-double), or binary128
-        (a numpy-quaddtype array; :class:`~ozgemm.Binary128` on the GPU).
-    b : array, shape (..., k, n) or (k,); the same array library as ``a``
-    contract : str, path or Contract
-        A shipped contract — ``"fp64"`` (default), ``"fp64-fast"``, ``"fp32"``, ``"dd"``,
-        ``"fp128"``, ``"fp64-ozaki"``, ``"fp32-ozaki"`` (``ozgemm.named_contracts()``) — a
-        TOML file or a :class:`~ozgemm.Contract`.
-    out : array, optional
-        float32/float64 results only: written in place and returned; exactly the result's
-        shape and dtype, not sharing memory with ``a`` or ``b``.
+        (a numpy-quaddtype array; :class:`~ozgemm.Binary128` on the GPU); lists and other
+        array-likes are read as numpy reads them.
+    b : array_like, shape (..., k, n) or (k,); the same array library as ``a``
+    out : array, optional (positional or keyword)
+        float32/float64 results only: written and returned. Its shape is the result's (for
+        1-D operands also with the removed axes kept, as numpy allows); its dtype any the
+        result casts to under numpy's ``same_kind`` rule; it may overlap ``a`` or ``b`` (the
+        product is computed first, then copied).
+    contract : str, path or Contract, optional
+        A shipped contract — ``"fp64"``, ``"fp64-fast"``, ``"fp32"``, ``"dd"``, ``"fp128"``,
+        ``"fp64-ozaki"``, ``"fp32-ozaki"`` (``ozgemm.named_contracts()``) — a TOML file or a
+        :class:`~ozgemm.Contract`. Default: the operands' precision (:func:`default_contract`:
+        two float32 operands ``"fp32"``, a DD operand ``"dd"``, a binary128 operand
+        ``"fp128"``, else ``"fp64"``), so the result dtype is numpy's.
     engine : str or Backend, optional
         ``"cpu"`` (default for numpy), ``"cpu-int64"``, ``"cuda"`` (default for cupy), or a
         :class:`~ozgemm.kernels.base.Backend` object.
@@ -203,7 +240,7 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
 
     Returns
     -------
-    C, shape (..., m, n) (numpy.matmul's): binary64 contracts (``fp64``, ``fp64-fast``,
+    C, shape (..., m, n) (numpy.matmul's; an ndarray subclass operand's type, as numpy wraps): binary64 contracts (``fp64``, ``fp64-fast``,
     ``fp64-ozaki``) give float64; ``fp32``/``fp32-ozaki`` float32; ``dd`` an
     :class:`~ozgemm.DD` of float64 arrays (hi = RN(x), lo = RN(x - hi)); ``fp128`` a numpy
     binary128 array (a :class:`~ozgemm.Binary128` on the GPU). numpy gives a scalar for
@@ -231,10 +268,12 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
     Raises
     ------
     TypeError
-        Non-array operands, unsupported dtypes (complex, integer, object, ...), mixed
-        numpy/cupy operands, an operand kind the contract does not take.
+        Unsupported dtypes (complex, integer, object, ...), mixed numpy/cupy operands, an
+        operand kind the contract does not take, an ``out`` that is not an array or whose
+        dtype the result cannot be cast to (``same_kind``).
     ValueError
-        0-d operands, mismatched inner dimensions, non-broadcastable batches, bad ``out``.
+        0-d operands (scalars), mismatched inner dimensions, non-broadcastable batches, an
+        ``out`` of the wrong shape or read-only.
     ContractError
         The contract cannot be proven for these inputs (the message names the fix), or is
         malformed.
@@ -254,6 +293,7 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
     >>> plans[0].info()["n_moduli"] >= 1
     True
     """
+    a_in, b_in = a, b
     xp, contract, a, b, a2, b2, batch, full, final = _prepare(a, b, contract)
     eng = get_backend(engine, xp)
     fmt = contract.fmt
@@ -268,11 +308,11 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
             raise TypeError("out must come from the same array library as the operands")
         if isinstance(out, np.ndarray) and not out.flags.writeable:
             raise ValueError("out is read-only")
-        if tuple(out.shape) != tuple(final) or out.dtype != dtype:
-            raise ValueError(f"out has shape {tuple(out.shape)} and dtype {out.dtype}; the result needs "
-                             f"shape {tuple(final)} and dtype {np.dtype(dtype)}")
-        if any(xp.shares_memory(out, x) for x in arrays(a) + arrays(b)):
-            raise ValueError("out overlaps an input operand; pass a separate array")
+        if tuple(out.shape) not in (tuple(final), tuple(full)):
+            raise ValueError(f"out has shape {tuple(out.shape)}; the result has shape {tuple(final)}")
+        if not np.can_cast(np.dtype(dtype), out.dtype, casting="same_kind"):
+            raise TypeError(f"cannot cast the {np.dtype(dtype)} result to out's dtype {out.dtype} "
+                            "(numpy's same_kind rule)")
 
     def result_array():
         if fmt.name == "dd":
@@ -305,15 +345,17 @@ def matmul(a, b, *, contract="fp64", out=None, engine=None, return_plan=False):
         res = quad_from_bits(res) if xp is np else Binary128(res)
     else:
         res = res.reshape(final)
-    if out is not None:
-        out[...] = res
+    if out is not None:  # computed first, so out may overlap an operand
+        out[...] = res.reshape(out.shape)
         res = out
     elif fmt.name in ("binary32", "binary64", "binary128") and res.ndim == 0 and xp is np:
         res = res[()]  # numpy.matmul returns a scalar for 1-D @ 1-D
+    else:
+        res = _wrap(res, a_in, b_in)
     return (res, plans) if return_plan else res
 
 
-def plan(a, b, contract="fp64", *, engine=None) -> Plan:
+def plan(a, b, contract=None, *, engine=None) -> Plan:
     """Plan a 2-D product without computing it (runs only the bound GEMM).
 
     Returns the :class:`~ozgemm.precision.planner.Plan`: moduli count, integer width, shifts,

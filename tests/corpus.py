@@ -296,7 +296,7 @@ def cases():
     yield "fp64/error/0d-operand", np.array(2.0), b, "fp64"
     yield "fp64/error/numpy-scalar-operand", np.float64(2.0), b, "fp64"
     yield "fp64/error/masked-operand", np.ma.masked_array(a, mask=a > 0.3), b, "fp64"
-    yield "fp64/error/list-operand", a.tolist(), b, "fp64"
+    yield "fp64/list-operand", a.tolist(), b, "fp64"
     yield "fp64/error/unknown-contract", a, b, "no-such-contract"
     yield "fp64+moduli4/error/too-few-moduli", a, b, ozgemm.load_contract("fp64").with_(moduli=4)
     yield "fp64+raise/error/nan", *_specials(np.float64)["nan-a"], con["fp64+raise"]

@@ -60,23 +60,66 @@ def test_out(rng):
     assert r is out and np.array_equal(out, ozgemm.matmul(a, b))
     with pytest.raises(ValueError, match="shape"):
         ozgemm.matmul(a, b, out=np.empty((3, 4)))
-    with pytest.raises(ValueError, match="dtype"):
-        ozgemm.matmul(a, b, out=np.empty((4, 3), dtype=np.float32))
+    # out positional, as numpy takes it
+    out2 = np.empty((4, 3))
+    assert ozgemm.matmul(a, b, out2) is out2 and np.array_equal(out2, out)
+
+
+def test_out_casting_like_numpy(rng):
+    """numpy's same_kind rule: a float64 result into a float32 out is cast (RN, as numpy
+    casts); into an int32 out it is a TypeError, as numpy raises."""
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((5, 3))
+    o32 = np.empty((4, 3), dtype=np.float32)
+    assert ozgemm.matmul(a, b, out=o32) is o32
+    assert np.array_equal(o32, ozgemm.matmul(a, b).astype(np.float32))
+    np.matmul(a, b, out=np.empty((4, 3), dtype=np.float32))  # numpy accepts it too
+    with pytest.raises(TypeError):
+        np.matmul(a, b, out=np.empty((4, 3), dtype=np.int32))
+    with pytest.raises(TypeError, match="same_kind"):
+        ozgemm.matmul(a, b, out=np.empty((4, 3), dtype=np.int32))
+
+
+def test_out_may_overlap_an_operand(rng):
+    """``a @= b`` works: the product is computed first, then written."""
     sq = rng.standard_normal((4, 4))
-    with pytest.raises(ValueError, match="overlaps"):
-        ozgemm.matmul(sq, sq, out=sq)
+    other = rng.standard_normal((4, 4))
+    want = ozgemm.matmul(sq, other)
+    x = sq.copy()
+    assert ozgemm.matmul(x, other, out=x) is x and np.array_equal(x, want)
+    y = sq.copy()
+    ozgemm.matmul(y, y, out=y)
+    assert np.array_equal(y, ozgemm.matmul(sq, sq))
+
+
+def test_vector_out_shapes_like_numpy():
+    """1-D @ 1-D into a 0-d out, or into a (1, 1) out as numpy allows."""
+    v = np.array([1.0, 2.0, 3.0])
+    for shape in ((), (1, 1)):
+        o = np.empty(shape)
+        want = np.empty(shape)
+        np.matmul(v, v, out=want)
+        assert ozgemm.matmul(v, v, out=o) is o and np.array_equal(o, want)
 
 
 def test_dtypes(rng):
+    """Without a contract the operands' precision decides and the result dtype is numpy's:
+    float32 @ float32 -> fp32 (float32), float32 @ float64 -> fp64 (float64)."""
     a32 = rng.standard_normal((4, 5)).astype(np.float32)
     b32 = rng.standard_normal((5, 3)).astype(np.float32)
-    assert ozgemm.matmul(a32, b32, contract="fp32").dtype == np.float32
-    # float32 operands are exact in binary64: fp64 returns float64
     c = ozgemm.matmul(a32, b32)
+    assert c.dtype == np.matmul(a32, b32).dtype == np.float32
+    assert np.array_equal(c, ozgemm.matmul(a32, b32, contract="fp32"))
+    mixed = ozgemm.matmul(a32, b32.astype(np.float64))
+    assert mixed.dtype == np.matmul(a32, b32.astype(np.float64)).dtype == np.float64
+    # an explicit binary64 contract on float32 operands (exact in binary64) returns float64
+    c = ozgemm.matmul(a32, b32, contract="fp64")
     assert c.dtype == np.float64
     assert np.array_equal(c, ozgemm.matmul(a32.astype(np.float64), b32.astype(np.float64)))
     with pytest.raises(TypeError, match="float32"):
         ozgemm.matmul(a32.astype(np.float64), b32, contract="fp32")
+    assert ozgemm.default_contract(ozgemm.DD(np.ones(2)), np.ones(2)) == "dd"
+    assert ozgemm.default_contract(a32, b32) == "fp32"
+    assert ozgemm.default_contract(a32, b32.astype(np.float64)) == "fp64"
 
 
 @pytest.mark.parametrize("bad", [
@@ -89,10 +132,17 @@ def test_unsupported_dtypes(bad):
 
 
 def test_bad_inputs():
-    with pytest.raises(TypeError, match="numpy or cupy array"):
-        ozgemm.matmul([[1.0, 2.0]], np.ones((2, 1)))
-    with pytest.raises(TypeError):
+    # array-likes are read as numpy reads them; scalars are a ValueError, as in numpy
+    assert np.array_equal(ozgemm.matmul([[1.0, 2.0]], np.ones((2, 1))), np.matmul([[1.0, 2.0]], np.ones((2, 1))))
+    assert np.array_equal(ozgemm.matmul(((1.0, 2.0),), [3.0, 4.0]), np.matmul(((1.0, 2.0),), [3.0, 4.0]))
+    with pytest.raises(ValueError):
+        np.matmul(np.ones((2, 2)), 3.0)
+    with pytest.raises(ValueError, match="0-dimensional"):
         ozgemm.matmul(np.ones((2, 2)), 3.0)
+    with pytest.raises(TypeError, match="dtype int64"):
+        ozgemm.matmul([[1, 2]], np.ones((2, 1)))  # integers: a contract takes floats
+    with pytest.raises(TypeError, match="cannot be read as an array"):
+        ozgemm.matmul([[1.0, 2.0], [3.0]], np.ones((2, 1)))
     with pytest.raises(ValueError, match="inner dimensions"):
         ozgemm.matmul(np.ones((2, 3)), np.ones((2, 3)))
     with pytest.raises(ValueError, match="0-dimensional"):
@@ -146,6 +196,13 @@ def test_numpy_semantics_details(rng):
     s = ozgemm.matmul(np.ones(3), np.ones(3))
     assert isinstance(s, np.float64) and s == 3.0  # scalar like numpy
     assert np.array_equal(ozgemm.matmul(np.matrix(x), x.T), ozgemm.matmul(x, x.T))
+    assert type(ozgemm.matmul(np.matrix(x), x.T)) is type(np.matmul(np.matrix(x), x.T)) is np.matrix
+
+    class Sub(np.ndarray):
+        pass
+
+    assert type(ozgemm.matmul(x.view(Sub), x.T)) is type(np.matmul(x.view(Sub), x.T)) is Sub
+    assert type(ozgemm.matmul(x, x.T.view(Sub))) is Sub
     with pytest.raises(TypeError, match="masked"):
         ozgemm.matmul(np.ma.masked_array(x), x.T)
     with pytest.raises(TypeError, match="out must be"):
