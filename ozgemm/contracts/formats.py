@@ -151,6 +151,14 @@ class DD:
     different shapes.
     Unpacks like a tuple: ``hi, lo = result``. Indexing applies to both parts.
 
+    A value type: ``+`` and ``-`` with a DD (accurate double-word addition, relative error
+    <= 3u**2/(1 - 4u), u = 2**-53) or with float arrays/scalars (<= 2u**2; Joldes, Muller,
+    Popescu, ACM TOMS 44 (2017), Algorithms 4 and 6), exact negation, exact comparisons
+    (``<``, ``<=``, ``==``, ... on the values hi + lo, elementwise), ``to_float64()`` (RN of
+    the value), ``to_binary128()``, ``DD.from_float64``, ``DD.from_binary128``. numpy
+    operands defer to these operators (``b - x`` is a DD), and a DD is never converted to a
+    ``(2, ...)`` array implicitly (``numpy.asarray`` raises TypeError).
+
     Examples
     --------
     >>> import numpy as np, ozgemm
@@ -162,6 +170,11 @@ class DD:
     (1.152921504606847e+18, -1.0)
     >>> ozgemm.DD(np.array([np.inf])).lo     # lo defaults to zeros
     array([0.])
+    >>> d = np.array([3.0, 1.0]) - x            # a DD: numpy defers to DD's operators
+    >>> float(d.hi[0]), float(d.lo[0])
+    (2.0, -8.673617379884035e-19)
+    >>> (x > 1.0).tolist()
+    [True, True]
     >>> a = np.array([[1.0, 2.0**-60], [3.0, 1.0]])
     >>> c = ozgemm.matmul(a, a, contract="dd")     # the exact product, rounded once to dd
     >>> float(c.hi[0, 0]), float(c.lo[0, 0]) == 3 * 2.0**-60     # 1 + 3 * 2**-60 exactly
@@ -219,6 +232,164 @@ class DD:
 
     def __repr__(self):
         return f"DD(hi={self.hi!r}, lo={self.lo!r})"
+
+    # -- a value type: no silent conversion to a (2, ...) array ---------------------------
+    __array_ufunc__ = None  # numpy defers to DD's own operators (array - DD is a DD)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("a DD is not converted to an array implicitly: use .to_float64() (RN(hi + lo)), "
+                        ".to_binary128(), or the parts .hi and .lo")
+
+    def _xp(self):
+        from .._xp import array_namespace
+
+        return array_namespace(self.hi, self.lo)
+
+    def _other(self, y):
+        """(hi, lo) of an operand: a DD, or a float array / scalar (lo = 0)."""
+        if isinstance(y, DD):
+            return y.hi, y.lo, True
+        xp = self._xp()
+        if isinstance(y, (bool, complex)) or (hasattr(y, "dtype") and y.dtype.kind not in "fiu"):
+            return None, None, False
+        try:
+            v = xp.asarray(y, dtype=xp.float64)
+        except (TypeError, ValueError):
+            return None, None, False
+        return v, None, False
+
+    def normalized(self):
+        """The same values with ``hi = RN(hi + lo)`` (TwoSum, exact; Knuth, TAOCP 4.2.2)."""
+        s, e = _two_sum(self.hi, self.lo, self._xp())
+        return _dd(self._xp(), s, e)
+
+    def __neg__(self):
+        return _dd(self._xp(), -self.hi, -self.lo)
+
+    def __pos__(self):
+        return self
+
+    def __add__(self, y):
+        yh, yl, _ = self._other(y)
+        if yh is None:
+            return NotImplemented
+        xp = self._xp()
+        if yl is None:  # DWPlusFP: relative error <= 2u**2
+            sh, sl = _two_sum(self.hi, yh, xp)
+            v = self.lo + sl
+            return _dd(xp, *_fast_two_sum(sh, v))
+        # AccurateDWPlusDW: relative error <= 3u**2 / (1 - 4u)
+        sh, sl = _two_sum(self.hi, yh, xp)
+        th, tl = _two_sum(self.lo, yl, xp)
+        c = sl + th
+        vh, vl = _fast_two_sum(sh, c)
+        w = tl + vl
+        return _dd(xp, *_fast_two_sum(vh, w))
+
+    __radd__ = __add__
+
+    def __sub__(self, y):
+        yh, yl, _ = self._other(y)
+        if yh is None:
+            return NotImplemented
+        return self + (_dd(self._xp(), -yh, -yl) if yl is not None else -yh)
+
+    def __rsub__(self, y):
+        return (-self) + y
+
+    def _cmp(self, y, op):
+        yh, yl, _ = self._other(y)
+        if yh is None:
+            return NotImplemented
+        xp = self._xp()
+        a = self.normalized()
+        b = _dd(xp, yh, yl if yl is not None else xp.zeros_like(yh)).normalized()
+        # normalised pairs are unique (hi = RN(value), lo the exact rest): lexicographic order
+        return op(a.hi, b.hi) | ((a.hi == b.hi) & op(a.lo, b.lo)) if op not in (_eq, _ne) else \
+            (((a.hi == b.hi) & (a.lo == b.lo)) if op is _eq else ((a.hi != b.hi) | (a.lo != b.lo)))
+
+    def __lt__(self, y):
+        return self._cmp(y, _lt)
+
+    def __le__(self, y):
+        r = self._cmp(y, _lt)
+        return r if r is NotImplemented else r | self._cmp(y, _eq)
+
+    def __gt__(self, y):
+        return self._cmp(y, _gt)
+
+    def __ge__(self, y):
+        r = self._cmp(y, _gt)
+        return r if r is NotImplemented else r | self._cmp(y, _eq)
+
+    def __eq__(self, y):
+        return self._cmp(y, _eq)
+
+    def __ne__(self, y):
+        return self._cmp(y, _ne)
+
+    __hash__ = None
+
+    def to_float64(self):
+        """RN(hi + lo): the correctly rounded float64 of the value (one IEEE addition)."""
+        return self.hi + self.lo
+
+    @classmethod
+    def from_float64(cls, x):
+        """The DD of float64 (or float32) values: ``lo = 0``."""
+        return cls(x)
+
+    def to_binary128(self):
+        """RN113(hi + lo) as a numpy binary128 array (numpy-quaddtype; ``ozgemm[fp128]``)."""
+        from .._xp import to_numpy
+
+        Q = quad_dtype()
+        return to_numpy(self.hi).astype(Q) + to_numpy(self.lo).astype(Q)
+
+    @classmethod
+    def from_binary128(cls, q):
+        """hi = RN53(q), lo = RN53(q - hi) of a numpy binary128 array (``q - hi`` is exact)."""
+        Q = quad_dtype()
+        hi = np.asarray(q, dtype=Q).astype(np.float64)
+        lo = (np.asarray(q, dtype=Q) - hi.astype(Q)).astype(np.float64)
+        return cls(hi, lo)
+
+
+def _dd(xp, hi, lo):
+    """A DD from arithmetic results (0-d results of numpy come back as scalars: arrays again)."""
+    d = object.__new__(DD)
+    d.hi = xp.asarray(hi, dtype=xp.float64)
+    d.lo = xp.asarray(lo, dtype=xp.float64)
+    return d
+
+
+def _lt(x, y):
+    return x < y
+
+
+def _gt(x, y):
+    return x > y
+
+
+def _eq(x, y):
+    return x == y
+
+
+def _ne(x, y):
+    return x != y
+
+
+def _two_sum(a, b, xp):
+    """s + e == a + b exactly, s = RN(a + b) (Knuth's TwoSum; no overflow where s is finite)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _fast_two_sum(a, b):
+    """s + e == a + b exactly for |a| >= |b| (or a = 0), s = RN(a + b) (Dekker's FastTwoSum)."""
+    s = a + b
+    return s, b - (s - a)
 
 
 class Binary128:
