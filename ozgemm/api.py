@@ -30,10 +30,7 @@ def _check_operand(x, name):
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError(f"{name} is a masked array; masks are not supported: pass x.filled(...) or x.data")
     if not (isinstance(x, np.ndarray) or is_cupy_array(x)):
-        try:
-            x = np.asarray(x)
-        except Exception as exc:  # ragged lists and other non-arrays
-            raise TypeError(f"{name} ({type(x).__name__}) cannot be read as an array: {exc}") from None
+        x = _foreign_array(x, name)
     if x.ndim == 0:
         raise ValueError(f"matmul: {name} is 0-dimensional; it needs at least 1 dimension")
     if isinstance(x, np.ndarray) and type(x) is not np.ndarray:  # np.matrix and other subclasses
@@ -41,6 +38,45 @@ def _check_operand(x, name):
     if x.dtype.kind == "f" and not x.dtype.isnative:  # big-endian data: same values, native order
         x = x.astype(x.dtype.newbyteorder("="))
     return x
+
+
+_KDLCUDA = (2, 13)  # DLPack device types of CUDA memory (kDLCUDA, kDLCUDAManaged)
+
+
+def _foreign_array(x, name):
+    """An operand from another library: CUDA memory (``__cuda_array_interface__`` or a DLPack
+    CUDA device) as a cupy array, without a copy; anything else (PyTorch and JAX CPU arrays,
+    lists, tuples, scalars) as numpy reads it (``__array__``, the buffer protocol, DLPack)."""
+    if hasattr(x, "__cuda_array_interface__") or (
+            hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] in _KDLCUDA):
+        try:
+            import cupy
+        except ImportError:
+            raise TypeError(f"{name} lives in GPU memory; install CuPy to compute on it: "
+                            "pip install 'ozgemm[cuda13]' or 'ozgemm[cuda12]'") from None
+        return cupy.asarray(x) if hasattr(x, "__cuda_array_interface__") else cupy.from_dlpack(x)
+    try:
+        return np.asarray(x)
+    except Exception as exc:  # ragged lists and other non-arrays
+        if hasattr(x, "__dlpack__"):
+            return np.from_dlpack(x)
+        raise TypeError(f"{name} ({type(x).__name__}) cannot be read as an array: {exc}") from None
+
+
+def _caller_type(res, a, b):
+    """A result in the caller's array type where an operand came from PyTorch or JAX (through
+    DLPack: no copy where the library shares the memory); numpy and cupy results as they are."""
+    for x in (a, b):
+        mod = type(x).__module__.split(".")[0]
+        if mod == "torch":
+            import torch
+
+            return torch.from_dlpack(res if res.flags.c_contiguous else res.copy())
+        if mod in ("jax", "jaxlib"):
+            import jax.numpy as jnp
+
+            return jnp.asarray(res)
+    return res
 
 
 def default_contract(a, b) -> str:
@@ -219,7 +255,9 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     a : array_like, shape (..., m, k) or (k,)
         numpy or cupy float32/float64, :class:`~ozgemm.DD` (double-double), or binary128
         (a numpy-quaddtype array; :class:`~ozgemm.Binary128` on the GPU); lists and other
-        array-likes are read as numpy reads them.
+        array-likes are read as numpy reads them; PyTorch and JAX arrays are accepted (CPU
+        memory through numpy's protocols, CUDA memory as cupy arrays through
+        ``__cuda_array_interface__`` / DLPack) and the result comes back in their type.
     b : array_like, shape (..., k, n) or (k,); the same array library as ``a``
     out : array, optional (positional or keyword)
         float32/float64 results only: written and returned. Its shape is the result's (for
@@ -351,7 +389,7 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     elif fmt.name in ("binary32", "binary64", "binary128") and res.ndim == 0 and xp is np:
         res = res[()]  # numpy.matmul returns a scalar for 1-D @ 1-D
     else:
-        res = _wrap(res, a_in, b_in)
+        res = _caller_type(_wrap(res, a_in, b_in), a_in, b_in)
     return (res, plans) if return_plan else res
 
 

@@ -223,3 +223,16 @@ def test_overflow_threshold_allowance():
     b = np.ones((3, 1))
     c = ozgemm.matmul(a, b)
     assert measure(c, exact_product(a, b), ozgemm.load_contract("fp64")).breaches == 0
+
+
+def test_pytorch_operands_come_back_as_tensors(rng):
+    """Operands from PyTorch (CPU tensors: read through numpy's array protocols) give a
+    tensor of numpy's result dtype with the bits of the numpy call."""
+    torch = pytest.importorskip("torch")
+    a, b = rng.standard_normal((5, 7)), rng.standard_normal((7, 3))
+    c = ozgemm.matmul(torch.from_numpy(a), torch.from_numpy(b))
+    assert isinstance(c, torch.Tensor) and c.dtype == torch.float64
+    assert np.array_equal(c.numpy(), ozgemm.matmul(a, b))
+    c32 = ozgemm.matmul(torch.from_numpy(a.astype(np.float32)), b.astype(np.float32))
+    assert isinstance(c32, torch.Tensor) and c32.dtype == torch.float32
+    assert np.array_equal(c32.numpy(), ozgemm.matmul(a.astype(np.float32), b.astype(np.float32)))
