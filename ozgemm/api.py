@@ -15,7 +15,7 @@ from .precision.planner import Plan, confirm_plan, forget_guess
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
 
-__all__ = ["matmul", "plan", "default_contract"]
+__all__ = ["matmul", "plan", "default_contract", "prepare", "Prepared"]
 
 
 def _check_operand(x, name):
@@ -157,7 +157,126 @@ def _prepare(a, b, contract):
     return xp, contract, a, b, a2, b2, batch, full, final
 
 
-def _plan_2d(a, b, contract, backend, force=None, speculate=False):
+class Prepared:
+    """An operand prepared for several products (:func:`prepare`): its row (``side="left"``)
+    or column (``side="right"``) statistics and, per plan, its scaled residues, computed once
+    and reused by every :func:`matmul` it enters — bit-identical to the unprepared product
+    (the same exact integers, computed once). It owns a copy of the operand, so later
+    changes to the caller's array do not reach it."""
+
+    def __init__(self, array, side, contract, backend):
+        self.array, self.side, self.contract, self.backend = array, side, contract, backend
+        self._stats = {}
+        self._residues = {}  # (backend, moduli count, shift bytes, rows) -> residues
+
+    @property
+    def shape(self):
+        return self.array.shape
+
+    @property
+    def dtype(self):
+        return self.array.dtype
+
+    @property
+    def ndim(self):
+        return self.array.ndim
+
+    def __repr__(self):
+        name = None if self.contract is None else self.contract.name
+        return f"Prepared({self.side}, shape={tuple(self.shape)}, dtype={self.dtype}, contract={name!r})"
+
+    def stats(self, rows, backend):
+        key = (backend.name, str(rows.dtype))
+        if key not in self._stats:
+            self._stats[key] = backend.row_stats(rows)
+        return self._stats[key]
+
+    def residues(self, compute, shift, n_moduli, i0, i1, backend):
+        from ._xp import to_numpy
+
+        key = (backend.name, n_moduli, to_numpy(shift).tobytes(), i0, i1)
+        r = self._residues.get(key)
+        if r is None:
+            r = compute()
+            if len(self._residues) >= 4:  # keep the latest few plans' residues
+                self._residues.pop(next(iter(self._residues)))
+            self._residues[key] = r
+        return r
+
+
+class _Reuse:
+    """The residue store the CRT pipeline consults for the prepared side(s) of one product."""
+
+    def __init__(self, left, right, backend):
+        self.sides = {"a": left, "b": right}
+        self.backend = backend
+
+    def residues(self, side, compute, shift, n_moduli, i0, i1):
+        prep = self.sides[side]
+        if prep is None:
+            return compute()
+        return prep.residues(compute, shift, n_moduli, i0, i1, self.backend)
+
+
+def prepare(x, contract=None, *, side="left", engine=None) -> Prepared:
+    """Prepare an operand for several products: ``matmul(P, b)`` (``side="left"``) or
+    ``matmul(a, P)`` (``side="right"``) reuse its statistics and scaled residues.
+
+    Parameters
+    ----------
+    x : 2-D float32/float64 array (numpy or cupy; array-likes as :func:`matmul` reads them),
+        finite
+    contract : the contract of the products it will enter (default: as :func:`matmul`
+        chooses from the operands); a product under another contract raises ValueError
+    side : "left" (x is A) or "right" (x is B)
+    engine : the backend (default: the one of x's library)
+
+    Returns
+    -------
+    Prepared: accepted by :func:`matmul` in place of x. Results are bit-identical to those
+    without it; the promise is the contract's. (GEMMul8's reuse of a scaled operand, made
+    safe: the prepared object owns its copy and the residues are reused only for the same
+    shifts and moduli.)
+
+    Raises
+    ------
+    TypeError: not a float32/float64 array (DD and binary128 operands are not prepared in this
+    release); ValueError: not 2-D, NaN/Inf entries, an unknown side.
+    """
+    if side not in ("left", "right"):
+        raise ValueError(f"prepare: side must be 'left' or 'right', got {side!r}")
+    x = _check_operand(x, "x")
+    if is_wide(x):
+        raise TypeError("prepare takes float32/float64 operands in this release (not DD or binary128)")
+    if x.ndim != 2:
+        raise ValueError(f"prepare takes a 2-D operand, got shape {tuple(x.shape)}")
+    if x.dtype not in (np.float32, np.float64):
+        raise TypeError(f"prepare: x has dtype {x.dtype}; float32 or float64 is needed")
+    xp = array_namespace(x)
+    if not bool(xp.isfinite(x).all()):
+        raise ValueError("prepare: x holds NaN or Inf; products with non-finite operands are not prepared")
+    con = None if contract is None else as_contract(contract)
+    backend = get_backend(engine, xp)
+    return Prepared(x.copy(), side, con, backend)
+
+
+def _unprepare(a, b, contract):
+    """(a, b, left, right, contract) with prepared operands replaced by their arrays."""
+    left = a if isinstance(a, Prepared) else None
+    right = b if isinstance(b, Prepared) else None
+    if isinstance(a, Prepared) and a.side != "left" or isinstance(b, Prepared) and b.side != "right":
+        raise ValueError("matmul: a prepared operand is used on the other side than it was prepared for")
+    for pr in (left, right):
+        if pr is not None and pr.contract is not None:
+            want = as_contract(contract) if contract is not None else pr.contract
+            if want != pr.contract:
+                raise ValueError(f"matmul: the operand was prepared for contract {pr.contract.name!r}, "
+                                 f"the product asks for {want.name!r}")
+            contract = pr.contract
+    return (left.array if left else a), (right.array if right else b), left, right, contract
+
+
+def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None):
     """Cast to the contract's working dtype, set non-finite rows/columns aside, plan.
 
     ``speculate``: on the NaN/Inf-flag path, a speculative plan (planner.make_plan) may come
@@ -177,11 +296,13 @@ def _plan_2d(a, b, contract, backend, force=None, speculate=False):
             # finite rows/columns
             try:
                 return a, b, a, b, None, None, plan_product(contract, a, b, backend, speculate=speculate,
-                                                            nonfinite_flag=xp.zeros((1,), dtype=xp.int32))
+                                                            nonfinite_flag=xp.zeros((1,), dtype=xp.int32),
+                                                            known=_known(reuse, a, b, backend))
             except NonFiniteInputs:
                 pass
         a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, backend)
-        return a, b, a0, b0, bad_r, bad_c, plan_product(contract, a0, b0, backend, force=force)
+        return a, b, a0, b0, bad_r, bad_c, plan_product(contract, a0, b0, backend, force=force,
+                                                        known=_known(reuse, a0, b0, backend))
     ra = operand_rows(a if is_wide(a) else as_float64(a), xp)
     rb = operand_rows(transpose(b) if is_wide(b) else as_float64(b).T, xp)
     pa, pb = ra.proxy, rb.proxy.T
@@ -194,7 +315,19 @@ def _plan_2d(a, b, contract, backend, force=None, speculate=False):
     return pa, pb, a0, b0, bad_r, bad_c, p
 
 
-def _product_2d(a, b, contract, backend, speculate=True):
+def _known(reuse, a, b, backend):
+    """The prepared operands' statistics (a prepared operand is finite: with NaN/Inf in the
+    other operand only the other one's rows/columns are set aside, its own values are those
+    it was prepared with)."""
+    if reuse is None:
+        return (None, None)
+    left, right = reuse.sides["a"], reuse.sides["b"]
+    sa = left.stats(a, backend) if left is not None else None
+    sb = right.stats(b.T, backend) if right is not None else None
+    return sa, sb
+
+
+def _product_2d(a, b, contract, backend, speculate=True, reuse=None):
     """One 2-D product; returns (C, Plan).
 
     With ``speculate`` the plan may be speculative (its moduli count guessed from the last plan
@@ -205,28 +338,28 @@ def _product_2d(a, b, contract, backend, speculate=True):
     n = b.shape[1]
     a_in, b_in = a, b
     xp = backend.xp
-    a, b, a0, b0, bad_r, bad_c, p = _plan_2d(a, b, contract, backend, speculate=speculate)
+    a, b, a0, b0, bad_r, bad_c, p = _plan_2d(a, b, contract, backend, speculate=speculate, reuse=reuse)
     fmt = contract.fmt
     if k == 0 or m == 0 or n == 0:
         c = empty_result(m, n, fmt, xp)
         c[...] = 0
     else:
         try:
-            c = execute(p, backend, a0, b0)
+            c = execute(p, backend, a0, b0, reuse=reuse)
         except Exception:
             if p.pending is None:
                 raise
             # the speculative product failed before its plan was confirmed (e.g. out of memory
             # with a guess of more moduli than needed): forget the guess, plan as without one
             forget_guess(p)
-            return _product_2d(a_in, b_in, contract, backend, speculate=False)
+            return _product_2d(a_in, b_in, contract, backend, speculate=False, reuse=reuse)
         if p.pending is not None:
             try:
                 ok, p = confirm_plan(p, backend)
             except NonFiniteInputs:
-                return _product_2d(a_in, b_in, contract, backend, speculate=False)
+                return _product_2d(a_in, b_in, contract, backend, speculate=False, reuse=reuse)
             if not ok:
-                c = execute(p, backend, a0, b0)  # the guess was wrong: the confirmed plan
+                c = execute(p, backend, a0, b0, reuse=reuse)  # the guess was wrong: the confirmed plan
     if fmt.name in ("binary32", "binary64"):
         return patch_nonfinite(c, a, b, bad_r, bad_c, xp), p
     if bad_r is not None:  # wide results: the class pass on float64, then encoded
@@ -331,9 +464,17 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     >>> plans[0].info()["n_moduli"] >= 1
     True
     """
+    a, b, left, right, contract = _unprepare(a, b, contract)
     a_in, b_in = a, b
     xp, contract, a, b, a2, b2, batch, full, final = _prepare(a, b, contract)
     eng = get_backend(engine, xp)
+    reuse = None
+    if left is not None or right is not None:
+        if batch or a.ndim != 2 or b.ndim != 2:
+            raise ValueError("matmul: prepared operands enter 2-D products (no stacks, no 1-D operands)")
+        if any(pr is not None and pr.backend is not eng for pr in (left, right)):
+            raise ValueError("matmul: the operand was prepared for another engine")
+        reuse = _Reuse(left, right, eng)
     fmt = contract.fmt
     dtype = fmt.dtype
     if out is not None:
@@ -365,7 +506,7 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     for idx in itertools.product(*[range(d) for d in batch]):
         ia = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (a2.ndim - 2):], a2.shape[:-2]))
         ib = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (b2.ndim - 2):], b2.shape[:-2]))
-        c, p = _product_2d(a2[ia], b2[ib], contract, eng)
+        c, p = _product_2d(a2[ia], b2[ib], contract, eng, reuse=reuse)
         if not batch and fmt.name in ("binary32", "binary64") and c.dtype == dtype and c.flags.c_contiguous:
             res = c  # one 2-D product: keep its result (no copy of m x n values)
         else:

@@ -21,7 +21,7 @@ __all__ = ["plan_product", "execute"]
 
 
 def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
-                 pa=None, pb=None):
+                 pa=None, pb=None, known=(None, None)):
     """The plan of ``a @ b`` (finite 2-D operands, or (C, ., .) components) under ``contract``
     on ``backend``. ``force``: that many moduli (CRT) or slices (Ozaki-I), proving nothing
     (diagnostics). Other arguments: :func:`ozgemm.precision.planner.make_plan`.
@@ -31,20 +31,20 @@ def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite
     method = contract.method
     if method == "crt":
         return make_plan(contract, a, b, backend, force_moduli=force, nonfinite_flag=nonfinite_flag,
-                         speculate=speculate, pa=pa, pb=pb)
+                         speculate=speculate, pa=pa, pb=pb, known=known)
     if method == "ozaki":
-        return make_ozaki_plan(contract, a, b, backend, force_slices=force)
+        return make_ozaki_plan(contract, a, b, backend, force_slices=force, known=known)
     # "auto"
     crt_c = contract.with_(method="crt")
     if contract.fmt.name not in ("binary64", "binary32") or a.ndim != 2 or b.ndim != 2:
-        p = make_plan(crt_c, a, b, backend, pa=pa, pb=pb)
+        p = make_plan(crt_c, a, b, backend, pa=pa, pb=pb, known=known)
         return dataclasses.replace(p, contract=contract,
                                    widened=p.widened + "; auto: CRT (Ozaki-I takes binary32/64 only)")
     if force is not None:
-        return make_ozaki_plan(contract, a, b, backend, force_slices=force)
+        return make_ozaki_plan(contract, a, b, backend, force_slices=force, known=known)
     crt = err = None
     if contract.bound_kind == "componentwise":
-        sa, sb = statistics(a, b, backend)
+        sa, sb = statistics(a, b, backend, known=known)
         bound = componentwise_bound(crt_c, sa, sb, a.shape[1], backend)
         try:
             crt = make_plan(crt_c, a, b, backend, bound=bound)
@@ -52,17 +52,18 @@ def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite
             err = exc
         oz = make_ozaki_plan(contract, a, b, backend, bound=bound)
     else:
-        oz = make_ozaki_plan(contract, a, b, backend)
+        oz = make_ozaki_plan(contract, a, b, backend, known=known)
         if contract.moduli != "auto":  # normwise CRT needs a fixed moduli count
             try:
-                crt = make_plan(crt_c, a, b, backend)
+                crt = make_plan(crt_c, a, b, backend, known=known)
             except ContractError as exc:
                 err = exc
     return choose(contract, crt, oz, err)
 
 
-def execute(plan, backend, a, b, timings=None):
-    """Run ``plan``'s pipeline on ``backend`` for the operands it was made for."""
+def execute(plan, backend, a, b, timings=None, reuse=None):
+    """Run ``plan``'s pipeline on ``backend`` for the operands it was made for (``reuse``: the
+    residue store of prepared operands, CRT)."""
     if plan.method == "ozaki":
         return ozaki_pipeline.execute(plan, backend, a, b, timings)
-    return crt_pipeline.execute(plan, backend, a, b, timings)
+    return crt_pipeline.execute(plan, backend, a, b, timings, reuse)

@@ -26,7 +26,7 @@ from ..precision.rounding import empty_result
 __all__ = ["execute"]
 
 
-def execute(plan, backend, a, b, timings=None):
+def execute(plan, backend, a, b, timings=None, reuse=None):
     """Compute ``C = RN(A'B' 2**-(s_i+t_j))`` for a CRT plan.
 
     Parameters
@@ -38,6 +38,9 @@ def execute(plan, backend, a, b, timings=None):
     timings : dict, optional    receives per-phase seconds ("residues", "gemms",
                                 "reconstruction"), synchronised (tiles then run one after
                                 another)
+    reuse : optional            residues of prepared operands: ``reuse.residues(side,
+                                compute, shift, n_moduli, i0, i1)`` returns those computed
+                                before for the same shifts and moduli, else ``compute()``
 
     Returns
     -------
@@ -56,14 +59,20 @@ def execute(plan, backend, a, b, timings=None):
     with backend.row_tiles(plan, a.shape[0] if a.ndim == 3 else 1, concurrent=timings is None) as tiles:
         t0 = time.perf_counter()
         bt = b.T if b.ndim == 2 else b.transpose(0, 2, 1)  # the rows B is scaled along
-        rb = backend.residues(bt, sb, plan.t, N)
+        if reuse is None:
+            rb = backend.residues(bt, sb, plan.t, N)
+        else:
+            rb = reuse.residues("b", lambda: backend.residues(bt, sb, plan.t, N), plan.t, N, 0, n)
         t0 = lap("residues", t0)
         out = empty_result(m, n, fmt, backend.xp)
         for tile in tiles:
             with tile:
                 i0, i1 = tile.i0, tile.i1
                 t0 = time.perf_counter()
-                ra = backend.residues(a, sa, plan.s, N, i0, i1)
+                if reuse is None:
+                    ra = backend.residues(a, sa, plan.s, N, i0, i1)
+                else:
+                    ra = reuse.residues("a", lambda: backend.residues(a, sa, plan.s, N, i0, i1), plan.s, N, i0, i1)
                 t0 = lap("residues", t0)
                 c = backend.residue_products(ra, rb, plan.moduli)
                 del ra

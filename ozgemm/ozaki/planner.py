@@ -213,7 +213,8 @@ def _normwise(contract, xp, sa, sb, m, k, n, w):
     return _finish(contract, (m, k, n), _beta_for(s, w), s, sched, w, sa, sb, xp, widened)
 
 
-def make_ozaki_plan(contract: Contract, a, b, backend, force_slices: int | None = None, bound=None) -> Plan:
+def make_ozaki_plan(contract: Contract, a, b, backend, force_slices: int | None = None, bound=None,
+                    known=(None, None)) -> Plan:
     """Plan an Ozaki scheme I product of finite 2-D float32/float64 arrays ``a`` (m x k),
     ``b`` (k x n) under ``contract`` (its method "ozaki"; schedule and slices its keys).
 
@@ -247,7 +248,7 @@ def make_ozaki_plan(contract: Contract, a, b, backend, force_slices: int | None 
     if bound is not None:
         sa, sb = bound.stats
     else:
-        sa, sb = statistics(a, b, backend)
+        sa, sb = statistics(a, b, backend, known=known)
     if force_slices is not None:
         sched = contract.schedule if contract.schedule != "auto" else "triangular"
         s = int(force_slices)

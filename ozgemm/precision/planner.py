@@ -559,16 +559,18 @@ class Bound:
         return delta_norm(beta, sa, sb, k, _xp_of(sa.width))
 
 
-def statistics(a, b, backend, nonfinite_flag=None):
+def statistics(a, b, backend, nonfinite_flag=None, known=(None, None)):
     """Row statistics of ``a`` (m, k) and column statistics of ``b`` (k, n) (or (C, ., .)
     components) on the backend: (sa, sb). ``nonfinite_flag``: set where the backend's
-    statistics see NaN/Inf (backends with ``flags_nonfinite``)."""
+    statistics see NaN/Inf (backends with ``flags_nonfinite``). ``known``: statistics already
+    computed for these very operands (a prepared operand, :func:`ozgemm.prepare`), or None."""
     m, k = a.shape[-2:]
     n = b.shape[-1]
     backend.check_planning_memory(m, k, n)
     flag = nonfinite_flag if backend.flags_nonfinite else None
-    sa = backend.row_stats(a, nonfinite=flag)
-    sb = backend.row_stats(b.T if b.ndim == 2 else b.transpose(0, 2, 1), nonfinite=flag)
+    sa = known[0] if known[0] is not None else backend.row_stats(a, nonfinite=flag)
+    sb = known[1] if known[1] is not None else backend.row_stats(b.T if b.ndim == 2 else b.transpose(0, 2, 1),
+                                                                  nonfinite=flag)
     return sa, sb
 
 
@@ -584,7 +586,7 @@ def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, 
 
 
 def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None, nonfinite_flag=None,
-              speculate: bool = False, pa=None, pb=None, bound: Bound | None = None) -> Plan:
+              speculate: bool = False, pa=None, pb=None, bound: Bound | None = None, known=(None, None)) -> Plan:
     """Plan the Ozaki scheme II (CRT) product of finite 2-D arrays ``a`` (m x k) and ``b`` (k x n)
     (or (C, m, k) / (C, k, n) components of dd/binary128 operands, rescaled by ``2**-pa`` /
     ``2**-pb``) under ``contract``, whose method is CRT.
@@ -602,7 +604,8 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     and hold NaN/Inf (set by the backend's statistics, ``flags_nonfinite``); it is read with
     the planner's own scalars (no extra host synchronisation) and
     :class:`~ozgemm.precision.specials.NonFiniteInputs` is raised when set.
-    ``bound``: the statistics and bound GEMM already computed (:func:`componentwise_bound`).
+    ``bound``: the statistics and bound GEMM already computed (:func:`componentwise_bound`);
+    ``known``: statistics of a prepared operand (:func:`statistics`).
 
     Raises
     ------
@@ -623,7 +626,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     if bound is not None:
         sa, sb = bound.stats
     else:
-        sa, sb = statistics(a, b, backend, nonfinite_flag)
+        sa, sb = statistics(a, b, backend, nonfinite_flag, known)
     cpow = _cpow(sa, sb)
     if nonfinite_flag is not None and (force_moduli is not None or contract.bound_kind != "componentwise"):
         if int(nonfinite_flag.reshape(-1)[0]):  # plans without a host read of their own: read it now
