@@ -34,7 +34,7 @@ def test_prepared_products_are_bit_identical(contract, phi):
         assert contract == "fp128" or _same(got, want)
     # a new right-hand side each time (iterative refinement), also one whose spread changes
     # the plan (width, moduli, shifts of A): still the unprepared bits
-    wide = b * np.exp2(np.arange(b.shape[1]) * 9.0)[None, :] * np.exp2(np.arange(b.shape[0]) % 5)[:, None]
+    wide = (b * np.exp2(np.arange(b.shape[1]) * 9.0)[None, :] * np.exp2(np.arange(b.shape[0]) % 5)[:, None]).astype(dt)
     for i, b2 in enumerate((b * 1.25, b * 3.0, wide)):
         got, want = ozgemm.matmul(pa, b2), ozgemm.matmul(a, b2, contract=contract)
         assert contract == "fp128" or _same(got, want)
