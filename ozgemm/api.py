@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 
-from ._xp import array_namespace, as_float64, is_cupy_array
+from ._xp import array_namespace, as_float64, ignore_fp_errors, is_cupy_array
 from .kernels import get_backend
 from .methods import execute, plan_product
 from .contracts.contract import Contract, as_contract
@@ -15,7 +15,7 @@ from .precision.planner import Plan, confirm_plan, forget_guess
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
 
-__all__ = ["matmul", "plan", "default_contract", "prepare", "Prepared"]
+__all__ = ["matmul", "gemm", "plan", "default_contract", "prepare", "Prepared"]
 
 
 def _check_operand(x, name):
@@ -547,3 +547,134 @@ def plan(a, b, contract=None, *, engine=None) -> Plan:
     if batch:
         raise ValueError("plan() takes 1-D or 2-D operands; use matmul(..., return_plan=True) for batches")
     return _plan_2d(a2, b2, contract, get_backend(engine, xp))[-1]
+
+
+def _two_product(alpha: float, x, xp):
+    """(p, e) with p + e == alpha * x exactly (Dekker's TwoProduct with Veltkamp's split;
+    Dekker 1971), where no product, split or error term overflows or underflows: checked,
+    else ValueError."""
+    def split(v):
+        c = v * 134217729.0  # 2**27 + 1
+        hi = c - (c - v)
+        return hi, v - hi
+
+    with ignore_fp_errors(xp):
+        p = alpha * x
+        ah, al = split(xp.asarray(alpha, dtype=xp.float64))
+        xh, xl = split(x)
+        e = ((ah * xh - p) + ah * xl + al * xh) + al * xl
+    ax = xp.abs(x)
+    ok = (x == 0) | ((ax < 2.0 ** 995 / max(abs(alpha), 1.0)) & (xp.abs(p) >= 2.0 ** -969) & xp.isfinite(p))
+    if not bool(ok.all()):
+        raise ValueError(f"gemm: alpha * a (alpha = {alpha!r}) is not exactly a double-double for some entries "
+                         "(beyond 2**995 or below 2**-969 in magnitude); use a power-of-two alpha or rescale")
+    return p, e
+
+
+def _scaled(alpha, x, xp, name):
+    """alpha * x exactly: x itself (alpha = 1), a float64 array (alpha a power of two and no
+    overflow or underflow), or a DD (TwoProduct) — float64 x; DD x takes powers of two only."""
+    alpha = float(alpha)
+    if alpha == 1.0:
+        return x
+    m, e = np.frexp(alpha)
+    pow2 = abs(m) == 0.5
+    if isinstance(x, DD):
+        if not pow2:
+            raise ValueError(f"gemm: {name} is a DD; its scale factor must be a power of two (got {alpha!r})")
+        return DD(_scaled(alpha, x.hi, xp, name), _scaled(alpha, x.lo, xp, name))
+    if alpha == 0.0:
+        return xp.zeros_like(x)
+    if pow2:
+        with ignore_fp_errors(xp):
+            y = x * alpha
+        exact = (x == 0) | (xp.isfinite(y) & (xp.abs(y) >= 2.0 ** -1022))
+        if bool(exact.all()):
+            return y
+    return DD(*_two_product(alpha, x, xp))
+
+
+def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, contract=None, engine=None, return_plan=False):
+    """``alpha * (a @ b) + beta * c`` computed exactly and rounded once (the fused update).
+
+    ``gemm(A, x, b, alpha=-1, beta=1, contract="dd")`` is the residual b - A x of iterative
+    refinement, exact then rounded once to double-double.
+
+    Parameters
+    ----------
+    a : (m, k) float32/float64 or DD; b : (k, n) or (k,) float or DD; c : (m, n) or (m,) float or
+        DD, optional (beta = 0 without it)
+    alpha, beta : real scalars. Powers of two (and 1, -1) scale exactly; others multiply a
+        float64 operand exactly into a double-double (Dekker's TwoProduct), which needs the
+        entries' products between 2**-969 and 2**995 (ValueError otherwise); a DD operand
+        takes power-of-two factors only.
+    contract : as :func:`matmul` (default: from the operands, at least the precision of c)
+    engine, return_plan : as :func:`matmul`
+
+    Returns
+    -------
+    The rounded result, shape (m, n) (or (m,)), in the contract's format.
+
+    Error bound
+    -----------
+    The exact value X = alpha AB + beta C is the product of the augmented operands
+    ``[alpha A | beta C] @ [[B], [I]]`` (exact integer arithmetic throughout), so the
+    contract's entrywise promise holds with |A||B| replaced by |alpha A||B| + |beta C|:
+    componentwise ``|R - X| <= u_f |X| + 2**-(bits-1) (|alpha A||B| + |beta C|)``. The
+    augmented inner dimension is k + n (k + 1 for a vector): cheap for matrix-vector
+    residuals; for wide C it costs up to twice a product.
+
+    Raises
+    ------
+    As :func:`matmul`; ValueError for shapes that do not fit or scale factors that are not
+    exact for these operands.
+    """
+    if isinstance(a, Prepared) or isinstance(b, Prepared):
+        raise TypeError("gemm takes arrays (prepared operands enter matmul)")
+    a = _check_operand(a, "a")
+    b = _check_operand(b, "b")
+    xp = array_namespace(*arrays(a), *arrays(b))
+    if a.ndim != 2 or b.ndim not in (1, 2):
+        raise ValueError(f"gemm: a must be 2-D and b 1-D or 2-D, got shapes {a.shape} and {b.shape}")
+    vec = b.ndim == 1
+    b2 = b[:, None] if vec else b
+    m, n = a.shape[0], b2.shape[1]
+    if a.shape[1] != b2.shape[0]:
+        raise ValueError(f"gemm: inner dimensions differ: a has shape {a.shape}, b has shape {b.shape}")
+    if contract is None:
+        contract = default_contract(a, b) if c is None else _widest(default_contract(a, b), default_contract(c, c))
+    if c is None or float(beta) == 0.0:
+        res = matmul(_scaled(alpha, a, xp, "a"), b, contract=contract, engine=engine, return_plan=return_plan)
+        return res
+    c = _check_operand(c, "c")
+    c2 = c[:, None] if c.ndim == 1 else c
+    if c2.shape != (m, n) or (c.ndim == 1) != vec:
+        raise ValueError(f"gemm: c has shape {c.shape}; the product has shape {(m,) if vec else (m, n)}")
+    left = [_scaled(alpha, a, xp, "a"), _scaled(beta, c2, xp, "c")]
+    eye = xp.eye(n, dtype=xp.float64)
+    right = [b2, eye]
+    A = _concat(left, xp, axis=1)
+    B = _concat(right, xp, axis=0)
+    res = matmul(A, B, contract=contract, engine=engine, return_plan=return_plan)
+    if vec:
+        if return_plan:
+            r, p = res
+            return (r[:, 0] if not isinstance(r, DD) else r[:, 0]), p
+        return res[:, 0]
+    return res
+
+
+def _widest(*names):
+    order = ["fp32", "fp64", "dd", "fp128"]
+    return max(names, key=order.index)
+
+
+def _concat(parts, xp, axis):
+    """Concatenate float arrays and DDs (a DD if any part is one; float parts get lo = 0)."""
+    if any(isinstance(p, DD) for p in parts):
+        his = [p.hi if isinstance(p, DD) else as_float64(p) for p in parts]
+        los = [p.lo if isinstance(p, DD) else xp.zeros(p.shape, dtype=xp.float64) for p in parts]
+        return DD(xp.concatenate(his, axis=axis), xp.concatenate(los, axis=axis))
+    if any(p.dtype == xp.float64 for p in parts):
+        parts = [as_float64(p) for p in parts]
+    return xp.concatenate(parts, axis=axis)

@@ -1,0 +1,89 @@
+"""ozgemm.gemm: alpha A B + beta C exact then rounded once, against exact Fractions; and the
+iterative-refinement recipe of the README (the exact residual b - A x in double-double)."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import ozgemm
+
+U_DD = Fraction(1, 2**106)
+
+
+def _val(r, i, j=None):
+    idx = (i,) if j is None else (i, j)
+    if isinstance(r, ozgemm.DD):
+        return Fraction(float(r.hi[idx])) + Fraction(float(r.lo[idx]))
+    return Fraction(float(r[idx]))
+
+
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (-1.0, 1.0), (0.1, 3.0), (2.0 ** -40, -0.75), (-3.0, 1e-30)])
+def test_gemm_keeps_the_dd_promise(alpha, beta):
+    rng = np.random.default_rng(5)
+    a = (rng.random((6, 9)) - 0.5) * np.exp2(rng.integers(-20, 20, (6, 9)))
+    b = rng.standard_normal((9, 4))
+    c = rng.standard_normal((6, 4)) * 1e3
+    r = ozgemm.gemm(a, b, c, alpha=alpha, beta=beta, contract="dd")
+    al, be = Fraction(alpha), Fraction(beta)
+    for i in range(6):
+        for j in range(4):
+            ab = sum(Fraction(a[i, l]) * Fraction(b[l, j]) for l in range(9))
+            x = al * ab + be * Fraction(c[i, j])
+            absum = abs(al) * sum(abs(Fraction(a[i, l]) * Fraction(b[l, j])) for l in range(9)) + abs(be * Fraction(c[i, j]))
+            assert abs(_val(r, i, j) - x) <= U_DD * abs(x) + 2 * U_DD * absum, (i, j)
+
+
+def test_gemm_vector_and_float_results():
+    rng = np.random.default_rng(6)
+    a, x, b = rng.standard_normal((7, 5)), rng.standard_normal(5), rng.standard_normal(7)
+    r = ozgemm.gemm(a, x, b, alpha=-1.0, beta=1.0)  # fp64 (float operands)
+    assert r.shape == (7,) and r.dtype == np.float64
+    for i in range(7):
+        exact = Fraction(b[i]) - sum(Fraction(a[i, l]) * Fraction(x[l]) for l in range(5))
+        absum = sum(abs(Fraction(a[i, l]) * Fraction(x[l])) for l in range(5)) + abs(Fraction(b[i]))
+        assert abs(Fraction(float(r[i])) - exact) <= Fraction(1, 2**53) * abs(exact) + Fraction(1, 2**52) * absum
+    assert np.array_equal(ozgemm.gemm(a, x), ozgemm.matmul(a, x))
+    with pytest.raises(ValueError, match="shape"):
+        ozgemm.gemm(a, x, np.ones(6), beta=1.0)
+    with pytest.raises(ValueError, match="power of two"):
+        ozgemm.gemm(ozgemm.DD(a), x, alpha=0.3)
+    with pytest.raises(ValueError, match="double-double"):
+        ozgemm.gemm(np.full((2, 2), 1e300), np.ones((2, 2)), alpha=1e10 + 1)
+
+
+def _hilbert(n):
+    return [[Fraction(1, i + j + 1) for j in range(n)] for i in range(n)]
+
+
+def _solve_exact(A, b):
+    n = len(A)
+    M = [row[:] + [bi] for row, bi in zip(A, b)]
+    for c in range(n):
+        p = next(r for r in range(c, n) if M[r][c] != 0)
+        M[c], M[p] = M[p], M[c]
+        for r in range(n):
+            if r != c and M[r][c] != 0:
+                f = M[r][c] / M[c][c]
+                M[r] = [x - f * y for x, y in zip(M[r], M[c])]
+    return [M[i][n] / M[i][i] for i in range(n)]
+
+
+def test_iterative_refinement_recipe():
+    """Mixed-precision refinement with the exact residual: the float64 solution of a Hilbert
+    system (condition ~1e13) reaches full double accuracy (every entry within 1 ulp of the
+    exact solution), where float64 residuals leave it ~1e-4 off."""
+    n = 10
+    A = np.array([[float(v) for v in row] for row in _hilbert(n)])
+    b = np.ones(n)
+    exact = _solve_exact([[Fraction(v) for v in row] for row in A.tolist()], [Fraction(1)] * n)
+    x = np.linalg.solve(A, b)
+    for _ in range(10):  # the README's recipe
+        r = ozgemm.gemm(A, x, b, alpha=-1.0, beta=1.0, contract="dd")  # b - A x, exact, rounded once
+        x = x + np.linalg.solve(A, r.to_float64())
+    err = max(abs(Fraction(float(xi)) - e) / abs(e) for xi, e in zip(x, exact))
+    assert err <= Fraction(1, 2**52)
+    xf = np.linalg.solve(A, b)
+    for _ in range(10):
+        xf = xf + np.linalg.solve(A, b - A @ xf)
+    err_f = max(abs(Fraction(float(xi)) - e) / abs(e) for xi, e in zip(xf, exact))
+    assert err_f > 1000 * err  # float64 residuals stall far from it
