@@ -7,9 +7,9 @@ Public API: :func:`matmul`, :func:`plan`, :class:`Contract`, :func:`load_contrac
 """
 __version__ = "0.1.0"
 
-from .api import Prepared, default_contract, gemm, matmul, plan, prepare
+from .api import Prepared, default_contract, dot, einsum, gemm, inner, matmul, plan, prepare, tensordot, vdot
 from .contracts.contract import Contract, ContractError, load_contract, named_contracts
 from .contracts.formats import DD, Binary128, quad_from_bits, quad_to_bits
 
-__all__ = ["matmul", "gemm", "plan", "prepare", "Prepared", "default_contract", "Contract", "ContractError", "load_contract", "named_contracts", "DD", "Binary128",
+__all__ = ["matmul", "gemm", "plan", "dot", "vdot", "inner", "tensordot", "einsum", "prepare", "Prepared", "default_contract", "Contract", "ContractError", "load_contract", "named_contracts", "DD", "Binary128",
            "quad_from_bits", "quad_to_bits", "__version__"]

@@ -15,7 +15,8 @@ from .precision.planner import Plan, confirm_plan, forget_guess
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
 
-__all__ = ["matmul", "gemm", "plan", "default_contract", "prepare", "Prepared"]
+__all__ = ["matmul", "gemm", "plan", "default_contract", "prepare", "Prepared", "dot", "vdot", "inner", "tensordot",
+           "einsum"]
 
 
 def _check_operand(x, name):
@@ -678,3 +679,127 @@ def _concat(parts, xp, axis):
     if any(p.dtype == xp.float64 for p in parts):
         parts = [as_float64(p) for p in parts]
     return xp.concatenate(parts, axis=axis)
+
+
+# -- numpy's other two-operand products, where they reduce to matmul -----------------------
+
+def _plain(x, name):
+    x = _check_operand(x, name)
+    if is_wide(x):
+        raise TypeError(f"{name}: DD and binary128 operands enter matmul and gemm; the tensor forms take "
+                        "float arrays in this release")
+    return x
+
+
+def tensordot(a, b, axes=2, *, contract=None, engine=None):
+    """``numpy.tensordot`` under a precision contract: the sum over ``axes`` as one
+    :func:`matmul` of the operands transposed and reshaped to 2-D (numpy's own reduction), so
+    every output entry is one dot product and keeps the contract's entrywise promise.
+
+    ``axes``: an int N (the last N axes of a with the first N of b) or a pair of axis
+    sequences, as numpy. Float32/float64 operands (numpy or cupy); raises as numpy for
+    mismatched axes (ValueError) and as :func:`matmul` otherwise.
+    """
+    a, b = _plain(a, "a"), _plain(b, "b")
+    xp = array_namespace(a, b)
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > min(a.ndim, b.ndim):
+            raise ValueError(f"tensordot: axes={n} does not fit operands of {a.ndim} and {b.ndim} dimensions")
+        ax_a, ax_b = list(range(a.ndim - n, a.ndim)), list(range(n))
+    else:
+        ax_a, ax_b = axes
+        ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
+        ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
+        if len(ax_a) != len(ax_b):
+            raise ValueError("tensordot: the axis lists differ in length")
+    ax_a = [x % a.ndim for x in ax_a] if a.ndim else ax_a
+    ax_b = [x % b.ndim for x in ax_b] if b.ndim else ax_b
+    for i, j in zip(ax_a, ax_b):
+        if a.shape[i] != b.shape[j]:
+            raise ValueError(f"tensordot: shape mismatch for sum: axis {i} of a has {a.shape[i]}, axis {j} of b "
+                             f"has {b.shape[j]}")
+    free_a = [i for i in range(a.ndim) if i not in ax_a]
+    free_b = [j for j in range(b.ndim) if j not in ax_b]
+    k = int(np.prod([a.shape[i] for i in ax_a], dtype=np.int64))
+    at = xp.transpose(a, free_a + ax_a).reshape(-1, k)
+    bt = xp.transpose(b, ax_b + free_b).reshape(k, -1)
+    c = matmul(at, bt, contract=contract, engine=engine)
+    return c.reshape(tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b))
+
+
+def dot(a, b, *, contract=None, engine=None):
+    """``numpy.dot`` under a precision contract: :func:`matmul` for 1-D and 2-D operands; for
+    N-D operands the sum over the last axis of a and the second-to-last of b
+    (:func:`tensordot`). Scalars (0-d) raise ValueError (numpy multiplies them; that is not a
+    product this library computes)."""
+    a0, b0 = _plain(a, "a"), _plain(b, "b")
+    if a0.ndim <= 2 and b0.ndim <= 2:
+        return matmul(a0, b0, contract=contract, engine=engine)
+    return tensordot(a0, b0, axes=([-1], [-2 if b0.ndim > 1 else 0]), contract=contract, engine=engine)
+
+
+def inner(a, b, *, contract=None, engine=None):
+    """``numpy.inner`` under a precision contract: the sum over the last axes of a and b
+    (:func:`tensordot`)."""
+    a0, b0 = _plain(a, "a"), _plain(b, "b")
+    return tensordot(a0, b0, axes=([-1], [-1]), contract=contract, engine=engine)
+
+
+def vdot(a, b, *, contract=None, engine=None):
+    """``numpy.vdot`` for real operands under a precision contract: the dot product of the
+    flattened arrays (one 1-D @ 1-D :func:`matmul`; complex operands raise TypeError)."""
+    a0, b0 = _plain(a, "a"), _plain(b, "b")
+    if a0.size != b0.size:
+        raise ValueError(f"vdot: the operands have {a0.size} and {b0.size} elements")
+    return matmul(a0.reshape(-1), b0.reshape(-1), contract=contract, engine=engine)
+
+
+def einsum(subscripts, a, b, *, contract=None, engine=None):
+    """Two-operand ``numpy.einsum`` where it reduces to a (batched) matmul: every index
+    appears at most once per operand; indices in both operands and not in the output are
+    summed, indices in both and in the output are batch indices, the others are free; the
+    output is any order of the batch and free indices (implicit mode: the indices that
+    appear once, sorted, as numpy). Traces, repeated indices within an operand, ellipses
+    and sums over an index of one operand only raise ValueError naming the unsupported form.
+    """
+    a0, b0 = _plain(a, "a"), _plain(b, "b")
+    xp = array_namespace(a0, b0)
+    s = subscripts.replace(" ", "")
+    if "..." in s:
+        raise ValueError("einsum: ellipses are not supported; name every axis")
+    if "->" in s:
+        ins, out = s.split("->")
+    else:
+        ins, out = s, None
+    parts = ins.split(",")
+    if len(parts) != 2:
+        raise ValueError("einsum takes two operands here (it reduces them to one matmul)")
+    sa, sb = parts
+    if len(sa) != a0.ndim or len(sb) != b0.ndim:
+        raise ValueError(f"einsum: '{sa}' and '{sb}' do not match operands of {a0.ndim} and {b0.ndim} dimensions")
+    if len(set(sa)) != len(sa) or len(set(sb)) != len(sb):
+        raise ValueError("einsum: an index repeated within an operand (a trace or diagonal) is not supported")
+    if out is None:
+        out = "".join(sorted(ch for ch in set(sa + sb) if (sa + sb).count(ch) == 1))
+    if len(set(out)) != len(out) or any(ch not in sa + sb for ch in out):
+        raise ValueError(f"einsum: output '{out}' is not a set of input indices")
+    summed = [ch for ch in sa if ch in sb and ch not in out]
+    batch = [ch for ch in sa if ch in sb and ch in out]
+    free_a = [ch for ch in sa if ch not in sb]
+    free_b = [ch for ch in sb if ch not in sa]
+    if any(ch not in out for ch in free_a + free_b):
+        raise ValueError("einsum: a sum over an index of one operand only is not a matmul; sum it first")
+    size = {}
+    for ch, d in list(zip(sa, a0.shape)) + list(zip(sb, b0.shape)):
+        if size.setdefault(ch, d) != d:
+            raise ValueError(f"einsum: index '{ch}' has sizes {size[ch]} and {d}")
+    prod = lambda chs: int(np.prod([size[c] for c in chs], dtype=np.int64))  # noqa: E731
+    at = xp.transpose(a0, [sa.index(c) for c in batch + free_a + summed])
+    bt = xp.transpose(b0, [sb.index(c) for c in batch + summed + free_b])
+    at = at.reshape((prod(batch), prod(free_a), prod(summed)))
+    bt = bt.reshape((prod(batch), prod(summed), prod(free_b)))
+    c = matmul(at, bt, contract=contract, engine=engine)
+    c = c.reshape(tuple(size[ch] for ch in batch + free_a + free_b))
+    order = batch + free_a + free_b
+    return xp.transpose(c, [order.index(ch) for ch in out]) if out else c[()] if xp is np else c
