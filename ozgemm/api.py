@@ -19,6 +19,29 @@ __all__ = ["matmul", "gemm", "plan", "default_contract", "prepare", "Prepared", 
            "einsum"]
 
 
+def _stacked(a2, b2, batch, contract, backend, xp):
+    """A stack as one computation (:mod:`ozgemm.stacks`) in the result storage of
+    :func:`matmul`'s loop, or None where it computes product by product."""
+    from .stacks import stacked_product
+
+    m, k = a2.shape[-2:]
+    n = b2.shape[-1]
+    P = int(np.prod(batch, dtype=np.int64))
+    A = xp.broadcast_to(a2, tuple(batch) + (m, k)).reshape(P, m, k)
+    shared = b2.ndim == 2 or all(d == 1 for d in b2.shape[:-2])  # one B for every product
+    B = b2.reshape(1, k, n) if shared else xp.broadcast_to(b2, tuple(batch) + (k, n)).reshape(P, k, n)
+    if contract.fmt.name != "binary32":
+        A, B = as_float64(A), as_float64(B)
+    out = stacked_product(A, B, contract, backend, b_shared=shared)
+    if out is None:
+        return None
+    if contract.fmt.name == "dd":
+        return out.reshape((2,) + tuple(batch) + (m, n))
+    if contract.fmt.name == "binary128":
+        return out.reshape(tuple(batch) + (m, n, 2))
+    return out.reshape(tuple(batch) + (m, n))
+
+
 def _check_operand(x, name):
     """The operand as an array ozgemm computes on: numpy and cupy arrays as they are (an
     ndarray subclass as its base class; the result is wrapped back, :func:`_wrap`), other
@@ -504,7 +527,9 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     res = None
     lead = (slice(None),) if fmt.name == "dd" else ()
     plans = []
-    for idx in itertools.product(*[range(d) for d in batch]):
+    if batch and not return_plan and reuse is None and not (is_wide(a) or is_wide(b)):
+        res = _stacked(a2, b2, batch, contract, eng, xp)
+    for idx in (itertools.product(*[range(d) for d in batch]) if res is None else ()):
         ia = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (a2.ndim - 2):], a2.shape[:-2]))
         ib = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (b2.ndim - 2):], b2.shape[:-2]))
         c, p = _product_2d(a2[ia], b2[ib], contract, eng, reuse=reuse)

@@ -17,7 +17,7 @@ LAYERS = [
     ("ozgemm.precision",),
     ("ozgemm.crt", "ozgemm.ozaki"),
     ("ozgemm.kernels",),
-    ("ozgemm.methods",),
+    ("ozgemm.methods", "ozgemm.stacks"),
     ("ozgemm.api",),
     ("ozgemm.verify",),
     ("ozgemm.cli",),

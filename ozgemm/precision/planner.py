@@ -333,16 +333,21 @@ def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, x
 
     Returns the int64 scalar array max_ij beta_ij (>= 1).
     """
+    beta_ij = required_beta_entries(sa.width[:, None], sb.width[None, :], sa.norm1[:, None], sb.norm1[None, :],
+                                    lb, bits, k, u, xp)
+    return xp.maximum(beta_ij.max(), 1) if beta_ij.size else xp.asarray(1)
+
+
+def required_beta_entries(w, v, na, nb, lb, bits: int, k: int, u: float, xp):
+    """The per-entry smallest widths of :func:`required_beta` (before the maximum), from the
+    row widths ``w`` and 1-norm bounds ``na`` of A and the column ones ``v``, ``nb`` of B,
+    broadcast against ``lb`` (an (m, n) or a stacked (P, m, n) bound GEMM)."""
     big = xp.int64(1 << 40)
     fac = (1.0 + u) * (1.0 + 2.0 ** -40)
     R = xp.ldexp(lb.astype(xp.float64), -(bits - 1) - 2 * LB_BITS)
     pos = R > 0
     Rs = xp.where(pos, R, 1.0)
     K = k * 2.0 ** (1 - bits)
-    w = sa.width[:, None]
-    v = sb.width[None, :]
-    na = sa.norm1[:, None]
-    nb = sb.norm1[None, :]
 
     def need(z):
         # smallest beta with 2**(-beta-1) z fac <= R; z == 0 needs nothing; R == 0 needs G == 0
@@ -356,8 +361,7 @@ def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, x
     t_b = xp.minimum(xp.maximum(w, need(na)), v)  # regime w <= beta < v (broadcasts to m x n)
     t_c = xp.minimum(xp.maximum(v, need(nb)), w)  # regime v <= beta < w
     after = xp.where(w < v, t_b, xp.where(v < w, t_c, w))
-    beta_ij = xp.where(t_d < lo, t_d, after)
-    return xp.maximum(beta_ij.max(), 1) if beta_ij.size else xp.asarray(1)
+    return xp.where(t_d < lo, t_d, after)
 
 
 class ModuliShortfall(ContractError):

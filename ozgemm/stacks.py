@@ -1,0 +1,173 @@
+"""Stacks of products planned and computed together, without a Python loop per product.
+
+A stack ``(..., m, k) @ (..., k, n)`` gets, product by product, exactly the plan a 2-D call
+would make — the same statistics (per row and column), the same bound GEMM, the same
+minimal width, moduli count, width and shifts — but every phase runs once over the whole
+stack: one statistics pass over all rows, one batched bound GEMM, the planner's per-product
+choices as array operations on exact integers (the moduli thresholds of
+:func:`ozgemm.precision.planner.speculative_thresholds`, the same exact comparisons as
+:func:`~ozgemm.precision.planner.max_beta_for`), and per moduli count one residue pass, one
+batched set of INT8 GEMMs, one reconstruction and one rounding. Results are bit-identical
+to the per-product calls (the same exact integers, rounded once by the same code).
+
+The stacked path covers finite float32/float64 operands under CRT contracts on the numpy
+backend; anything else (NaN/Inf, dd/binary128 operands, Ozaki scheme I, widths beyond the
+threshold tables, refusals, plans requested) returns None and the caller computes product
+by product, where the same rules raise or handle it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .contracts.moduli import MODULI
+from .crt.moduli import garner_constants
+from .crt.reconstruct import crt_reconstruct
+from .crt.residues import scaled_residues
+from .precision.planner import (_BETA_CAP, SPEC_BETA_HI, max_beta_for, moduli_product, required_beta_entries,
+                                speculative_thresholds)
+from .precision.rounding import round_result
+from .precision.stats import row_stats
+
+__all__ = ["stacked_product"]
+
+_NUM_MAX = 1 << 61  # the threshold tables are exact for numerators below their 2**62 clamp
+
+
+def _repeat(st, P: int):
+    """Row statistics of one operand repeated for P products (views where numpy allows)."""
+    import dataclasses
+
+    def rep(x):
+        return None if x is None else np.concatenate([x] * P, axis=0) if x.ndim > 1 else np.tile(x, P)
+
+    return dataclasses.replace(st, mant=st.mant, exp=st.exp, E=rep(st.E), width=rep(st.width), norm1=rep(st.norm1),
+                               q=rep(st.q), zero_row=rep(st.zero_row), n1_int=rep(st.n1_int),
+                               n2_int=rep(st.n2_int), qsum=rep(st.qsum))
+
+
+def _tables(k: int):
+    """(49, SPEC_BETA_HI + 1, 3) int64: the exact thresholds of every moduli count."""
+    return np.stack([speculative_thresholds(n, k) for n in range(1, len(MODULI) + 1)])
+
+
+def _choose(contract, beta_min, nums, k):
+    """Per product (moduli count, width) of a componentwise contract, or None where a product
+    needs the general planner (refusals, widths beyond the tables)."""
+    P = beta_min.shape[0]
+    if (beta_min > min(contract.bits + contract.exponent_range, _BETA_CAP)).any() or (beta_min > SPEC_BETA_HI).any():
+        return None
+    if (nums >= _NUM_MAX).any():
+        return None
+    T = _tables(k)
+    ok_n = (nums[None, :, :] <= T[:, beta_min, :]).any(axis=2)  # (49, P): N moduli prove beta_min
+    if not ok_n.any(axis=0).all():
+        return None  # beyond the table: the general planner refuses
+    nmod = ok_n.argmax(axis=0) + 1
+    if contract.moduli != "auto":
+        if (nmod > contract.moduli).any():
+            return None  # a fixed count too small: the general planner refuses
+        nmod = np.full(P, int(contract.moduli))
+    ok_b = (nums[:, None, :] <= T[nmod - 1]).any(axis=2)  # (P, SPEC_BETA_HI + 1), a prefix in beta
+    if ok_b[:, -1].any():
+        return None  # the widest width may lie beyond the table
+    beta = ok_b.sum(axis=1) - 1
+    if (beta < beta_min).any():
+        return None
+    return nmod, beta
+
+
+def stacked_product(a, b, contract, backend, b_shared=False):
+    """``a`` (P, m, k) @ ``b`` (P, k, n) as one stacked computation, or None (see the module
+    docstring). ``b_shared``: every product has the same B (a broadcast operand, ``b`` of
+    shape (1, k, n)): its statistics are computed once and its residues once per (moduli
+    count, width), each product group then one GEMM per modulus. Returns the result storage
+    of the contract's format for the stack: float (P, m, n), dd (2, P, m, n), binary128
+    (P, m, n, 2)."""
+    xp = backend.xp
+    fmt = contract.fmt
+    if xp is not np or contract.method != "crt" or not fmt.supported:
+        return None
+    P, m, k = a.shape
+    n = b.shape[2]
+    if P < 2 or not (m and n and k):
+        return None
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return None
+    sa = row_stats(a.reshape(P * m, k), np)
+    sb = row_stats(b.transpose(0, 2, 1).reshape(b.shape[0] * n, k), np)
+    if b_shared:  # one B: its per-column statistics repeated for every product
+        sb = _repeat(sb, P)
+    if contract.bound_kind == "componentwise":
+        qa, qb = sa.q.reshape(P, m, k), sb.q.reshape(P, n, k)
+        lb = backend.gemm_exact(qa, qb)  # (P, m, n), exact
+        beta_ij = required_beta_entries(sa.width.reshape(P, m, 1), sb.width.reshape(P, 1, n),
+                                        sa.norm1.reshape(P, m, 1), sb.norm1.reshape(P, 1, n),
+                                        lb, contract.bits, k, fmt.u, np)
+        beta_min = np.maximum(beta_ij.max(axis=(1, 2)), 1)
+        n1a, n1b = sa.n1_int.reshape(P, m).max(axis=1), sb.n1_int.reshape(P, n).max(axis=1)
+        n2a, n2b = sa.n2_int.reshape(P, m).max(axis=1), sb.n2_int.reshape(P, n).max(axis=1)
+        ra, cb = sa.qsum.reshape(P, m), sb.qsum.reshape(P, n)
+        ub = ((lb.astype(np.int64) + cb[:, None, :]).max(axis=2) + ra).max(axis=1)
+        cs = []
+        for x, y in zip(n2a.tolist(), n2b.tolist()):  # ceil(sqrt(n2a n2b)), exact Python integers
+            c = math.isqrt(x * y)
+            cs.append(c + (c * c < x * y))
+        if max(cs) >= _NUM_MAX:
+            return None
+        nums = np.stack([np.minimum(n1a, n1b), np.array(cs, dtype=np.int64), ub + k], axis=1).astype(np.int64)
+        chosen = _choose(contract, beta_min.astype(np.int64), nums, k)
+        if chosen is None:
+            return None
+        nmod, beta = chosen
+    else:
+        N = int(contract.moduli)
+        b0 = max_beta_for(moduli_product(N), float(k), k)
+        if b0 < contract.bits + 3:
+            return None
+        nmod, beta = np.full(P, N), np.full(P, b0)
+    s = np.where(sa.zero_row.reshape(P, m), 0, beta[:, None] - sa.E.reshape(P, m)).astype(np.int64)
+    t = np.where(sb.zero_row.reshape(P, n), 0, beta[:, None] - sb.E.reshape(P, n)).astype(np.int64)
+    # workspace: residues and their float copies, products, reconstruction limbs (as the 2-D path)
+    need = 0
+    for N in np.unique(nmod).tolist():
+        L = garner_constants(N).limbs
+        cnt = int((nmod == N).sum())
+        need = max(need, cnt * (5 * N * (m + n) * k + 8 * (2 * N + 2 * L + 6) * m * n))
+    if need > backend.memory_budget():
+        return None
+    if fmt.name == "dd":
+        out = np.empty((2, P, m, n))
+    elif fmt.name == "binary128":
+        out = np.empty((P, m, n, 2), dtype=np.uint64)
+    else:
+        out = np.empty((P, m, n), dtype=fmt.dtype)
+    mant_a, exp_a = sa.mant.reshape(P, m, k), sa.exp.reshape(P, m, k)
+    groups = {}
+    for p_, key in enumerate(zip(nmod.tolist(), beta.tolist())):
+        groups.setdefault(key if b_shared else (key[0], None), []).append(p_)
+    for (N, bw), members in groups.items():
+        idx = np.array(members)
+        Q = idx.size
+        moduli = MODULI[:N]
+        ra_ = scaled_residues(mant_a[idx].reshape(Q * m, k), exp_a[idx].reshape(Q * m, k),
+                              s[idx].reshape(-1), moduli, np)
+        if b_shared:  # one GEMM per modulus for the group: (Q m, k) x (k, n)
+            rb_ = scaled_residues(sb.mant[:n], sb.exp[:n], t[idx[0]], moduli, np)  # (N, n, k)
+            c = backend.residue_products(ra_, rb_, moduli).reshape(N, Q, m, n)
+        else:
+            rb_ = scaled_residues(sb.mant.reshape(P, n, k)[idx].reshape(Q * n, k),
+                                  sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), moduli, np)
+            c = backend.residue_products(ra_.reshape(N, Q, m, k), rb_.reshape(N, Q, n, k), moduli)
+        del ra_, rb_
+        mag, neg = crt_reconstruct(c, N, np)
+        del c
+        e = -(s[idx][:, :, None] + t[idx][:, None, :])
+        r = round_result(mag, neg, e, fmt, np)
+        if fmt.name == "dd":
+            out[:, idx] = r
+        else:
+            out[idx] = r
+    return out
+
