@@ -23,11 +23,10 @@ import numpy as np
 
 from .contracts.moduli import MODULI
 from .crt.moduli import garner_constants
-from .crt.reconstruct import crt_reconstruct
+from .crt.reconstruct import reconstruct_round
 from .crt.residues import scaled_residues
 from .precision.planner import (_BETA_CAP, SPEC_BETA_HI, max_beta_for, moduli_product, required_beta_entries,
                                 speculative_thresholds)
-from .precision.rounding import round_result
 from .precision.stats import row_stats
 
 __all__ = ["stacked_product"]
@@ -161,10 +160,9 @@ def stacked_product(a, b, contract, backend, b_shared=False):
                                   sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), moduli, np)
             c = backend.residue_products(ra_.reshape(N, Q, m, k), rb_.reshape(N, Q, n, k), moduli)
         del ra_, rb_
-        mag, neg = crt_reconstruct(c, N, np)
-        del c
         e = -(s[idx][:, :, None] + t[idx][:, None, :])
-        r = round_result(mag, neg, e, fmt, np)
+        r = reconstruct_round(c, N, e, fmt, np)
+        del c
         if fmt.name == "dd":
             out[:, idx] = r
         else:

@@ -15,9 +15,11 @@ matrix entries); written once against ``xp``.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .moduli import garner_constants
 
-__all__ = ["garner_digits", "mixed_radix_to_limbs", "crt_reconstruct"]
+__all__ = ["garner_digits", "mixed_radix_to_limbs", "crt_reconstruct", "reconstruct_round"]
 
 _MASK = 0xFFFFFFFF
 
@@ -124,3 +126,28 @@ def crt_reconstruct(c, n_moduli: int, xp):
         decided |= x[j] != d[j]
     mag = xp.where(gt[None], d, x)
     return mag, gt
+
+
+def reconstruct_round(c, n_moduli: int, e, fmt, xp, block: int = 1 << 14):
+    """:func:`crt_reconstruct` then the one rounding to ``fmt``
+    (:func:`ozgemm.precision.rounding.round_result`) of ``c`` (N, ...) residues scaled by
+    ``2**e`` (e broadcast to ``c.shape[1:]``), in blocks of ``block`` entries so that the limb
+    passes stay in cache; the same bits as one pass over all entries (elementwise work).
+    Returns the result storage of ``fmt`` for ``c.shape[1:]`` (dd: (2, ...); binary128:
+    (..., 2))."""
+    from ..precision.rounding import round_result
+
+    shape = c.shape[1:]
+    R = int(np.prod(shape, dtype=np.int64))
+    cf = c.reshape(c.shape[0], R)
+    ef = xp.broadcast_to(e, shape).reshape(R)
+    parts = []
+    for j0 in range(0, max(R, 1), block):
+        j1 = min(R, j0 + block)
+        mag, neg = crt_reconstruct(cf[:, j0:j1], n_moduli, xp)
+        parts.append(round_result(mag, neg, ef[j0:j1], fmt, xp))
+    if fmt.name == "dd":
+        return xp.concatenate(parts, axis=1).reshape((2,) + tuple(shape))
+    if fmt.name == "binary128":
+        return xp.concatenate(parts, axis=0).reshape(tuple(shape) + (2,))
+    return xp.concatenate(parts).reshape(shape)

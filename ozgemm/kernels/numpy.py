@@ -18,10 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..crt.moduli import garner_constants
-from ..crt.reconstruct import crt_reconstruct
+from ..crt.reconstruct import reconstruct_round
 from ..crt.residues import scaled_residues
 from ..precision.planner import plan_scalars
-from ..precision.rounding import round_result
 from ..precision.stats import row_stats, split_float
 
 __all__ = ["NumpyBackend", "SGEMM_EXACT_K", "available_memory"]
@@ -177,6 +176,5 @@ class NumpyBackend:
         return c % m
 
     def reconstruct_round(self, c, s, t, n_moduli, fmt, out):
-        mag, neg = crt_reconstruct(c, n_moduli, np)
-        out[...] = round_result(mag, neg, -(s[:, None] + t[None, :]), fmt, np)
+        out[...] = reconstruct_round(c, n_moduli, -(s[:, None] + t[None, :]), fmt, np)
         return out
