@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -81,26 +82,50 @@ def _foreign_array(x, name):
         return cupy.asarray(x) if hasattr(x, "__cuda_array_interface__") else cupy.from_dlpack(x)
     try:
         return np.asarray(x)
-    except Exception as exc:  # ragged lists and other non-arrays
-        if hasattr(x, "__dlpack__"):
-            return np.from_dlpack(x)
-        raise TypeError(f"{name} ({type(x).__name__}) cannot be read as an array: {exc}") from None
+    except Exception as exc:  # ragged lists, tensors numpy cannot read (bfloat16, requiring grad), ...
+        try:
+            if hasattr(x, "__dlpack__"):
+                return np.from_dlpack(x)
+        except Exception:
+            pass
+        hint = " (a tensor that requires grad: pass x.detach())" if getattr(x, "requires_grad", False) else ""
+        raise TypeError(f"{name} ({type(x).__name__}) cannot be read as an array{hint}: {exc}") from None
 
 
 def _caller_type(res, a, b):
     """A result in the caller's array type where an operand came from PyTorch or JAX (through
     DLPack: no copy where the library shares the memory); numpy and cupy results as they are."""
+    if not (isinstance(res, (np.ndarray, np.generic)) or is_cupy_array(res)) or "Quad" in str(res.dtype):
+        return res  # DD, binary128: ozgemm's own types
     for x in (a, b):
         mod = type(x).__module__.split(".")[0]
         if mod == "torch":
             import torch
 
-            return torch.from_dlpack(res if res.flags.c_contiguous else res.copy())
+            r = np.asarray(res) if isinstance(res, np.generic) else res
+            return torch.from_dlpack(r if r.flags.c_contiguous else r.copy())
         if mod in ("jax", "jaxlib"):
             import jax.numpy as jnp
 
             return jnp.asarray(res)
     return res
+
+
+def _out_shape_ok(out_shape, final, nbatch) -> bool:
+    """numpy's rule for a gufunc output: the core dimensions of the result last, before them
+    a loop shape that the operands' batch shape broadcasts to."""
+    core = final[nbatch:]
+    if len(out_shape) < len(core) or out_shape[len(out_shape) - len(core):] != core:
+        return False
+    loop = out_shape[:len(out_shape) - len(core)]
+    try:
+        return np.broadcast_shapes(final[:nbatch], loop) == loop
+    except ValueError:
+        return False
+
+
+def _foreign(a, b) -> bool:
+    return any(type(x).__module__.split(".")[0] in ("torch", "jax", "jaxlib") for x in (a, b))
 
 
 def default_contract(a, b) -> str:
@@ -511,8 +536,9 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
             raise TypeError("out must come from the same array library as the operands")
         if isinstance(out, np.ndarray) and not out.flags.writeable:
             raise ValueError("out is read-only")
-        if tuple(out.shape) not in (tuple(final), tuple(full)):
-            raise ValueError(f"out has shape {tuple(out.shape)}; the result has shape {tuple(final)}")
+        if not _out_shape_ok(tuple(out.shape), tuple(final), len(batch)):
+            raise ValueError(f"out has shape {tuple(out.shape)}; the result has shape {tuple(final)} (numpy's rule: "
+                             "the result's core dimensions last, after dimensions the batch broadcasts to)")
         if not np.can_cast(np.dtype(dtype), out.dtype, casting="same_kind"):
             raise TypeError(f"cannot cast the {np.dtype(dtype)} result to out's dtype {out.dtype} "
                             "(numpy's same_kind rule)")
@@ -551,12 +577,14 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     else:
         res = res.reshape(final)
     if out is not None:  # computed first, so out may overlap an operand
-        out[...] = res.reshape(out.shape)
+        out[...] = res
         res = out
+    elif _foreign(a_in, b_in):
+        res = _caller_type(res, a_in, b_in)  # a tensor (0-d for 1-D @ 1-D, as torch gives)
     elif fmt.name in ("binary32", "binary64", "binary128") and res.ndim == 0 and xp is np:
         res = res[()]  # numpy.matmul returns a scalar for 1-D @ 1-D
     else:
-        res = _caller_type(_wrap(res, a_in, b_in), a_in, b_in)
+        res = _wrap(res, a_in, b_in)
     return (res, plans) if return_plan else res
 
 
@@ -575,7 +603,7 @@ def plan(a, b, contract=None, *, engine=None) -> Plan:
     return _plan_2d(a2, b2, contract, get_backend(engine, xp))[-1]
 
 
-def _two_product(alpha: float, x, xp):
+def _two_product(alpha: float, x, xp, what="alpha", name="a"):
     """(p, e) with p + e == alpha * x exactly (Dekker's TwoProduct with Veltkamp's split;
     Dekker 1971), where no product, split or error term overflows or underflows: checked,
     else ValueError."""
@@ -592,12 +620,12 @@ def _two_product(alpha: float, x, xp):
     ax = xp.abs(x)
     ok = (x == 0) | ((ax < 2.0 ** 995 / max(abs(alpha), 1.0)) & (xp.abs(p) >= 2.0 ** -969) & xp.isfinite(p))
     if not bool(ok.all()):
-        raise ValueError(f"gemm: alpha * a (alpha = {alpha!r}) is not exactly a double-double for some entries "
+        raise ValueError(f"gemm: {what} * {name} ({what} = {alpha!r}) is not exactly a double-double for some entries "
                          "(beyond 2**995 or below 2**-969 in magnitude); use a power-of-two alpha or rescale")
     return p, e
 
 
-def _scaled(alpha, x, xp, name):
+def _scaled(alpha, x, xp, what, name):
     """alpha * x exactly: x itself (alpha = 1), a float64 array (alpha a power of two and no
     overflow or underflow), or a DD (TwoProduct) — float64 x; DD x takes powers of two only."""
     alpha = float(alpha)
@@ -607,8 +635,11 @@ def _scaled(alpha, x, xp, name):
     pow2 = abs(m) == 0.5
     if isinstance(x, DD):
         if not pow2:
-            raise ValueError(f"gemm: {name} is a DD; its scale factor must be a power of two (got {alpha!r})")
-        return DD(_scaled(alpha, x.hi, xp, name), _scaled(alpha, x.lo, xp, name))
+            raise ValueError(f"gemm: {name} is a DD; {what} must be a power of two (got {alpha!r})")
+        hi, lo = _scaled(alpha, x.hi, xp, what, name), _scaled(alpha, x.lo, xp, what, name)
+        if isinstance(hi, DD) or isinstance(lo, DD):
+            raise ValueError(f"gemm: {what} * {name} leaves the binary64 range for some entries; rescale")
+        return DD(hi, lo)
     if alpha == 0.0:
         return xp.zeros_like(x)
     if pow2:
@@ -617,7 +648,7 @@ def _scaled(alpha, x, xp, name):
         exact = (x == 0) | (xp.isfinite(y) & (xp.abs(y) >= 2.0 ** -1022))
         if bool(exact.all()):
             return y
-    return DD(*_two_product(alpha, x, xp))
+    return DD(*_two_product(alpha, x, xp, what, name))
 
 
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, contract=None, engine=None, return_plan=False):
@@ -657,9 +688,11 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, contract=None, engine=None, retur
     """
     if isinstance(a, Prepared) or isinstance(b, Prepared):
         raise TypeError("gemm takes arrays (prepared operands enter matmul)")
-    a = _check_operand(a, "a")
-    b = _check_operand(b, "b")
-    xp = array_namespace(*arrays(a), *arrays(b))
+    a = _gemm_operand(a, "a")
+    b = _gemm_operand(b, "b")
+    if c is not None:
+        c = _gemm_operand(c, "c")
+    xp = array_namespace(*arrays(a), *arrays(b), *(arrays(c) if c is not None else []))
     if a.ndim != 2 or b.ndim not in (1, 2):
         raise ValueError(f"gemm: a must be 2-D and b 1-D or 2-D, got shapes {a.shape} and {b.shape}")
     vec = b.ndim == 1
@@ -667,27 +700,65 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, contract=None, engine=None, retur
     m, n = a.shape[0], b2.shape[1]
     if a.shape[1] != b2.shape[0]:
         raise ValueError(f"gemm: inner dimensions differ: a has shape {a.shape}, b has shape {b.shape}")
+    if c is not None:
+        c2 = c[:, None] if c.ndim == 1 else c
+        if tuple(c2.shape) != (m, n) or (c.ndim == 1) != vec:
+            raise ValueError(f"gemm: c has shape {tuple(c.shape)}; the product has shape {(m,) if vec else (m, n)}")
+    alpha, beta = _real_scalar(alpha, "alpha"), _real_scalar(beta, "beta")
     if contract is None:
         contract = default_contract(a, b) if c is None else _widest(default_contract(a, b), default_contract(c, c))
-    if c is None or float(beta) == 0.0:
-        res = matmul(_scaled(alpha, a, xp, "a"), b, contract=contract, engine=engine, return_plan=return_plan)
-        return res
-    c = _check_operand(c, "c")
-    c2 = c[:, None] if c.ndim == 1 else c
-    if c2.shape != (m, n) or (c.ndim == 1) != vec:
-        raise ValueError(f"gemm: c has shape {c.shape}; the product has shape {(m,) if vec else (m, n)}")
-    left = [_scaled(alpha, a, xp, "a"), _scaled(beta, c2, xp, "c")]
-    eye = xp.eye(n, dtype=xp.float64)
-    right = [b2, eye]
-    A = _concat(left, xp, axis=1)
-    B = _concat(right, xp, axis=0)
+    contract = as_contract(contract)
+    single = contract.fmt.name == "binary32"
+    # every scaling in binary64 (float32 operands widen exactly first)
+    terms = [_scaled(alpha, _widen(a), xp, "alpha", "a")]
+    rights = [_widen(b2)]
+    if c is not None and beta != 0.0:
+        terms.append(_scaled(beta, _widen(c2), xp, "beta", "c"))
+        rights.append(xp.eye(n, dtype=xp.float64))
+    A = _concat(terms, xp, axis=1)
+    B = _concat(rights, xp, axis=0)
+    if single:  # a binary32 contract takes float32 operands: the scaled ones must be float32 values
+        A, B = _as_float32_exactly(A, "alpha * a" + (" | beta * c" if len(terms) > 1 else "")), \
+            _as_float32_exactly(B, "b")
     res = matmul(A, B, contract=contract, engine=engine, return_plan=return_plan)
     if vec:
         if return_plan:
             r, p = res
-            return (r[:, 0] if not isinstance(r, DD) else r[:, 0]), p
+            return r[:, 0], p
         return res[:, 0]
     return res
+
+
+def _gemm_operand(x, name):
+    """An operand of gemm: float32/float64 (numpy, cupy, array-likes as matmul reads them),
+    DD or binary128 — nothing rounded on the way in."""
+    x = _check_operand(x, name)
+    if is_wide(x):
+        return x
+    if x.dtype not in (np.float32, np.float64):
+        raise TypeError(f"gemm: {name} has dtype {x.dtype}; float32 or float64 (or ozgemm.DD, binary128) is needed")
+    return x
+
+
+def _real_scalar(v, name):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"gemm: {name} must be a real scalar, got {type(v).__name__}")
+    f = float(v)
+    if f != v or not math.isfinite(f):
+        raise ValueError(f"gemm: {name} = {v!r} is not a finite binary64 value")
+    return f
+
+
+def _widen(x):
+    return x if is_wide(x) else as_float64(x)
+
+
+def _as_float32_exactly(x, what):
+    if isinstance(x, DD) or (hasattr(x, "dtype") and x.dtype == np.float64 and
+                             not bool((x.astype(np.float32).astype(np.float64) == x).all())):
+        raise ValueError(f"gemm: {what} is not exactly float32 for a binary32 contract; use a binary64 or dd "
+                         "contract (e.g. contract='fp64')")
+    return x.astype(np.float32)
 
 
 def _widest(*names):
@@ -730,7 +801,7 @@ def tensordot(a, b, axes=2, *, contract=None, engine=None):
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
         if n < 0 or n > min(a.ndim, b.ndim):
-            raise ValueError(f"tensordot: axes={n} does not fit operands of {a.ndim} and {b.ndim} dimensions")
+            raise IndexError(f"tensordot: axes={n} does not fit operands of {a.ndim} and {b.ndim} dimensions")
         ax_a, ax_b = list(range(a.ndim - n, a.ndim)), list(range(n))
     else:
         ax_a, ax_b = axes
@@ -738,8 +809,12 @@ def tensordot(a, b, axes=2, *, contract=None, engine=None):
         ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
         if len(ax_a) != len(ax_b):
             raise ValueError("tensordot: the axis lists differ in length")
-    ax_a = [x % a.ndim for x in ax_a] if a.ndim else ax_a
-    ax_b = [x % b.ndim for x in ax_b] if b.ndim else ax_b
+    for ax, x, nm in ((ax_a, a, "a"), (ax_b, b, "b")):
+        for i in ax:
+            if not -x.ndim <= int(i) < x.ndim:
+                raise IndexError(f"tensordot: axis {i} is out of range for {nm} with {x.ndim} dimensions")
+    ax_a = [int(x) % a.ndim for x in ax_a]
+    ax_b = [int(x) % b.ndim for x in ax_b]
     for i, j in zip(ax_a, ax_b):
         if a.shape[i] != b.shape[j]:
             raise ValueError(f"tensordot: shape mismatch for sum: axis {i} of a has {a.shape[i]}, axis {j} of b "
@@ -747,8 +822,10 @@ def tensordot(a, b, axes=2, *, contract=None, engine=None):
     free_a = [i for i in range(a.ndim) if i not in ax_a]
     free_b = [j for j in range(b.ndim) if j not in ax_b]
     k = int(np.prod([a.shape[i] for i in ax_a], dtype=np.int64))
-    at = xp.transpose(a, free_a + ax_a).reshape(-1, k)
-    bt = xp.transpose(b, ax_b + free_b).reshape(k, -1)
+    ma = int(np.prod([a.shape[i] for i in free_a], dtype=np.int64))
+    nb = int(np.prod([b.shape[j] for j in free_b], dtype=np.int64))
+    at = xp.transpose(a, free_a + ax_a).reshape(ma, k)
+    bt = xp.transpose(b, ax_b + free_b).reshape(k, nb)
     c = matmul(at, bt, contract=contract, engine=engine)
     return c.reshape(tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b))
 
@@ -760,7 +837,7 @@ def dot(a, b, *, contract=None, engine=None):
     product this library computes)."""
     a0, b0 = _plain(a, "a"), _plain(b, "b")
     if a0.ndim <= 2 and b0.ndim <= 2:
-        return matmul(a0, b0, contract=contract, engine=engine)
+        return matmul(a, b, contract=contract, engine=engine)  # numpy's wrapping of subclasses
     return tensordot(a0, b0, axes=([-1], [-2 if b0.ndim > 1 else 0]), contract=contract, engine=engine)
 
 
@@ -768,7 +845,8 @@ def inner(a, b, *, contract=None, engine=None):
     """``numpy.inner`` under a precision contract: the sum over the last axes of a and b
     (:func:`tensordot`)."""
     a0, b0 = _plain(a, "a"), _plain(b, "b")
-    return tensordot(a0, b0, axes=([-1], [-1]), contract=contract, engine=engine)
+    r = tensordot(a0, b0, axes=([-1], [-1]), contract=contract, engine=engine)
+    return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r  # a scalar, as numpy
 
 
 def vdot(a, b, *, contract=None, engine=None):
@@ -788,9 +866,13 @@ def einsum(subscripts, a, b, *, contract=None, engine=None):
     appear once, sorted, as numpy). Traces, repeated indices within an operand, ellipses
     and sums over an index of one operand only raise ValueError naming the unsupported form.
     """
+    if not isinstance(subscripts, str):
+        raise TypeError(f"einsum: subscripts must be a string, got {type(subscripts).__name__}")
     a0, b0 = _plain(a, "a"), _plain(b, "b")
     xp = array_namespace(a0, b0)
     s = subscripts.replace(" ", "")
+    if any(not (ch.isascii() and ch.isalpha()) for ch in s.replace("->", "").replace(",", "").replace("...", "")):
+        raise ValueError(f"einsum: subscripts {subscripts!r} may hold only letters, ',' and '->'")
     if "..." in s:
         raise ValueError("einsum: ellipses are not supported; name every axis")
     if "->" in s:

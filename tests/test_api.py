@@ -236,3 +236,33 @@ def test_pytorch_operands_come_back_as_tensors(rng):
     c32 = ozgemm.matmul(torch.from_numpy(a.astype(np.float32)), b.astype(np.float32))
     assert isinstance(c32, torch.Tensor) and c32.dtype == torch.float32
     assert np.array_equal(c32.numpy(), ozgemm.matmul(a.astype(np.float32), b.astype(np.float32)))
+
+
+@pytest.mark.parametrize("sa,sb,so", [
+    ((3,), (3,), ()), ((3,), (3,), (1, 1)), ((3,), (3,), (2,)), ((3, 3), (3,), (3, 1)), ((3, 3), (3,), (1, 3)),
+    ((3, 3), (3,), (3, 3)), ((3,), (3, 3), (3, 3)), ((2, 3, 3), (3, 3), (1, 2, 3, 3)), ((3, 3), (3, 3), (2, 3, 3)),
+    ((3, 3), (3, 3), (3, 2)),
+])
+def test_out_shapes_accepted_as_numpy_accepts_them(sa, sb, so):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(sa), rng.standard_normal(sb)
+    try:
+        want = np.zeros(so)
+        np.matmul(a, b, out=want)
+    except ValueError:
+        with pytest.raises(ValueError):
+            ozgemm.matmul(a, b, out=np.zeros(so))
+        return
+    got = np.zeros(so)
+    assert ozgemm.matmul(a, b, out=got) is got
+    assert np.allclose(got, want, rtol=1e-14, atol=1e-14)
+
+
+def test_pytorch_wide_results_and_vector_dot():
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(np.random.default_rng(1).standard_normal((3, 3)))
+    assert isinstance(ozgemm.matmul(t, t, contract="dd"), ozgemm.DD)
+    r = ozgemm.matmul(t[0], t[0])
+    assert isinstance(r, torch.Tensor) and r.ndim == 0
+    with pytest.raises(TypeError, match="detach"):
+        ozgemm.matmul(t.clone().requires_grad_(), t)

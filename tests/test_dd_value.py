@@ -71,3 +71,29 @@ def test_no_silent_array_conversion():
     assert isinstance(r, ozgemm.DD) and r.shape == (3,)
     with pytest.raises(TypeError):
         x + "a"
+
+
+def test_unnormalised_and_nonfinite_operands():
+    """The double-word algorithms take normalised pairs: operands are renormalised first;
+    infinities and overflow give the classes of the float64 sums; comparisons of infinities
+    are numpy's."""
+    x = ozgemm.DD(np.array([2.0 ** 52]), np.array([-2.0 ** 52 + 0.5]))  # the value 0.5
+    assert _frac(x + 0.25, 0) == Fraction(3, 4)
+    assert _frac(x + ozgemm.DD(np.array([0.25])), 0) == Fraction(3, 4)
+    assert _frac(x - ozgemm.DD(np.array([-0.25])), 0) == Fraction(3, 4)
+    y = ozgemm.DD(np.array([np.inf, -np.inf, 1e308]))
+    with np.errstate(over="ignore"):
+        assert (y + 1.0).hi.tolist() == (np.array([np.inf, -np.inf, 1e308]) + 1.0).tolist()
+        assert (y + y).hi.tolist() == [np.inf, -np.inf, np.inf]
+    assert (y == np.inf).tolist() == [True, False, False]
+    assert (y == y).tolist() == [True, True, True] and (y <= y).all()
+
+
+def test_operands_are_exact_or_refused():
+    d = ozgemm.DD(np.array([0.0]))
+    with pytest.raises(ValueError, match="not a binary64 value"):
+        (2 ** 53 + 1) + d
+    assert _frac(2 ** 53 + d, 0) == 2 ** 53
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(ozgemm.DD(np.zeros(2)))
+    assert not bool(d)

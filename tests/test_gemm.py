@@ -87,3 +87,35 @@ def test_iterative_refinement_recipe():
         xf = xf + np.linalg.solve(A, b - A @ xf)
     err_f = max(abs(Fraction(float(xi)) - e) / abs(e) for xi, e in zip(xf, exact))
     assert err_f > 1000 * err  # float64 residuals stall far from it
+
+
+def test_gemm_float32_operands_are_scaled_in_binary64():
+    """alpha is applied in binary64 (float32 operands widen exactly first): 3e38 * 2^-200 is a
+    float32 value and comes back exactly, under fp32, fp64 and dd."""
+    a, b = np.array([[3e38]], np.float32), np.array([[1.0]], np.float32)
+    exact = Fraction(float(np.float32(3e38))) * Fraction(2) ** -200
+    for con in (None, "fp64", "dd"):
+        r = ozgemm.gemm(a, b, alpha=2.0 ** -200, contract=con)
+        assert _val(r, 0, 0) == exact, con
+    r = ozgemm.gemm(np.array([[1e-30]], np.float32), b, alpha=1e-20, contract="dd")
+    x = Fraction(1e-20) * Fraction(float(np.float32(1e-30)))
+    assert abs(_val(r, 0, 0) - x) <= 3 * U_DD * abs(x)
+    assert ozgemm.gemm(np.array([[1e38]], np.float32), b, alpha=3.0, contract="fp64")[0, 0] == 3 * float(np.float32(1e38))
+    a32 = np.ones((2, 2), np.float32)
+    assert ozgemm.gemm(a32, a32, a32, beta=1.0).dtype == np.float32  # numpy's dtype; the identity block too
+    with pytest.raises(ValueError, match="binary32"):
+        ozgemm.gemm(a32, a32, alpha=0.1, contract="fp32")
+
+
+def test_gemm_operands_are_checked_not_rounded():
+    z = np.zeros((1, 1))
+    with pytest.raises(TypeError, match="dtype int64"):
+        ozgemm.gemm(z, z, np.array([[2 ** 53 + 1]]), beta=1.0, contract="dd")
+    with pytest.raises(TypeError, match="dtype complex"):
+        ozgemm.gemm(z, z, np.array([[1 + 1j]]), beta=1.0)
+    with pytest.raises(ValueError, match="c has shape"):
+        ozgemm.gemm(np.ones((2, 2)), np.ones((2, 2)), np.ones(3))  # checked with beta = 0 too
+    with pytest.raises(TypeError, match="beta must be a real scalar"):
+        ozgemm.gemm(z, z, z, beta=np.ones(2))
+    with pytest.raises(ValueError, match="beta \\* c"):
+        ozgemm.gemm(z, z, np.array([[1e300]]), beta=1e10 + 1)

@@ -62,3 +62,22 @@ def test_unsupported_forms_are_typed_errors(rng):
         ozgemm.vdot(a, a[:2])
     with pytest.raises(TypeError, match="tensor forms"):
         ozgemm.tensordot(ozgemm.DD(a), a)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_axes_empty_sums_and_result_types_like_numpy(rng):
+    a = rng.standard_normal((3, 3))
+    with pytest.raises(IndexError):
+        ozgemm.tensordot(a, a, ([2], [0]))
+    with pytest.raises(IndexError):
+        ozgemm.tensordot(a, a, ([0], [3]))
+    with pytest.raises(IndexError):
+        ozgemm.tensordot(np.ones(3), np.ones(3), 2)
+    assert ozgemm.inner(np.ones(0), np.ones(0)) == np.inner(np.ones(0), np.ones(0)) == 0.0
+    assert isinstance(ozgemm.inner(np.ones(3), np.ones(3)), np.float64)
+    assert np.array_equal(ozgemm.tensordot(np.ones((3, 0)), np.ones((0, 2)), 1), np.zeros((3, 2)))
+    assert type(ozgemm.dot(np.matrix(a), a)) is np.matrix
+    with pytest.raises(ValueError, match="letters"):
+        ozgemm.einsum("i1,1k->ik", a, a)
+    with pytest.raises(TypeError, match="string"):
+        ozgemm.einsum(3, a, a)

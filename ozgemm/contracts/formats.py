@@ -246,22 +246,41 @@ class DD:
         return array_namespace(self.hi, self.lo)
 
     def _other(self, y):
-        """(hi, lo) of an operand: a DD, or a float array / scalar (lo = 0)."""
+        """(hi, lo) of an operand: a DD, or float32/float64 values (lo = None); None where the
+        operand is not one (integers only where float64 holds them exactly)."""
         if isinstance(y, DD):
             return y.hi, y.lo, True
         xp = self._xp()
-        if isinstance(y, (bool, complex)) or (hasattr(y, "dtype") and y.dtype.kind not in "fiu"):
+        if isinstance(y, (bool, complex, np.bool_)):
             return None, None, False
-        try:
-            v = xp.asarray(y, dtype=xp.float64)
-        except (TypeError, ValueError):
+        if isinstance(y, (int, np.integer)):
+            if float(y) != y:
+                raise ValueError(f"DD arithmetic: the integer {y} is not a binary64 value")
+            return xp.asarray(float(y)), None, False
+        if isinstance(y, float):
+            return xp.asarray(y), None, False
+        dt = getattr(y, "dtype", None)
+        if dt is None or not (dt.kind == "f" and dt.itemsize <= 8):
             return None, None, False
-        return v, None, False
+        return xp.asarray(y, dtype=xp.float64), None, False
 
     def normalized(self):
-        """The same values with ``hi = RN(hi + lo)`` (TwoSum, exact; Knuth, TAOCP 4.2.2)."""
-        s, e = _two_sum(self.hi, self.lo, self._xp())
-        return _dd(self._xp(), s, e)
+        """The same values with ``hi = RN(hi + lo)`` (TwoSum, exact; Knuth, TAOCP 4.2.2); a
+        non-finite value keeps its class in hi (lo = 0)."""
+        xp = self._xp()
+        with _quiet(xp):
+            s, e = _two_sum(self.hi, self.lo, xp)
+            fin = xp.isfinite(s) & xp.isfinite(e)
+            if not bool(fin.all()):
+                s = xp.where(fin, s, self.hi + self.lo)
+                e = xp.where(fin, e, 0.0)
+        return _dd(xp, s, e)
+
+    def __bool__(self):
+        if self.hi.size != 1:
+            raise ValueError("the truth value of a DD with more than one element is ambiguous; use .any() or "
+                             ".all() of a comparison")
+        return bool((self.hi + self.lo).reshape(()) != 0)
 
     def __neg__(self):
         return _dd(self._xp(), -self.hi, -self.lo)
@@ -274,17 +293,27 @@ class DD:
         if yh is None:
             return NotImplemented
         xp = self._xp()
-        if yl is None:  # DWPlusFP: relative error <= 2u**2
-            sh, sl = _two_sum(self.hi, yh, xp)
-            v = self.lo + sl
-            return _dd(xp, *_fast_two_sum(sh, v))
-        # AccurateDWPlusDW: relative error <= 3u**2 / (1 - 4u)
-        sh, sl = _two_sum(self.hi, yh, xp)
-        th, tl = _two_sum(self.lo, yl, xp)
-        c = sl + th
-        vh, vl = _fast_two_sum(sh, c)
-        w = tl + vl
-        return _dd(xp, *_fast_two_sum(vh, w))
+        x = self.normalized()  # the algorithms take normalised double-words
+        with _quiet(xp):
+            if yl is None:  # DWPlusFP: relative error <= 2u**2
+                sh, sl = _two_sum(x.hi, yh, xp)
+                v = x.lo + sl
+                zh, zl = _fast_two_sum(sh, v)
+                naive = x.hi + yh
+            else:  # AccurateDWPlusDW: relative error <= 3u**2 / (1 - 4u)
+                yn = _dd(xp, yh, yl).normalized()
+                sh, sl = _two_sum(x.hi, yn.hi, xp)
+                th, tl = _two_sum(x.lo, yn.lo, xp)
+                c = sl + th
+                vh, vl = _fast_two_sum(sh, c)
+                w = tl + vl
+                zh, zl = _fast_two_sum(vh, w)
+                naive = x.hi + yn.hi
+            fin = xp.isfinite(zh) & xp.isfinite(zl)
+            if not bool(fin.all()):  # infinities, NaN and overflow: the class of the float sum
+                zh = xp.where(fin, zh, naive)
+                zl = xp.where(fin, zl, 0.0)
+        return _dd(xp, zh, zl)
 
     __radd__ = __add__
 
@@ -353,6 +382,12 @@ class DD:
         hi = np.asarray(q, dtype=Q).astype(np.float64)
         lo = (np.asarray(q, dtype=Q) - hi.astype(Q)).astype(np.float64)
         return cls(hi, lo)
+
+
+def _quiet(xp):
+    from .._xp import ignore_fp_errors
+
+    return ignore_fp_errors(xp)
 
 
 def _dd(xp, hi, lo):
