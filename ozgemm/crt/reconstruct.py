@@ -85,7 +85,7 @@ def crt_reconstruct(c, n_moduli: int, xp):
     gc = garner_constants(n_moduli)
     N, L = gc.n, gc.limbs
     shape = c.shape[1:]
-    cf = c.reshape(N, -1).astype(xp.float64)
+    cf = c.reshape(N, -1).astype(xp.float64, copy=False)
     Y = (xp.asarray(gc.e_limbs.T) @ cf).astype(xp.int64)  # (L, R), exact: < 2**46
     est = xp.asarray(gc.e_over_M) @ cf
     t0 = xp.maximum(xp.floor(est) - 1, 0).astype(xp.int64)

@@ -32,7 +32,7 @@ def pow2_mod_table(moduli, dmax: int, xp):
 _LEFT_CAP = 9  # |mant| < 2**53, so mant << 9 < 2**62 still fits int64
 
 
-def scaled_residues(mant, exp, shift, moduli, xp):
+def scaled_residues(mant, exp, shift, moduli, xp, dtype=None):
     """Symmetric residues of the scaled, rounded rows.
 
     Parameters
@@ -42,9 +42,12 @@ def scaled_residues(mant, exp, shift, moduli, xp):
     shift : (r,) int64          s_i, the power of two applied to row i
     moduli : sequence of int    the moduli (<= 256)
 
+    dtype : the result dtype, int8 (default) or a float type holding the same integers (a
+            backend whose GEMM reads floats takes them without a conversion pass)
+
     Returns
     -------
-    (N, r, k) int8 array: residue of round(x_il 2**s_i) modulo moduli[q], symmetric range.
+    (N, r, k) array: residue of round(x_il 2**s_i) modulo moduli[q], symmetric range.
 
     Method: X' = v * 2**d2 with v = mant << min(d, 9) or the rounded right shift (|v| < 2**62,
     exact int64) and d2 = max(d - 9, 0). |X'| is cut into 31-bit chunks L_j (bits
@@ -66,7 +69,7 @@ def scaled_residues(mant, exp, shift, moduli, xp):
         mant, exp = mant[None], exp[None]
     C, r, k = mant.shape
     N = len(moduli)
-    out = xp.empty((N, r, k), dtype=xp.int8)
+    out = xp.empty((N, r, k), dtype=xp.int8 if dtype is None else dtype)
     if r == 0 or k == 0 or N == 0:
         return out
     d = exp + shift[None, :, None]
@@ -104,7 +107,7 @@ def scaled_residues(mant, exp, shift, moduli, xp):
         xp.floor(qt, out=qt)
         qt *= mods
         S -= qt
-        out[:, i0:i1, :] = S.astype(xp.int8).reshape(N, i1 - i0, k)
+        out[:, i0:i1, :] = S.astype(out.dtype).reshape(N, i1 - i0, k)
     return out
 
 
