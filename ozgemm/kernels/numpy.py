@@ -13,6 +13,7 @@ k = 1024 block boundary.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,7 +101,22 @@ class NumpyBackend:
         return bad_rows, bad_cols, bool(bad_rows.any() or bad_cols.any())
 
     def row_stats(self, x, nonfinite=None):
-        return row_stats(x, np)
+        """:func:`ozgemm.precision.stats.row_stats` in blocks of rows (the statistics are per
+        row: the same values, with the passes in cache)."""
+        r, k = x.shape[-2:]
+        rows = max(1, (1 << 15) // max(k, 1))
+        if r <= rows:
+            return row_stats(x, np)
+        parts = [row_stats(x[..., i0:i0 + rows, :], np) for i0 in range(0, r, rows)]
+        first = parts[0]
+        cat = {}
+        for f in ("E", "width", "norm1", "zero_row", "n1_int", "n2_int", "qsum"):
+            cat[f] = np.concatenate([getattr(p_, f) for p_ in parts])
+        cat["q"] = np.concatenate([p_.q for p_ in parts], axis=0)
+        ax = x.ndim - 2  # rows axis of mant/exp ((r, k) or (C, r, k))
+        cat["mant"] = np.concatenate([p_.mant for p_ in parts], axis=ax)
+        cat["exp"] = np.concatenate([p_.exp for p_ in parts], axis=ax)
+        return dataclasses.replace(first, **cat)
 
     def plan_scalars(self, sa, sb, lb, bits, k, u, flag=None):
         return plan_scalars(sa, sb, lb, bits, k, u, np, flag=flag)

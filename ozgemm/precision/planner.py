@@ -333,9 +333,17 @@ def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, x
 
     Returns the int64 scalar array max_ij beta_ij (>= 1).
     """
-    beta_ij = required_beta_entries(sa.width[:, None], sb.width[None, :], sa.norm1[:, None], sb.norm1[None, :],
-                                    lb, bits, k, u, xp)
-    return xp.maximum(beta_ij.max(), 1) if beta_ij.size else xp.asarray(1)
+    m, n = lb.shape
+    if not m * n:
+        return xp.asarray(1)
+    best = None
+    rows = max(1, (1 << 14) // max(n, 1))  # blocks of rows: the per-entry passes stay in cache
+    for i0 in range(0, m, rows):
+        i1 = min(m, i0 + rows)
+        bij = required_beta_entries(sa.width[i0:i1, None], sb.width[None, :], sa.norm1[i0:i1, None],
+                                    sb.norm1[None, :], lb[i0:i1], bits, k, u, xp).max()
+        best = bij if best is None else xp.maximum(best, bij)
+    return xp.maximum(best, 1)
 
 
 def required_beta_entries(w, v, na, nb, lb, bits: int, k: int, u: float, xp):
