@@ -28,12 +28,13 @@ def _stacked(a2, b2, batch, contract, backend, xp):
     m, k = a2.shape[-2:]
     n = b2.shape[-1]
     P = int(np.prod(batch, dtype=np.int64))
-    A = xp.broadcast_to(a2, tuple(batch) + (m, k)).reshape(P, m, k)
     shared = b2.ndim == 2 or all(d == 1 for d in b2.shape[:-2])  # one B for every product
+    a_shared = not shared and (a2.ndim == 2 or all(d == 1 for d in a2.shape[:-2]))  # one A
+    A = a2.reshape(1, m, k) if a_shared else xp.broadcast_to(a2, tuple(batch) + (m, k)).reshape(P, m, k)
     B = b2.reshape(1, k, n) if shared else xp.broadcast_to(b2, tuple(batch) + (k, n)).reshape(P, k, n)
     if contract.fmt.name != "binary32":
         A, B = as_float64(A), as_float64(B)
-    out = stacked_product(A, B, contract, backend, b_shared=shared)
+    out = stacked_product(A, B, contract, backend, b_shared=shared, a_shared=a_shared)
     if out is None:
         return None
     if contract.fmt.name == "dd":

@@ -77,25 +77,29 @@ def _choose(contract, beta_min, nums, k):
     return nmod, beta
 
 
-def stacked_product(a, b, contract, backend, b_shared=False):
+def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
     """``a`` (P, m, k) @ ``b`` (P, k, n) as one stacked computation, or None (see the module
     docstring). ``b_shared``: every product has the same B (a broadcast operand, ``b`` of
     shape (1, k, n)): its statistics are computed once and its residues once per (moduli
-    count, width), each product group then one GEMM per modulus. Returns the result storage
+    count, width), each product group then one GEMM per modulus; ``a_shared`` likewise for
+    one A (``a`` of shape (1, m, k)). Returns the result storage
     of the contract's format for the stack: float (P, m, n), dd (2, P, m, n), binary128
     (P, m, n, 2)."""
     xp = backend.xp
     fmt = contract.fmt
     if xp is not np or contract.method != "crt" or not fmt.supported:
         return None
-    P, m, k = a.shape
+    m, k = a.shape[1:]
     n = b.shape[2]
-    if P < 2 or not (m and n and k):
+    P = b.shape[0] if a_shared else a.shape[0]
+    if P < 2 or not (m and n and k) or (a_shared and b_shared):
         return None
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         return None
-    sa = row_stats(a.reshape(P * m, k), np)
+    sa = row_stats(a.reshape(a.shape[0] * m, k), np)
     sb = row_stats(b.transpose(0, 2, 1).reshape(b.shape[0] * n, k), np)
+    if a_shared:  # one A: its per-row statistics repeated for every product
+        sa = _repeat(sa, P)
     if b_shared:  # one B: its per-column statistics repeated for every product
         sb = _repeat(sb, P)
     if contract.bound_kind == "componentwise":
@@ -142,16 +146,28 @@ def stacked_product(a, b, contract, backend, b_shared=False):
         out = np.empty((P, m, n, 2), dtype=np.uint64)
     else:
         out = np.empty((P, m, n), dtype=fmt.dtype)
-    mant_a, exp_a = sa.mant.reshape(P, m, k), sa.exp.reshape(P, m, k)
     groups = {}
     for p_, key in enumerate(zip(nmod.tolist(), beta.tolist())):
-        groups.setdefault(key if b_shared else (key[0], None), []).append(p_)
+        groups.setdefault(key if (a_shared or b_shared) else (key[0], None), []).append(p_)
     for (N, bw), members in groups.items():
         idx = np.array(members)
         Q = idx.size
         moduli = MODULI[:N]
-        ra_ = scaled_residues(mant_a[idx].reshape(Q * m, k), exp_a[idx].reshape(Q * m, k),
-                              s[idx].reshape(-1), moduli, np)
+        if a_shared:  # one GEMM per modulus for the group: (m, k) x (k, Q n)
+            ra_ = scaled_residues(sa.mant[:m], sa.exp[:m], s[idx[0]], moduli, np)  # (N, m, k)
+            rb_ = scaled_residues(sb.mant.reshape(P, n, k)[idx].reshape(Q * n, k),
+                                  sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), moduli, np)
+            c = backend.residue_products(ra_, rb_, moduli).reshape(N, m, Q, n).transpose(0, 2, 1, 3)
+            del ra_, rb_
+            e = -(s[idx][:, :, None] + t[idx][:, None, :])
+            r = reconstruct_round(c, N, e, fmt, np)
+            if fmt.name == "dd":
+                out[:, idx] = r
+            else:
+                out[idx] = r
+            continue
+        ra_ = scaled_residues(sa.mant.reshape(P, m, k)[idx].reshape(Q * m, k),
+                              sa.exp.reshape(P, m, k)[idx].reshape(Q * m, k), s[idx].reshape(-1), moduli, np)
         if b_shared:  # one GEMM per modulus for the group: (Q m, k) x (k, n)
             rb_ = scaled_residues(sb.mant[:n], sb.exp[:n], t[idx[0]], moduli, np)  # (N, n, k)
             c = backend.residue_products(ra_, rb_, moduli).reshape(N, Q, m, n)

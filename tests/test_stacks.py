@@ -25,7 +25,8 @@ def _loop(a, b, contract):
 
 @pytest.mark.parametrize("contract", ["fp64", "fp32", "dd", "fp128", "fp64-fast"])
 @pytest.mark.parametrize("bshape", [(1, 9, 4), (9, 4), (12, 9, 4)])
-def test_stack_equals_product_by_product(contract, bshape):
+@pytest.mark.parametrize("ashape", [(12, 5, 9), (1, 5, 9), (5, 9)])
+def test_stack_equals_product_by_product(contract, bshape, ashape):
     if contract == "fp128":
         pytest.importorskip("numpy_quaddtype")
     rng = np.random.default_rng(len(bshape))
@@ -33,7 +34,12 @@ def test_stack_equals_product_by_product(contract, bshape):
     a = phi_matrix(rng, (12, 5, 9), 0.5, dt)
     a[3] *= np.float32(2.0 ** 20) if dt == np.float32 else 2.0 ** 60  # a product needing more width
     a[5, 0] = 0.0  # a zero row
+    a = a if len(ashape) == 3 and ashape[0] == 12 else a[3].reshape(ashape)  # or one (shared) A
     b = phi_matrix(rng, bshape, 2.0, dt)
+    if b.ndim == 3 and b.shape[0] == 12:
+        b[7] *= np.float32(2.0 ** -30) if dt == np.float32 else 2.0 ** -200  # products of other widths
+    if a.shape[0] != 12 and b.shape[0] != 12:
+        b = np.stack([b.reshape(9, 4)] * 12)  # a stack from the shared A
     got = ozgemm.matmul(a, b, contract=contract)
     want = _loop(a, b, contract)
     for i, w in enumerate(want):
