@@ -128,7 +128,7 @@ def crt_reconstruct(c, n_moduli: int, xp):
     return mag, gt
 
 
-def reconstruct_round(c, n_moduli: int, e, fmt, xp, block: int = 1 << 14):
+def reconstruct_round(c, n_moduli: int, e, fmt, xp, block: int = 1 << 15):
     """:func:`crt_reconstruct` then the one rounding to ``fmt``
     (:func:`ozgemm.precision.rounding.round_result`) of ``c`` (N, ...) residues scaled by
     ``2**e`` (e broadcast to ``c.shape[1:]``), in blocks of ``block`` entries so that the limb
