@@ -42,10 +42,10 @@ def round_limbs(mag, neg, e, fmt, xp):
     nz = t >= 0
     tt = xp.where(nz, t, 0)
     z = xp.concatenate([xp.zeros((2,) + shape, dtype=u64), mag], axis=0)
-    hi = xp.take_along_axis(z, (tt + 2)[None], axis=0)[0]
-    mid = xp.take_along_axis(z, (tt + 1)[None], axis=0)[0]
-    lo = xp.take_along_axis(z, tt[None], axis=0)[0]
-    sticky = xp.take_along_axis(anyb, xp.maximum(tt - 2, 0)[None], axis=0)[0]
+    hi = _gather(z, tt + 2, xp)
+    mid = _gather(z, tt + 1, xp)
+    lo = _gather(z, tt, xp)
+    sticky = _gather(anyb, xp.maximum(tt - 2, 0), xp)
     b = xp.frexp(xp.maximum(hi, u64(1)).astype(xp.float64))[1].astype(xp.int64)  # bit length 1..32
     sh = (32 - b).astype(u64)
     w = (hi << (u64(32) + sh)) | (mid << sh) | (lo >> (u64(32) - sh))
@@ -76,6 +76,15 @@ def round_limbs(mag, neg, e, fmt, xp):
 _M32 = 0xFFFFFFFF
 
 
+def _gather(x, idx, xp):
+    """``x[idx[e], e]`` for every entry e of ``x`` (L, ...) and ``idx`` (...): one take from the
+    flattened limbs (measured 6x faster than ``take_along_axis`` in numpy)."""
+    L = x.shape[0]
+    R = idx.size
+    flat = xp.ascontiguousarray(x).reshape(L * R)
+    return xp.take(flat, idx.reshape(R) * R + xp.arange(R)).reshape(idx.shape)
+
+
 def _shift_limbs(x, sh, width, xp):
     """``floor(X * 2**-sh)`` for base-2**32 limbs ``x`` (L, ...) uint64 and per-entry int64
     shifts ``sh`` (negative: left shift), as ``width`` limbs (bits beyond them dropped)."""
@@ -85,7 +94,7 @@ def _shift_limbs(x, sh, width, xp):
     out = xp.empty((width,) + x.shape[1:], dtype=xp.uint64)
 
     def limb(idx):  # x[idx] per entry, 0 outside 0..L-1
-        v = xp.take_along_axis(x, xp.clip(idx, 0, L - 1)[None], axis=0)[0]
+        v = _gather(x, xp.clip(idx, 0, L - 1), xp)
         return xp.where((idx >= 0) & (idx < L), v, xp.uint64(0))
 
     nxt = limb(ls)
@@ -102,7 +111,7 @@ def _bitlen_limbs(x, xp):
     t = xp.full(x.shape[1:], -1, dtype=xp.int64)
     for j in range(L):
         t = xp.where(x[j] != 0, j, t)
-    top = xp.take_along_axis(x, xp.maximum(t, 0)[None], axis=0)[0]
+    top = _gather(x, xp.maximum(t, 0), xp)
     b = xp.frexp(xp.maximum(top, xp.uint64(1)).astype(xp.float64))[1].astype(xp.int64)
     return xp.where(t >= 0, 32 * t + b, 0)
 
@@ -114,9 +123,8 @@ def _low_bits_nonzero(x, nb, xp):
     for j in range(L):
         anyb[j + 1] = anyb[j] | (x[j] != 0)
     j0 = xp.clip(nb >> 5, 0, L)
-    full = xp.take_along_axis(anyb, j0[None], axis=0)[0]
-    part = xp.take_along_axis(xp.concatenate([x, xp.zeros((1,) + x.shape[1:], dtype=xp.uint64)]),
-                              j0[None], axis=0)[0]
+    full = _gather(anyb, j0, xp)
+    part = _gather(xp.concatenate([x, xp.zeros((1,) + x.shape[1:], dtype=xp.uint64)]), j0, xp)
     mask = (xp.uint64(1) << (nb & 31).astype(xp.uint64)) - xp.uint64(1)
     return full | ((part & mask) != 0)
 
