@@ -42,7 +42,6 @@ performance/accuracy); the scaling and LB: :mod:`ozgemm.precision.planner`.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
@@ -50,7 +49,7 @@ from typing import ClassVar
 from ..contracts.contract import Contract, ContractError
 from ..precision.planner import Bound, Plan, componentwise_bound, statistics
 from ..precision.stats import LB_BITS
-from .schedule import SCHEDULES, diagonals, n_products, truncation_norm, truncation_norm_exact
+from .schedule import SCHEDULES, diagonals, n_products, truncation_norm
 from .slicing import max_width_for, slice_width, slices_for_width
 
 __all__ = ["OzakiPlan", "make_ozaki_plan"]

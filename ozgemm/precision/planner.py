@@ -32,7 +32,6 @@ which is <= 2**-(bits-1) k max|A_i,:| max|B_:,j| whenever beta >= bits + 3.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from math import prod
@@ -628,7 +627,6 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     MemoryError
         The statistics do not fit the backend's budget.
     """
-    xp = backend.xp
     fmt = contract.fmt
     if not fmt.supported:
         raise ContractError(f"contract {contract.name!r} ({contract.source}): format {fmt.name} has no engine "
