@@ -619,7 +619,9 @@ def _two_product(alpha: float, x, xp, what="alpha", name="a"):
         xh, xl = split(x)
         e = ((ah * xh - p) + ah * xl + al * xh) + al * xl
     ax = xp.abs(x)
-    ok = (x == 0) | ((ax < 2.0 ** 995 / max(abs(alpha), 1.0)) & (xp.abs(p) >= 2.0 ** -969) & xp.isfinite(p))
+    fin = xp.isfinite(x)  # NaN/Inf entries keep their class (alpha * x), no error term
+    e = xp.where(fin, e, 0.0)
+    ok = (x == 0) | ~fin | ((ax < 2.0 ** 995 / max(abs(alpha), 1.0)) & (xp.abs(p) >= 2.0 ** -969) & xp.isfinite(p))
     if not bool(ok.all()):
         raise ValueError(f"gemm: {what} * {name} ({what} = {alpha!r}) is not exactly a double-double for some entries "
                          "(beyond 2**995 or below 2**-969 in magnitude); use a power-of-two alpha or rescale")
@@ -646,7 +648,7 @@ def _scaled(alpha, x, xp, what, name):
     if pow2:
         with ignore_fp_errors(xp):
             y = x * alpha
-        exact = (x == 0) | (xp.isfinite(y) & (xp.abs(y) >= 2.0 ** -1022))
+        exact = (x == 0) | ~xp.isfinite(x) | (xp.isfinite(y) & (xp.abs(y) >= 2.0 ** -1022))
         if bool(exact.all()):
             return y
     return DD(*_two_product(alpha, x, xp, what, name))
@@ -713,8 +715,16 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, contract=None, engine=None, retur
     # every scaling in binary64 (float32 operands widen exactly first)
     terms = [_scaled(alpha, _widen(a), xp, "alpha", "a")]
     rights = [_widen(b2)]
+    c_bad = None
     if c is not None and beta != 0.0:
-        terms.append(_scaled(beta, _widen(c2), xp, "beta", "c"))
+        cw = _widen(c2)
+        c_bad = ~_finite(cw, xp)
+        if bool(c_bad.any()):  # NaN/Inf of C enter entry by entry (below), not through the identity
+            cw = DD(xp.where(c_bad, 0.0, cw.hi), xp.where(c_bad, 0.0, cw.lo)) if isinstance(cw, DD) else \
+                xp.where(c_bad, 0.0, cw)
+        else:
+            c_bad = None
+        terms.append(_scaled(beta, cw, xp, "beta", "c"))
         rights.append(xp.eye(n, dtype=xp.float64))
     A = _concat(terms, xp, axis=1)
     B = _concat(rights, xp, axis=0)
@@ -722,12 +732,43 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, contract=None, engine=None, retur
         A, B = _as_float32_exactly(A, "alpha * a" + (" | beta * c" if len(terms) > 1 else "")), \
             _as_float32_exactly(B, "b")
     res = matmul(A, B, contract=contract, engine=engine, return_plan=return_plan)
+    if c_bad is not None:  # alpha (AB)_ij + beta C_ij in IEEE arithmetic where C_ij is NaN/Inf
+        r = res[0] if return_plan else res
+        with ignore_fp_errors(xp):
+            ab = matmul(_widen(a) if not is_wide(a) else a, _widen(b2) if not is_wide(b2) else b2,
+                        contract="fp64", engine=engine)
+            cls = alpha * ab + beta * (c2.hi + c2.lo if isinstance(c2, DD) else as_float64(c2))
+        r = _patch(r, c_bad, cls, xp)
+        res = (r, res[1]) if return_plan else r
     if vec:
         if return_plan:
             r, p = res
             return r[:, 0], p
         return res[:, 0]
     return res
+
+
+def _finite(x, xp):
+    if isinstance(x, DD):
+        return xp.isfinite(x.hi) & xp.isfinite(x.lo)
+    if isinstance(x, Binary128):
+        return ((x.bits[..., 1] >> xp.uint64(48)) & xp.uint64(0x7FFF)) != xp.uint64(0x7FFF)
+    return xp.isfinite(x)
+
+
+def _patch(r, where, cls, xp):
+    """Entries ``where`` of a result set to the float64 values ``cls`` (their IEEE classes)."""
+    if isinstance(r, DD):
+        return DD(xp.where(where, cls, r.hi), xp.where(where, 0.0, r.lo))
+    if "Quad" in str(getattr(r, "dtype", "")):
+        q = r.copy()
+        q[where] = cls[where].astype(r.dtype)
+        return q
+    if isinstance(r, Binary128):
+        raise ValueError("gemm: NaN/Inf in c with a binary128 result on the GPU is not supported")
+    r = r.copy()
+    r[where] = cls[where].astype(r.dtype)
+    return r
 
 
 def _gemm_operand(x, name):

@@ -119,3 +119,23 @@ def test_gemm_operands_are_checked_not_rounded():
         ozgemm.gemm(z, z, z, beta=np.ones(2))
     with pytest.raises(ValueError, match="beta \\* c"):
         ozgemm.gemm(z, z, np.array([[1e300]]), beta=1e10 + 1)
+
+
+@pytest.mark.parametrize("contract", ["fp64", "dd"])
+def test_gemm_nonfinite_entries_follow_ieee_entry_by_entry(contract):
+    """NaN/Inf in C affect only their own entries (not the whole row through the identity
+    block), NaN/Inf in A give numpy's classes; finite entries keep the exact fused value."""
+    a = np.array([[1.0, 2.0], [3.0, 4.0], [np.inf, 1.0]])
+    b = np.array([[1.0, 0.5], [2.0, -1.0]])
+    c = np.array([[np.inf, 1.0], [np.nan, 2.0], [1.0, 1.0]])
+    r = ozgemm.gemm(a, b, c, alpha=-1.0, beta=1.0, contract=contract)
+    hi = r.hi if isinstance(r, ozgemm.DD) else r
+    with np.errstate(invalid="ignore"):
+        want = -(a @ b) + c
+    assert np.array_equal(np.isnan(hi), np.isnan(want))
+    assert np.array_equal(hi[~np.isnan(want)], want[~np.isnan(want)])  # small integers: exact
+    r2 = ozgemm.gemm(a, b, c, alpha=0.1, beta=1.0, contract=contract)
+    hi2 = r2.hi if isinstance(r2, ozgemm.DD) else r2
+    assert np.isinf(hi2[0, 0]) and np.isnan(hi2[1, 0]) and np.isinf(hi2[2, 0])
+    exact = Fraction(0.1) * (Fraction(1) * Fraction(0.5) + Fraction(2) * Fraction(-1)) + 1
+    assert abs(_val(r2, 0, 1) - exact) <= 4 * (U_DD if contract == "dd" else Fraction(1, 2**53)) * 3
