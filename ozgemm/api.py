@@ -590,11 +590,15 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
 
 
 def plan(a, b, contract=None, *, engine=None) -> Plan:
-    """Plan a 2-D product without computing it (runs only the bound GEMM).
+    """Plan a 2-D product without computing it (runs the statistics and the bound GEMM only).
 
-    Returns the :class:`~ozgemm.precision.planner.Plan`: moduli count, integer width, shifts,
-    the proven scaling-error bound (``plan.scaling_error_bound()``) and ``plan.info()``.
-    Operands with non-finite values are planned on their finite rows/columns.
+    ``a`` (m, k) or (k,), ``b`` (k, n) or (k,), any operand :func:`matmul` takes; ``contract``
+    as :func:`matmul` (default: from the operands). Returns the frozen
+    :class:`~ozgemm.precision.planner.Plan` (or an Ozaki-I plan): moduli count, integer width,
+    shifts, the proven scaling-error bound (``plan.scaling_error_bound()``, float64 (m, n))
+    and ``plan.info()``. Operands with non-finite values are planned on their finite
+    rows/columns. Bound and method: :mod:`ozgemm.precision.planner` (Ozaki, Uchino, Imamura
+    2025, Sec. 3, with the a-priori componentwise bound of that module).
 
     Raises the same errors as :func:`matmul`; ValueError for batched (> 2-D) operands.
     """
