@@ -7,8 +7,11 @@ stack: one statistics pass over all rows, one batched bound GEMM, the planner's 
 choices as array operations on exact integers (the moduli thresholds of
 :func:`ozgemm.precision.planner.speculative_thresholds`, the same exact comparisons as
 :func:`~ozgemm.precision.planner.max_beta_for`), and per moduli count one residue pass, one
-batched set of INT8 GEMMs, one reconstruction and one rounding. Results are bit-identical
-to the per-product calls (the same exact integers, rounded once by the same code).
+batched set of exact integer GEMMs, one reconstruction and one rounding — through the
+backend's own residues (``backend.scaled_residues``, ``residue_products``,
+``reconstruct_exponents``: the CPU engine's primes below 2**20, as the 2-D path). Results
+are bit-identical to the per-product calls (the same exact integers, rounded once by the
+same code).
 
 The stacked path covers finite float32/float64 operands under CRT contracts on the numpy
 backend; anything else (NaN/Inf, dd/binary128 operands, Ozaki scheme I, widths beyond the
@@ -22,9 +25,7 @@ import math
 import numpy as np
 
 from .contracts.moduli import MODULI
-from .crt.moduli import garner_constants
-from .crt.reconstruct import reconstruct_round
-from .crt.residues import scaled_residues
+from .crt.reconstruct import constants_of
 from .precision.planner import (_BETA_CAP, SPEC_BETA_HI, max_beta_for, moduli_product, required_beta_entries,
                                 speculative_thresholds)
 from .precision.stats import row_stats
@@ -135,9 +136,10 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
     # workspace: residues and their float copies, products, reconstruction limbs (as the 2-D path)
     need = 0
     for N in np.unique(nmod).tolist():
-        L = garner_constants(N).limbs
+        mods = backend.residue_moduli(N)
+        L, N_ = constants_of(mods).limbs, len(mods)
         cnt = int((nmod == N).sum())
-        need = max(need, cnt * (5 * N * (m + n) * k + 8 * (2 * N + 2 * L + 6) * m * n))
+        need = max(need, cnt * (8 * N_ * (m + n) * k + 8 * (2 * N_ + 2 * L + 6) * m * n))
     if need > backend.memory_budget():
         return None
     if fmt.name == "dd":
@@ -152,32 +154,33 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
     for (N, bw), members in groups.items():
         idx = np.array(members)
         Q = idx.size
-        moduli = MODULI[:N]
+        moduli = backend.residue_moduli(N)  # the backend's own, as the 2-D path
+        NR = len(moduli)
         if a_shared:  # one GEMM per modulus for the group: (m, k) x (k, Q n)
-            ra_ = scaled_residues(sa.mant[:m], sa.exp[:m], s[idx[0]], moduli, np)  # (N, m, k)
-            rb_ = scaled_residues(sb.mant.reshape(P, n, k)[idx].reshape(Q * n, k),
-                                  sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), moduli, np)
-            c = backend.residue_products(ra_, rb_, moduli).reshape(N, m, Q, n).transpose(0, 2, 1, 3)
+            ra_ = backend.scaled_residues(sa.mant[:m], sa.exp[:m], s[idx[0]], N)  # (N, m, k)
+            rb_ = backend.scaled_residues(sb.mant.reshape(P, n, k)[idx].reshape(Q * n, k),
+                                  sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), N)
+            c = backend.residue_products(ra_, rb_, moduli).reshape(NR, m, Q, n).transpose(0, 2, 1, 3)
             del ra_, rb_
             e = -(s[idx][:, :, None] + t[idx][:, None, :])
-            r = reconstruct_round(c, N, e, fmt, np)
+            r = backend.reconstruct_exponents(c, N, e, fmt)
             if fmt.name == "dd":
                 out[:, idx] = r
             else:
                 out[idx] = r
             continue
-        ra_ = scaled_residues(sa.mant.reshape(P, m, k)[idx].reshape(Q * m, k),
-                              sa.exp.reshape(P, m, k)[idx].reshape(Q * m, k), s[idx].reshape(-1), moduli, np)
+        ra_ = backend.scaled_residues(sa.mant.reshape(P, m, k)[idx].reshape(Q * m, k),
+                              sa.exp.reshape(P, m, k)[idx].reshape(Q * m, k), s[idx].reshape(-1), N)
         if b_shared:  # one GEMM per modulus for the group: (Q m, k) x (k, n)
-            rb_ = scaled_residues(sb.mant[:n], sb.exp[:n], t[idx[0]], moduli, np)  # (N, n, k)
-            c = backend.residue_products(ra_, rb_, moduli).reshape(N, Q, m, n)
+            rb_ = backend.scaled_residues(sb.mant[:n], sb.exp[:n], t[idx[0]], N)  # (N, n, k)
+            c = backend.residue_products(ra_, rb_, moduli).reshape(NR, Q, m, n)
         else:
-            rb_ = scaled_residues(sb.mant.reshape(P, n, k)[idx].reshape(Q * n, k),
-                                  sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), moduli, np)
-            c = backend.residue_products(ra_.reshape(N, Q, m, k), rb_.reshape(N, Q, n, k), moduli)
+            rb_ = backend.scaled_residues(sb.mant.reshape(P, n, k)[idx].reshape(Q * n, k),
+                                  sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), N)
+            c = backend.residue_products(ra_.reshape(NR, Q, m, k), rb_.reshape(NR, Q, n, k), moduli)
         del ra_, rb_
         e = -(s[idx][:, :, None] + t[idx][:, None, :])
-        r = reconstruct_round(c, N, e, fmt, np)
+        r = backend.reconstruct_exponents(c, N, e, fmt)
         del c
         if fmt.name == "dd":
             out[:, idx] = r

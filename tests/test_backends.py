@@ -6,6 +6,7 @@ row statistics, the exact INT8 GEMM, the planner's scalars (equal to precision/'
 integers), the shifts, the scaled residues, and the exact products with the CRT
 reconstruction and the one rounding. numpy backends run everywhere; the CUDA backend where
 CuPy and a GPU are present (the same assertions, with ``==``)."""
+from math import prod
 import math
 from fractions import Fraction
 
@@ -141,7 +142,11 @@ def test_residues(backend, n_moduli):
     shift = np.array([40, 0, 3, 12, 70, 25], dtype=np.int64)
     got = to_numpy(backend.residues(_dev(backend, x), st, _dev(backend, shift), n_moduli))
     r, k = x.shape
-    for q, m in enumerate(MODULI[:n_moduli]):
+    moduli = backend.residue_moduli(n_moduli)  # the backend's own (CPU: primes below 2**20)
+    assert prod(moduli) >= prod(MODULI[:n_moduli])
+    if backend.name != "cpu":
+        assert tuple(moduli) == tuple(MODULI[:n_moduli])
+    for q, m in enumerate(moduli):
         for i in range(r):
             want = [(_scaled(v, int(shift[i])) + m // 2) % m - m // 2 for v in x[i].tolist()]
             assert got[q, i, :k].tolist() == want, (q, i)
@@ -161,7 +166,7 @@ def test_products_reconstruction_rounding(backend, fmt):
     sa, sb = backend.row_stats(_dev(backend, x)), backend.row_stats(_dev(backend, y).T)
     ra = backend.residues(_dev(backend, x), sa, _dev(backend, s), N)
     rb = backend.residues(_dev(backend, y).T, sb, _dev(backend, t), N)
-    c = backend.residue_products(ra, rb, MODULI[:N])
+    c = backend.residue_products(ra, rb, backend.residue_moduli(N))
     m, n = x.shape[0], y.shape[1]
     out = np.empty((2, m, n)) if fmt == "dd" else np.empty((m, n))
     out = _dev(backend, out)

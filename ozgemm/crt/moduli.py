@@ -13,11 +13,27 @@ import numpy as np
 
 from ..contracts.moduli import MODULI
 
-__all__ = ["GarnerConstants", "garner_constants"]
+__all__ = ["GarnerConstants", "garner_constants", "crt_constants", "WIDE_MODULI", "wide_moduli"]
+
+
+def _largest_primes_below(bound: int, count: int) -> tuple:
+    out, v = [], bound - 1
+    while len(out) < count:
+        if v % 2 and all(v % d for d in range(3, int(v ** 0.5) + 1, 2)):
+            out.append(v)
+        v -= 1
+    return tuple(out)
+
+
+#: the CPU engine's own moduli: the largest primes below 2**20, enough for a product at least
+#: 4 times the product of all of :data:`MODULI` (pairwise coprime: distinct primes)
+WIDE_MODULI = _largest_primes_below(1 << 20, (prod(MODULI).bit_length() + 2 + 18) // 19)
 
 
 class GarnerConstants:
-    """Per-count constants for Garner's mixed-radix conversion.
+    """Constants of the CRT reconstruction for a set of pairwise-coprime moduli: the first
+    ``n`` of the table (``GarnerConstants(n)``) or any tuple of moduli below 2**20
+    (``GarnerConstants(moduli)``, the CPU engine's :data:`WIDE_MODULI`).
 
     For moduli m_1..m_N (0-based ``q``):
     ``inv[q]``       = (m_0 * ... * m_{q-1})^{-1} mod m_q,
@@ -26,8 +42,9 @@ class GarnerConstants:
     ``M_limbs``      = M in 32-bit limbs (little-endian), as uint64.
     """
 
-    def __init__(self, n: int):
-        ms = MODULI[:n]
+    def __init__(self, n):
+        ms = MODULI[:n] if isinstance(n, int) else tuple(int(m) for m in n)
+        n = len(ms)
         if any(gcd(a, b) != 1 for i, a in enumerate(ms) for b in ms[i + 1:]):
             raise AssertionError("moduli table is not pairwise coprime")
         self.n = n
@@ -45,7 +62,36 @@ class GarnerConstants:
         e = [(self.M // m) * pow(self.M // m % m, -1, m) % self.M if n > 1 else 1 % m for m in ms]
         self.e_limbs = np.array([[(v >> (32 * j)) & 0xFFFFFFFF for j in range(self.limbs)] for v in e],
                                 dtype=np.float64)  # (N, L), exact (< 2**32)
-        self.e_over_M = np.array([pow(self.M // m % m, -1, m) / m if n > 1 else 0.0 for m in ms])  # e_q / M
+        # the direct formula's GEMM reads e_q in base 2**e_bits (e_bits divides 32), so that
+        # every partial sum sum_q c_q e_part stays below 2**53 (c_q < m_q): exact on any BLAS
+        mmax = max(ms)
+        self.e_bits = next(h for h in (32, 16, 8) if n * (mmax - 1) * ((1 << h) - 1) < 2**53)
+        h = self.e_bits
+        self.e_parts = np.array([[(v >> (h * j)) & ((1 << h) - 1) for j in range(self.limbs * 32 // h)] for v in e],
+                                dtype=np.float64)  # (N, L 32 / h)
+        # the limb recombination and Y - t0 M run in int64: |terms| < N mmax 2**33 (see crt_reconstruct)
+        assert n * mmax < 2**28, "too many or too large moduli for the int64 reconstruction"
+        self.e_over_M = np.array([pow(self.M // m % m, -1, m) / m for m in ms])  # e_q / M (n = 1: 1/m)
+
+
+@lru_cache(maxsize=None)
+def crt_constants(moduli: tuple) -> GarnerConstants:
+    """Cached :class:`GarnerConstants` for any tuple of pairwise-coprime moduli."""
+    return GarnerConstants(tuple(moduli))
+
+
+@lru_cache(maxsize=None)
+def wide_moduli(n: int) -> tuple:
+    """The fewest leading :data:`WIDE_MODULI` whose product P is at least 4 M, M the product
+    of the first ``n`` table moduli: an integer with |C'| < M/2 + 1 <= P/4 is then determined by
+    its residues modulo them, with the margin that lets the reconstruction round its quotient
+    (:func:`~ozgemm.crt.reconstruct.crt_reconstruct` with ``bound``)."""
+    M = prod(garner_constants(n).moduli)
+    P, j = 1, 0
+    while P < 4 * M:
+        P *= WIDE_MODULI[j]
+        j += 1
+    return WIDE_MODULI[:j]
 
 
 @lru_cache(maxsize=None)

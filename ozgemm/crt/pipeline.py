@@ -51,6 +51,7 @@ def execute(plan, backend, a, b, timings=None, reuse=None):
     N = plan.n_moduli
     sa, sb = plan.stats
     lap = lap_timer(backend, timings)
+    moduli = backend.residue_moduli(N)  # the backend's own (the CPU engine's primes < 2**20)
     # output exponent -(s_i + t_j) + pa_i + pb_j (binary128 operands were rescaled by 2**-pa)
     s_out = plan.s - plan.pa if plan.pa is not None else plan.s
     t_out = plan.t - plan.pb if plan.pb is not None else plan.t
@@ -74,7 +75,7 @@ def execute(plan, backend, a, b, timings=None, reuse=None):
                 else:
                     ra = reuse.residues("a", lambda: backend.residues(a, sa, plan.s, N, i0, i1), plan.s, N, i0, i1)
                 t0 = lap("residues", t0)
-                c = backend.residue_products(ra, rb, plan.moduli)
+                c = backend.residue_products(ra, rb, moduli)
                 del ra
                 t0 = lap("gemms", t0)
                 whole = i0 == 0 and i1 == m  # (views cost host time: only for a tile)

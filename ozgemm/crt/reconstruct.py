@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .moduli import garner_constants
+from .moduli import crt_constants, garner_constants
 
 __all__ = ["garner_digits", "mixed_radix_to_limbs", "crt_reconstruct", "reconstruct_round"]
 
@@ -57,42 +57,88 @@ def mixed_radix_to_limbs(v, gc, xp):
     return acc
 
 
-def crt_reconstruct(c, n_moduli: int, xp):
+def constants_of(moduli):
+    """:class:`~ozgemm.crt.moduli.GarnerConstants` of ``moduli``: a count N (the first N
+    table moduli) or a tuple of moduli."""
+    return garner_constants(moduli) if isinstance(moduli, (int, np.integer)) else crt_constants(tuple(moduli))
+
+
+def crt_reconstruct(c, n_moduli, xp, bound=None):
     """Exact signed integers from residues (direct CRT through one exact float64 GEMM).
 
     Parameters
     ----------
-    c : (N, ...) int64, residues in [0, m_q) of the first N table moduli
-    n_moduli : N
+    c : (N, ...) int64 (or float64 holding integers), residues in [0, m_q)
+    n_moduli : int N (the first N table moduli) or a tuple of moduli (any pairwise-coprime
+               set below 2**20, e.g. the CPU engine's :func:`~ozgemm.crt.moduli.wide_moduli`)
+
+    bound : int, optional, |C'| < bound known (the plan's M/2 + 1): where 4 bound <= P (the
+            CPU engine's :func:`~ozgemm.crt.moduli.wide_moduli`), the quotient is rounded
+            instead (below)
 
     Returns
     -------
-    mag : (L, ...) uint64 limbs (base 2**32, little-endian) of |C'|
+    mag : (L, ...) uint64 limbs (base 2**32, little-endian) of |C'| (with ``bound``: the
+          limbs of 2 bound)
     neg : (...) bool, C' < 0
 
     Method: with e_q = (M/m_q)((M/m_q)^-1 mod m_q), Y = sum_q c_q e_q is congruent to C'
-    mod M. Its base-2**32 limbs are one float64 matrix product of the residues (N, R) with
-    the limbs of e_q (N, L): every partial sum is below N 2**8 2**32 <= 2**46, so the product
-    is exact on any BLAS. The quotient floor(Y/M) = floor(sum_q c_q inv_q / m_q) is
-    estimated in float64 (error < 2**-32 for N <= 49), t0 = estimate - 1 <= floor(Y/M), so
+    mod M. Its digits in base 2**h (h = ``e_bits``: 32 for the 8-bit table, 16 for 20-bit
+    moduli) are one float64 matrix product of the residues (N, R) with the base-2**h digits of
+    e_q: every partial sum is below N max(m) 2**h < 2**53 (8-bit: 49 2**8 2**32 < 2**46;
+    20-bit: 18 2**20 2**16 < 2**41), so the product is exact on any BLAS; the digits are
+    recombined into base-2**32 limbs in int64 (each below N max(m) 2**33 < 2**61). The
+    quotient floor(Y/M) = floor(sum_q c_q inv_q / m_q) (a sum of N positive terms below
+    max(m)) is estimated in float64 (error < N**2 max(m) 2**-52 < 2**-20), t0 = estimate - 1 <= floor(Y/M), so
     X = Y - t0 M lies in [0, 3M): at most two exact conditional subtractions of M give
     C' mod M, and C' = X if 2X < M, else X - M. O(N L) work per entry on the BLAS and O(L)
     integer passes, instead of Garner's O(N^2) sequential digit recurrences (same result:
     both are exact). Written once against ``xp``.
+
+    With ``bound`` and 4 bound <= P (a product with room to spare: the 8-bit table's has none,
+    P = M, so it takes the steps above): Y/P = t + C'/P with |C'/P| < 1/4, and the estimate
+    errs by less than 2**-20, so t = rint(estimate) exactly; then C' = Y - t P is computed
+    only modulo 2**(32 Lb), Lb the limbs of 2 bound (two's complement with arithmetic
+    carries), its sign is the top bit and |C'| one negation — no comparisons with P.
     """
     import numpy as np
 
-    gc = garner_constants(n_moduli)
+    gc = constants_of(n_moduli)
     N, L = gc.n, gc.limbs
     shape = c.shape[1:]
     cf = c.reshape(N, -1).astype(xp.float64, copy=False)
-    Y = (xp.asarray(gc.e_limbs.T) @ cf).astype(xp.int64)  # (L, R), exact: < 2**46
+    Y = (xp.asarray(gc.e_parts.T) @ cf).astype(xp.int64)  # (L 32/h, R), exact: < 2**53
+    sub = 32 // gc.e_bits
+    if sub > 1:  # base-2**h digits -> base-2**32 limbs (unnormalised, < N max(m) 2**33)
+        Yh = Y.reshape((L, sub) + Y.shape[1:])
+        Y = Yh[:, 0].copy()
+        for i in range(1, sub):
+            Y += Yh[:, i] << (gc.e_bits * i)
     est = xp.asarray(gc.e_over_M) @ cf
+    if bound is not None and 4 * int(bound) <= gc.M:
+        Lb = ((2 * int(bound)).bit_length() + 31) // 32  # |C'| < bound <= 2**(32 Lb - 1); Lb <= L
+        t = xp.rint(est).astype(xp.int64)  # t < N max(m): t P_j < 2**60
+        Mi = [int(v) for v in gc.M_limbs]
+        x = xp.empty((Lb,) + Y.shape[1:], dtype=xp.int64)
+        carry = 0
+        for j in range(Lb):  # (Y - t P) mod 2**(32 Lb); |terms| < 2**62, arithmetic carries
+            v = Y[j] - t * Mi[j] + carry
+            x[j] = v & _MASK
+            carry = v >> 32
+        neg = x[Lb - 1] >= (1 << 31)
+        d = xp.empty_like(x)  # 2**(32 Lb) - x: (~x) + 1
+        carry = 1
+        for j in range(Lb):
+            v = (_MASK - x[j]) + carry
+            d[j] = v & _MASK
+            carry = v >> 32
+        mag = xp.where(neg[None], d, x).astype(xp.uint64)
+        return mag.reshape((Lb,) + shape), neg.reshape(shape)
     t0 = xp.maximum(xp.floor(est) - 1, 0).astype(xp.int64)
     Mi = xp.asarray(gc.M_limbs.astype(np.int64))
     x = xp.empty((L + 1,) + Y.shape[1:], dtype=xp.int64)
     carry = xp.zeros(Y.shape[1:], dtype=xp.int64)
-    for j in range(L):  # Y - t0 M, limb by limb; |terms| < 2**47, arithmetic carries
+    for j in range(L):  # Y - t0 M, limb by limb; |terms| < N max(m) 2**34 < 2**62, arithmetic carries
         v = Y[j] - t0 * Mi[j] + carry
         x[j] = v & _MASK
         carry = v >> 32
@@ -128,8 +174,9 @@ def crt_reconstruct(c, n_moduli: int, xp):
     return mag, gt
 
 
-def reconstruct_round(c, n_moduli: int, e, fmt, xp, block: int = 1 << 15):
-    """:func:`crt_reconstruct` then the one rounding to ``fmt``
+def reconstruct_round(c, n_moduli, e, fmt, xp, block: int = 1 << 15, bound=None):
+    """:func:`crt_reconstruct` (``n_moduli``: a count or a tuple of moduli; ``bound``: see
+    there) then the one rounding to ``fmt``
     (:func:`ozgemm.precision.rounding.round_result`) of ``c`` (N, ...) residues scaled by
     ``2**e`` (e broadcast to ``c.shape[1:]``), in blocks of ``block`` entries so that the limb
     passes stay in cache; the same bits as one pass over all entries (elementwise work).
@@ -144,7 +191,7 @@ def reconstruct_round(c, n_moduli: int, e, fmt, xp, block: int = 1 << 15):
     parts = []
     for j0 in range(0, max(R, 1), block):
         j1 = min(R, j0 + block)
-        mag, neg = crt_reconstruct(cf[:, j0:j1], n_moduli, xp)
+        mag, neg = crt_reconstruct(cf[:, j0:j1], n_moduli, xp, bound)
         parts.append(round_result(mag, neg, ef[j0:j1], fmt, xp))
     if fmt.name == "dd":
         return xp.concatenate(parts, axis=1).reshape((2,) + tuple(shape))

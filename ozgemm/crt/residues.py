@@ -40,24 +40,26 @@ def scaled_residues(mant, exp, shift, moduli, xp, dtype=None):
     mant, exp : (r, k) int64    exact decomposition of the input rows; (C, r, k) for operands
                                 held as C components (each rounded separately, residues added)
     shift : (r,) int64          s_i, the power of two applied to row i
-    moduli : sequence of int    the moduli (<= 256)
+    moduli : sequence of int    the moduli (<= 256, or any below 2**20: the CPU engine's)
 
-    dtype : the result dtype, int8 (default) or a float type holding the same integers (a
-            backend whose GEMM reads floats takes them without a conversion pass)
+    dtype : the result dtype, int8 (default; int32 for moduli above 256) or a float type
+            holding the same integers (a backend whose GEMM reads floats takes them without
+            a conversion pass)
 
     Returns
     -------
     (N, r, k) array: residue of round(x_il 2**s_i) modulo moduli[q], symmetric range.
 
     Method: X' = v * 2**d2 with v = mant << min(d, 9) or the rounded right shift (|v| < 2**62,
-    exact int64) and d2 = max(d - 9, 0). |X'| is cut into 31-bit chunks L_j (bits
-    31j .. 31j+30, j < J), so X' = sign * sum_j L_j 2**(31 j) and, for every modulus at once,
-    S_q = sum_c sign_c sum_j L_cj W_qj with W_qj = 2**(31 j) mod m_q. Every term is below
-    2**39 and there are at most C J <= 3 * 34 of them, so |S_q| < 2**46: the whole sum is
+    exact int64) and d2 = max(d - 9, 0). |X'| is cut into b-bit chunks L_j (bits
+    bj .. bj+b-1, j < J), so X' = sign * sum_j L_j 2**(b j) and, for every modulus at once,
+    S_q = sum_c sign_c sum_j L_cj W_qj with W_qj = 2**(b j) mod m_q. b <= 31 is the largest
+    width with C J 2**b max(m) <= 2**46 (8-bit moduli: b = 31, every term below 2**39 and at
+    most C J <= 3 * 34 of them; 20-bit moduli: b = 23 for the usual J = 3), so |S_q| < 2**46: the whole sum is
     one float64 matrix product W (N x J) @ L (J x rk) with L_j = sum_c sign_c L_cj, exact
     (integers below 2**53), and the symmetric residue S_q - m_q floor(S_q (1/m_q) + 1/2) is
     exact too: the computed quotient is off by less than 2**46 / m * 2**-51 < 2**-5 / m,
-    while S/m + 1/2 is a multiple of 1/m that is never closer than 1/(2m) to an integer for
+    (for any m: the bound is relative to 1/m), while S/m + 1/2 is a multiple of 1/m that is never closer than 1/(2m) to an integer for
     odd m (and exact for m = 256), so the floor is right; the result lies in
     [-(m-1)//2 - (m even), (m-1)//2]. One BLAS call and a few passes replace per-modulus
     integer division; the result is identical on every backend (exact integers).
@@ -69,13 +71,19 @@ def scaled_residues(mant, exp, shift, moduli, xp, dtype=None):
         mant, exp = mant[None], exp[None]
     C, r, k = mant.shape
     N = len(moduli)
-    out = xp.empty((N, r, k), dtype=xp.int8 if dtype is None else dtype)
+    if dtype is None:
+        dtype = xp.int8 if max(moduli, default=2) <= 256 else xp.int32
+    out = xp.empty((N, r, k), dtype=dtype)
     if r == 0 or k == 0 or N == 0:
         return out
     d = exp + shift[None, :, None]
     dmax = int(xp.max(d)) if d.size else 0
-    J = max(1, (62 + max(dmax - _LEFT_CAP, 0) + 30) // 31)
-    W = np.array([[pow(2, 31 * j, m) for j in range(J)] for m in moduli], dtype=np.float64)
+    bits = 62 + max(dmax - _LEFT_CAP, 0)  # |X'| < 2**bits
+    for b in range(31, 0, -1):  # the widest chunks keeping |S_q| < 2**46
+        J = max(1, (bits + b - 1) // b)
+        if C * J * (1 << b) * max(moduli) <= 2**46:
+            break
+    W = np.array([[pow(2, b * j, m) for j in range(J)] for m in moduli], dtype=np.float64)
     Wx = xp.asarray(W)  # (N, J)
     mods = xp.asarray(np.array(moduli, dtype=np.float64))[:, None]
     rinv = xp.asarray(1.0 / np.array(moduli, dtype=np.float64))[:, None]
@@ -95,12 +103,12 @@ def scaled_residues(mant, exp, shift, moduli, xp, dtype=None):
         av = xp.abs(v)
         L = xp.empty((J, (i1 - i0) * k), dtype=xp.float64)
         for j in range(J):
-            # chunk j of |v| 2**d2 = bits sh .. sh+30 of |v|; shifts >= 62 give 0 (|v| < 2**62),
-            # left shifts >= 31 leave no bit below 2**31
-            sh = 31 * j - d2
-            ch = xp.where(sh >= 0, av >> xp.clip(sh, 0, 63), av << xp.clip(-sh, 0, 63)) & _M31
+            # chunk j of |v| 2**d2 = bits sh .. sh+b-1 of |v|; shifts >= 62 give 0 (|v| < 2**62),
+            # left shifts >= b leave no bit below 2**b
+            sh = b * j - d2
+            ch = xp.where(sh >= 0, av >> xp.clip(sh, 0, 63), av << xp.clip(-sh, 0, 63)) & ((1 << b) - 1)
             ch *= sgn
-            L[j] = ch.sum(axis=0).reshape(-1)  # components add: |sum| < 3 * 2**31, exact
+            L[j] = ch.sum(axis=0).reshape(-1)  # components add: |sum| < 3 * 2**b, exact
         S = Wx @ L  # (N, rows k), exact integers
         qt = S * rinv  # symmetric residue S - m floor(S/m + 1/2), see above
         qt += 0.5
@@ -110,5 +118,3 @@ def scaled_residues(mant, exp, shift, moduli, xp, dtype=None):
         out[:, i0:i1, :] = S.astype(out.dtype).reshape(N, i1 - i0, k)
     return out
 
-
-_M31 = (1 << 31) - 1

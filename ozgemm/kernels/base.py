@@ -103,14 +103,22 @@ class Backend(Protocol):
         the smallest tile does not fit — on entering (numpy: before any workspace is
         allocated) or on first iteration (CUDA: after B's residues are queued)."""
 
+    def residue_moduli(self, n_moduli: int) -> tuple:
+        """The moduli of the backend's residues for a plan of ``n_moduli`` table moduli (the
+        plan's ``MODULI[:n_moduli]``, or the backend's own set whose product is at least
+        theirs, e.g. the CPU engine's primes below 2**20): what :meth:`residues` reduces
+        modulo, and what :meth:`residue_products` is given."""
+
     def residues(self, rows, stats, shift, n_moduli: int, i0: int = 0, i1: int | None = None):
-        """Symmetric residues (N, r, k) int8 of rows ``i0:i1`` of ``rows`` (the float rows the
+        """Symmetric residues (N, r, k) modulo :meth:`residue_moduli` (int8 for the table
+        moduli) of rows ``i0:i1`` of ``rows`` (the float rows the
         statistics ``stats`` describe, (r, k) or (C, r, k)) scaled by ``2**shift`` and
         rounded (:func:`ozgemm.crt.residues.scaled_residues`); the layout (padding) is the
         backend's, for its own :meth:`residue_products`."""
 
     def residue_products(self, ra, rb, moduli):
-        """The exact products ``ra[q] @ rb[q].T`` for every modulus, in the backend's own
+        """The exact products ``ra[q] @ rb[q].T`` for every modulus of ``moduli``
+        (:meth:`residue_moduli`), in the backend's own
         representation for :meth:`reconstruct_round` (exact integers or their residues)."""
 
     def reconstruct_round(self, c, s, t, n_moduli: int, fmt, out):

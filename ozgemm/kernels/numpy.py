@@ -1,12 +1,19 @@
 """The numpy backend: every phase of :class:`~ozgemm.kernels.base.Backend` on the CPU.
 
 The elementwise phases are the array-generic code of :mod:`ozgemm.precision` and
-:mod:`ozgemm.crt` run on numpy. The exact integer GEMMs: ``kind="blas"`` runs the
-int8 x int8 products through float32 BLAS (sgemm) on k-blocks of at most 1024: every product
-of int8 values has |.| <= 2**14, so every partial sum of a block has |.| <= 1024 * 2**14 =
-2**24 and is an integer exactly representable in float32 — whatever order BLAS adds in, the
-block result is exact. Blocks are then added in float64 (|sum| <= k 2**14 < 2**53 for
-k < 2**39: exact) and converted to int64. ``kind="int64"`` is the plain exact reference:
+:mod:`ozgemm.crt` run on numpy.
+
+``kind="blas"`` computes the plan's exact integer C' with its own, larger moduli
+(:func:`~ozgemm.crt.moduli.wide_moduli`: the fewest primes p_j < 2**20 whose product P is at
+least the plan's M, so |C'| < M/2 <= P/2 is determined by its residues mod P; fp64's 16
+table moduli become 7) and float64 BLAS (dgemm): symmetric residues have |r| <= 2**19, every
+product |.| <= 2**38, so every partial sum of a k-block of at most 1024 has
+|.| <= 2**48 < 2**53 and is exact whatever order BLAS adds in. Each block's sums are reduced
+mod p_j exactly (see :meth:`NumpyBackend.residue_products`) and the residues added across
+blocks. The reconstruction is the same direct CRT formula
+(:func:`~ozgemm.crt.reconstruct.crt_reconstruct`) with the constants of these moduli.
+
+``kind="int64"`` is the plain exact reference: the plan's 8-bit moduli, int8 residues and
 numpy int64 matmul (slow, no BLAS). Tests check both bit-identical, including at the
 k = 1024 block boundary.
 """
@@ -15,16 +22,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 
-from ..crt.moduli import garner_constants
-from ..crt.reconstruct import reconstruct_round
+from ..crt.moduli import garner_constants, wide_moduli
+from ..crt.reconstruct import constants_of, reconstruct_round
 from ..crt.residues import scaled_residues
 from ..precision.planner import plan_scalars
 from ..precision.stats import row_stats, split_float
 
-__all__ = ["NumpyBackend", "SGEMM_EXACT_K", "available_memory"]
+__all__ = ["NumpyBackend", "SGEMM_EXACT_K", "DGEMM_EXACT_K", "available_memory"]
 
 
 def available_memory() -> int:
@@ -41,6 +49,10 @@ def available_memory() -> int:
 
 #: largest k-block for which float32 accumulation of int8 products is provably exact
 SGEMM_EXACT_K = 2**24 // 2**14
+
+#: k-block of the float64 GEMMs of residues modulo primes below 2**20 (|r| <= 2**19):
+#: |block sums| <= 1024 * 2**38 = 2**48, exact in float64
+DGEMM_EXACT_K = 1024
 
 
 @dataclass
@@ -155,14 +167,15 @@ class NumpyBackend:
     # -- product phases ----------------------------------------------------------------
     @contextlib.contextmanager
     def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True):
-        """Row tiles of A within the memory budget. Workspace per row of A: residues (N k) +
-        their float32 copy (4 N k) + products (8 N n) + reconstruction limbs
-        (8 (N + 2 L + 4) n); fixed: the residues of B (5 N n k)."""
+        """Row tiles of A within the memory budget. Workspace per row of A, with N the
+        backend's moduli: residues (float64: 8 N k; int8 for the int64 kind, counted alike) +
+        products (8 N n) + reconstruction limbs (8 (N + 2 L + 4) n); fixed: the residues of
+        B (8 N n k)."""
         m, k, n = plan.shape
-        N = plan.n_moduli
-        L = garner_constants(N).limbs
-        per_row = 5 * N * k + 8 * (2 * N + 2 * L + 6) * n
-        fixed = 5 * N * n * k
+        N = len(self.residue_moduli(plan.n_moduli))
+        L = constants_of(self.residue_moduli(plan.n_moduli)).limbs
+        per_row = 8 * N * k + 8 * (2 * N + 2 * L + 6) * n
+        fixed = 8 * N * n * k
         budget = self.memory_budget()
         if fixed + per_row > budget:
             raise MemoryError(
@@ -172,40 +185,86 @@ class NumpyBackend:
         tm = max(1, min(m, (budget - fixed) // per_row))
         yield [_Tile(i0, min(m, i0 + tm)) for i0 in range(0, m, tm)]
 
+    def residue_moduli(self, n_moduli: int) -> tuple:
+        """The moduli of this backend's residues for a plan of ``n_moduli`` table moduli: the
+        blas kind's own primes below 2**20 (:func:`~ozgemm.crt.moduli.wide_moduli`), the
+        int64 kind's the plan's (the plain reference)."""
+        if self.kind == "blas":
+            return wide_moduli(n_moduli)
+        return garner_constants(n_moduli).moduli
+
+    def scaled_residues(self, mant, exp, shift, n_moduli):
+        """:func:`~ozgemm.crt.residues.scaled_residues` modulo :meth:`residue_moduli`, in the
+        dtype :meth:`residue_products` reads (float64 for the blas kind, int8 otherwise)."""
+        dt = np.float64 if self.kind == "blas" else None
+        return scaled_residues(mant, exp, shift, self.residue_moduli(n_moduli), np, dtype=dt)
+
     def residues(self, rows, stats, shift, n_moduli, i0=0, i1=None):
-        """Scaled symmetric residues (N, r, k) of rows ``i0:i1`` from the exact decomposition
-        of the statistics (computed here where the statistics kept none), as float32 values
-        (what the BLAS GEMM reads: no conversion pass) or int8 for the int64 kind."""
+        """Scaled symmetric residues (N, r, k) modulo :meth:`residue_moduli` of rows
+        ``i0:i1`` from the exact decomposition of the statistics (computed here where the
+        statistics kept none), as float64 values (what the BLAS GEMM reads: no conversion
+        pass) or int8 for the int64 kind."""
         mant, exp = stats.mant, stats.exp
         if mant is None:
             mant, exp = split_float(rows, np)[:2]
         sl = (Ellipsis, slice(i0, i1), slice(None))
-        moduli = garner_constants(n_moduli).moduli
-        dt = np.float32 if self.kind == "blas" else None
-        return scaled_residues(mant[sl], exp[sl], shift[i0:i1], moduli, np, dtype=dt)
+        return self.scaled_residues(mant[sl], exp[sl], shift[i0:i1], n_moduli)
 
     def residue_products(self, ra, rb, moduli):
-        """Residues (N, m, n) in [0, m_q) of the exact products.
+        """Residues (N, ..., m, n) in [0, m_q) of the exact products, ``moduli`` those of
+        :meth:`residue_moduli` (the blas kind takes any moduli below 2**20 with residues
+        |r| <= 2**19, float64 or any integer dtype).
 
-        blas kind, k <= 2**24: the float64 sums (exact integers, |c| <= k 2**14 < 2**38) give
-        r = c - m floor((c + 1/2) / m) in float64, exactly: (c + 1/2)/m is never within
-        1/(2m) of an integer, far more than the few ulps (< 2**-14) of the computed quotient,
-        so the floor is right (measured 3.4x faster than an int32 remainder at 16 x 1024**2).
-        Otherwise int64 remainders."""
-        k = ra.shape[-1]
-        if self.kind == "blas" and k <= 2**24:
-            c = self._mm(ra, rb, as_float=True)
-            for q, mq in enumerate(moduli):  # per modulus, in place: the passes stay in cache
-                x = c[q]
-                t = (x + 0.5) * (1.0 / mq)
-                np.floor(t, out=t)
-                t *= -float(mq)
-                x += t
-            return c
+        blas kind: float64 GEMMs on k-blocks of at most :data:`DGEMM_EXACT_K`, each block's
+        sums c (exact integers, |c| <= 2**48) reduced as r = c - p floor((c + 1/2) p^-1) in
+        float64, then the blocks' residues added and reduced once more (sums below
+        2**53, exact). Exact: c + 1/2 is exact, and (c + 1/2)/p is never within 1/(2p) of an
+        integer, while the computed quotient fl((c + 1/2) fl(1/p)) errs by at most
+        2 2**-53 |c + 1/2|/p (1 + 2**-52) < 2**-4/p — 8 times below 1/(2p) — so the floor
+        is right, and c - p floor(.) in [0, p) is exact. int64 kind: int64 remainders."""
+        if self.kind == "blas":
+            k = ra.shape[-1]
+            out_shape = ra.shape[:-1] + (rb.shape[-2],)
+            if k == 0:
+                return np.zeros(out_shape)
+            acc = None
+            for k0 in range(0, k, DGEMM_EXACT_K):
+                k1 = min(k, k0 + DGEMM_EXACT_K)
+                blk = np.matmul(ra[..., k0:k1].astype(np.float64, copy=False),
+                                np.swapaxes(rb[..., k0:k1], -1, -2).astype(np.float64, copy=False))
+                self._reduce(blk, moduli)
+                if acc is None:
+                    acc = blk
+                else:
+                    acc += blk
+            if k > DGEMM_EXACT_K:
+                self._reduce(acc, moduli)
+            return acc
         c = self._mm(ra, rb)
         m = np.asarray(moduli, dtype=c.dtype).reshape((-1,) + (1,) * (c.ndim - 1))
         return c % m
 
+    @staticmethod
+    def _reduce(c, moduli):
+        """c[q] <- c[q] - p_q floor((c[q] + 1/2) / p_q) in place (exact, see
+        :meth:`residue_products`); per modulus, so the passes stay in cache."""
+        for q, p in enumerate(moduli):
+            x = c[q]
+            t = x + 0.5
+            t *= 1.0 / p
+            np.floor(t, out=t)
+            t *= -float(p)
+            x += t
+
+    def reconstruct_exponents(self, c, n_moduli, e, fmt):
+        """:func:`~ozgemm.crt.reconstruct.reconstruct_round` of residues ``c`` from
+        :meth:`residue_products` scaled by ``2**e``: the result storage of ``fmt``."""
+        moduli = self.residue_moduli(n_moduli)
+        if self.kind != "blas":
+            return reconstruct_round(c, moduli, e, fmt, np)
+        # |C'| < M/2 + 1 for the plan's M; P >= 4 M leaves the margin to round the quotient
+        return reconstruct_round(c, moduli, e, fmt, np, bound=prod(garner_constants(n_moduli).moduli) // 2 + 1)
+
     def reconstruct_round(self, c, s, t, n_moduli, fmt, out):
-        out[...] = reconstruct_round(c, n_moduli, -(s[:, None] + t[None, :]), fmt, np)
+        out[...] = self.reconstruct_exponents(c, n_moduli, -(s[:, None] + t[None, :]), fmt)
         return out

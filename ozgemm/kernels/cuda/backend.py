@@ -618,6 +618,10 @@ class CudaBackend:
                np.int64(out.strides[0] // out.itemsize)))
         return out
 
+    def residue_moduli(self, n_moduli):
+        """The plan's moduli ``MODULI[:n_moduli]`` (the engine's kernels are built for them)."""
+        return garner_constants(n_moduli).moduli
+
     def residue_products(self, ra, rb, moduli):
         """The exact int32 products (N, mp, np) of padded residues (int64 sums beyond one
         exact int32 k-block); :meth:`reconstruct_round` reduces them modulo each m_q."""
