@@ -520,8 +520,9 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     eng = get_backend(engine, xp)
     reuse = None
     if left is not None or right is not None:
-        if batch or a.ndim != 2 or b.ndim != 2:
-            raise ValueError("matmul: prepared operands enter 2-D products (no stacks, no 1-D operands)")
+        if batch:
+            raise ValueError("matmul: prepared operands enter 2-D products (matrix or vector other operand, "
+                             "no stacks)")
         if any(pr is not None and pr.backend is not eng for pr in (left, right)):
             raise ValueError("matmul: the operand was prepared for another engine")
         reuse = _Reuse(left, right, eng)

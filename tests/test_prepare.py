@@ -71,5 +71,7 @@ def test_prepare_errors_are_typed():
         ozgemm.matmul(a, p)
     with pytest.raises(ValueError, match="prepared for contract"):
         ozgemm.matmul(p, a, contract="dd")
-    with pytest.raises(ValueError, match="2-D"):
-        ozgemm.matmul(p, np.ones(3))
+    with pytest.raises(ValueError, match="no stacks"):
+        ozgemm.matmul(p, np.ones((2, 3, 3)))
+    v = np.array([1.0, 2.0, 3.0])  # a vector on the other side: numpy's 1-D rules
+    assert _same(ozgemm.matmul(p, v), ozgemm.matmul(a, v, contract="fp64"))
