@@ -20,58 +20,8 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from ozgemm import lcn  # noqa: E402
+from ozgemm.lcn.reference import plain, ref_counts  # noqa: E402  (the independent plain-Python recount)
 from lcn_bench import DATA, path  # noqa: E402  (the instances' folder; OZGEMM_LCN_DATA overrides)
-
-
-# Independent recount: plain Python integers, one pair at a time.
-def ref_orient(a, b, c):
-    return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
-
-
-def ref_on_segment(p, a, b):
-    """p lies on the closed segment ab."""
-    return (ref_orient(a, b, p) == 0 and min(a[0], b[0]) <= p[0] <= max(a[0], b[0])
-            and min(a[1], b[1]) <= p[1] <= max(a[1], b[1]))
-
-
-def ref_intersect(p1, q1, p2, q2):
-    """Closed segments p1q1, p2q2 share a point (textbook case analysis, CLRS 33.1)."""
-    d1 = ref_orient(p2, q2, p1)
-    d2 = ref_orient(p2, q2, q1)
-    d3 = ref_orient(p1, q1, p2)
-    d4 = ref_orient(p1, q1, q2)
-    if ((d1 > 0 > d2) or (d1 < 0 < d2)) and ((d3 > 0 > d4) or (d3 < 0 < d4)):
-        return True
-    if d1 == 0 and ref_on_segment(p1, p2, q2):
-        return True
-    if d2 == 0 and ref_on_segment(q1, p2, q2):
-        return True
-    if d3 == 0 and ref_on_segment(p2, p1, q1):
-        return True
-    if d4 == 0 and ref_on_segment(q2, p1, q1):
-        return True
-    return False
-
-
-def ref_counts(pts, edges, only):
-    """Crossing counts of the edges ``only`` (edges sharing no endpoint whose segments meet),
-    each tested against all edges."""
-    out = {}
-    for i in only:
-        a, b = edges[i]
-        c = 0
-        for j, (u, v) in enumerate(edges):
-            if j == i or len({a, b, u, v}) < 4:
-                continue
-            if ref_intersect(pts[a], pts[b], pts[u], pts[v]):
-                c += 1
-        out[i] = c
-    return out
-
-
-def plain(d):
-    """(points, edges) of drawing ``d`` as Python integer tuples."""
-    return list(zip(d.x.tolist(), d.y.tolist())), [tuple(e) for e in d.edges.tolist()]
 
 
 def check(fn):

@@ -213,7 +213,7 @@ def _xs_ref_cfg(cfg):
 
 def _compile_selected(request, test_name, ref_cfg):
     """Compile, in one module per dtype, the kernels (and their reference twins) of the
-    parametrized cases of ``test_name`` that this pytest session runs (after -k/-m selection)."""
+    parametrized cases of ``test_name`` that this pytest run selects (after -k/-m selection)."""
     names = {}
     for item in request.session.items:
         if getattr(item, "originalname", None) != test_name or not hasattr(item, "callspec"):

@@ -1,6 +1,6 @@
 """GPU tests for ozgemm.lcn (skipped cleanly without CuPy and a CUDA device).
 
-Expected values: the plain-Python reference of test_lcn.py, and the CPU implementation
+Expected values: the plain-Python reference (ozgemm.lcn.reference), and the CPU implementation
 (itself tested against that reference) compared with ``==``."""
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ have_data = pytest.mark.skipif(not os.path.exists(INSTANCES[0]), reason="GD 2025
 
 
 def _ref():
-    import test_lcn
-    return test_lcn
+    from ozgemm.lcn import reference
+    return reference
 
 
 @have_data
