@@ -99,13 +99,13 @@ def _caller_type(res, a, b):
     if not (isinstance(res, (np.ndarray, np.generic)) or is_cupy_array(res)) or "Quad" in str(res.dtype):
         return res  # DD, binary128: ozgemm's own types
     for x in (a, b):
-        mod = type(x).__module__.split(".")[0]
-        if mod == "torch":
+        lib = _library(x)
+        if lib == "torch":
             import torch
 
             r = np.asarray(res) if isinstance(res, np.generic) else res
             return torch.from_dlpack(r if r.flags.c_contiguous else r.copy())
-        if mod in ("jax", "jaxlib"):
+        if lib == "jax":
             import jax.numpy as jnp
 
             return jnp.asarray(res)
@@ -125,8 +125,15 @@ def _out_shape_ok(out_shape, final, nbatch) -> bool:
         return False
 
 
+def _library(x):
+    """"torch" or "jax" for an operand of those libraries (its result comes back in their
+    type), else None."""
+    mod = type(x).__module__.split(".")[0]
+    return "torch" if mod == "torch" else "jax" if mod in ("jax", "jaxlib") else None
+
+
 def _foreign(a, b) -> bool:
-    return any(type(x).__module__.split(".")[0] in ("torch", "jax", "jaxlib") for x in (a, b))
+    return any(_library(x) is not None for x in (a, b))
 
 
 def default_contract(a, b) -> str:
@@ -754,11 +761,9 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, contract=None, engine=None, retur
 
 
 def _finite(x, xp):
-    if isinstance(x, DD):
-        return xp.isfinite(x.hi) & xp.isfinite(x.lo)
-    if isinstance(x, Binary128):
-        return ((x.bits[..., 1] >> xp.uint64(48)) & xp.uint64(0x7FFF)) != xp.uint64(0x7FFF)
-    return xp.isfinite(x)
+    """Finite entries of a 2-D operand, by the classes the specials pass uses (a DD's class is
+    that of hi + lo, so a finite pair whose sum overflows is not finite)."""
+    return xp.isfinite(operand_rows(x, xp).proxy if is_wide(x) else x)
 
 
 def _patch(r, where, cls, xp):

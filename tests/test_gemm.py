@@ -142,3 +142,12 @@ def test_gemm_nonfinite_entries_follow_ieee_entry_by_entry(contract):
     assert np.isinf(hi2[0, 0]) and np.isnan(hi2[1, 0]) and np.isinf(hi2[2, 0])
     exact = Fraction(0.1) * (Fraction(1) * Fraction(0.5) + Fraction(2) * Fraction(-1)) + 1
     assert abs(_val(r2, 0, 1) - exact) <= 4 * (U_DD if contract == "dd" else Fraction(1, 2**53)) * 3
+
+
+def test_gemm_dd_c_whose_sum_overflows_stays_in_its_entry():
+    """A DD entry of C whose hi + lo overflows has the class +inf (docs/semantics.md) and,
+    like any non-finite entry of C, does not reach the rest of its row."""
+    big = np.finfo(np.float64).max
+    c = ozgemm.DD(np.array([[big, 1.0], [2.0, 3.0]]), np.array([[big, 0.0], [0.0, 0.0]]))
+    r = ozgemm.gemm(np.eye(2), np.eye(2), c, alpha=1.0, beta=1.0, contract="dd")
+    assert r.hi.tolist() == [[np.inf, 1.0], [2.0, 4.0]] and r.lo.tolist() == [[0.0, 0.0], [0.0, 0.0]]
