@@ -141,24 +141,23 @@ class NumpyBackend:
         raise NotImplementedError("the numpy backend does not speculate (speculates = False)")
 
     # -- exact integer GEMMs -----------------------------------------------------------
-    def _mm(self, a, bt, as_float=False):
-        """Exact (..., m, k) @ (..., n, k)^T of int8 values (int8 arrays, or float32 arrays
-        holding them) -> (..., m, n) int64 (float64 holding the same exact integers with
-        ``as_float``, blas kind only)."""
+    def _mm(self, a, bt):
+        """Exact (..., m, k) @ (..., n, k)^T of int8 values (int8 arrays, or float arrays
+        holding them) -> (..., m, n) int64: float32 BLAS on k-blocks of
+        :data:`SGEMM_EXACT_K` (blas kind), an int64 matmul (int64 kind)."""
         k = a.shape[-1]
         out_shape = a.shape[:-1] + (bt.shape[-2],)
         if k == 0:
-            return np.zeros(out_shape, dtype=np.float64 if as_float else np.int64)
+            return np.zeros(out_shape, dtype=np.int64)
         if self.kind == "int64":
-            c = np.matmul(a.astype(np.int64), np.swapaxes(bt, -1, -2).astype(np.int64))
-            return c.astype(np.float64) if as_float else c
+            return np.matmul(a.astype(np.int64), np.swapaxes(bt, -1, -2).astype(np.int64))
         acc = None
         for k0 in range(0, k, SGEMM_EXACT_K):
             k1 = min(k, k0 + SGEMM_EXACT_K)
             blk = np.matmul(a[..., k0:k1].astype(np.float32, copy=False),
                             np.swapaxes(bt[..., k0:k1], -1, -2).astype(np.float32, copy=False))
             acc = blk.astype(np.float64) if acc is None else acc + blk
-        return acc if as_float else acc.astype(np.int64)
+        return acc.astype(np.int64)
 
     def gemm_exact(self, a, bt):
         """Exact ``a @ bt.T`` of int8 (m, k) and (n, k) as int64 (m, n)."""
