@@ -20,14 +20,12 @@ by product, where the same rules raise or handle it.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .contracts.moduli import MODULI
 from .crt.reconstruct import constants_of
-from .precision.planner import (_BETA_CAP, SPEC_BETA_HI, max_beta_for, moduli_product, required_beta_entries,
-                                speculative_thresholds)
+from .precision.planner import (_BETA_CAP, SPEC_BETA_HI, _lb_upper_max, ceil_sqrt, max_beta_for, moduli_product,
+                                required_beta_entries, speculative_thresholds)
 from .precision.stats import row_stats
 
 __all__ = ["stacked_product"]
@@ -112,12 +110,8 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
         beta_min = np.maximum(beta_ij.max(axis=(1, 2)), 1)
         n1a, n1b = sa.n1_int.reshape(P, m).max(axis=1), sb.n1_int.reshape(P, n).max(axis=1)
         n2a, n2b = sa.n2_int.reshape(P, m).max(axis=1), sb.n2_int.reshape(P, n).max(axis=1)
-        ra, cb = sa.qsum.reshape(P, m), sb.qsum.reshape(P, n)
-        ub = ((lb.astype(np.int64) + cb[:, None, :]).max(axis=2) + ra).max(axis=1)
-        cs = []
-        for x, y in zip(n2a.tolist(), n2b.tolist()):  # ceil(sqrt(n2a n2b)), exact Python integers
-            c = math.isqrt(x * y)
-            cs.append(c + (c * c < x * y))
+        ub = _lb_upper_max(lb, sa.qsum.reshape(P, m), sb.qsum.reshape(P, n), np)  # (P,)
+        cs = [ceil_sqrt(x * y) for x, y in zip(n2a.tolist(), n2b.tolist())]  # exact Python integers
         if max(cs) >= _NUM_MAX:
             return None
         nums = np.stack([np.minimum(n1a, n1b), np.array(cs, dtype=np.int64), ub + k], axis=1).astype(np.int64)
@@ -159,25 +153,18 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
         if a_shared:  # one GEMM per modulus for the group: (m, k) x (k, Q n)
             ra_ = backend.scaled_residues(sa.mant[:m], sa.exp[:m], s[idx[0]], N)  # (N, m, k)
             rb_ = backend.scaled_residues(sb.mant.reshape(P, n, k)[idx].reshape(Q * n, k),
-                                  sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), N)
+                                          sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), N)
             c = backend.residue_products(ra_, rb_, moduli).reshape(NR, m, Q, n).transpose(0, 2, 1, 3)
-            del ra_, rb_
-            e = -(s[idx][:, :, None] + t[idx][:, None, :])
-            r = backend.reconstruct_exponents(c, N, e, fmt)
-            if fmt.name == "dd":
-                out[:, idx] = r
-            else:
-                out[idx] = r
-            continue
-        ra_ = backend.scaled_residues(sa.mant.reshape(P, m, k)[idx].reshape(Q * m, k),
-                              sa.exp.reshape(P, m, k)[idx].reshape(Q * m, k), s[idx].reshape(-1), N)
-        if b_shared:  # one GEMM per modulus for the group: (Q m, k) x (k, n)
-            rb_ = backend.scaled_residues(sb.mant[:n], sb.exp[:n], t[idx[0]], N)  # (N, n, k)
-            c = backend.residue_products(ra_, rb_, moduli).reshape(NR, Q, m, n)
         else:
-            rb_ = backend.scaled_residues(sb.mant.reshape(P, n, k)[idx].reshape(Q * n, k),
-                                  sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), N)
-            c = backend.residue_products(ra_.reshape(NR, Q, m, k), rb_.reshape(NR, Q, n, k), moduli)
+            ra_ = backend.scaled_residues(sa.mant.reshape(P, m, k)[idx].reshape(Q * m, k),
+                                          sa.exp.reshape(P, m, k)[idx].reshape(Q * m, k), s[idx].reshape(-1), N)
+            if b_shared:  # one GEMM per modulus for the group: (Q m, k) x (k, n)
+                rb_ = backend.scaled_residues(sb.mant[:n], sb.exp[:n], t[idx[0]], N)  # (N, n, k)
+                c = backend.residue_products(ra_, rb_, moduli).reshape(NR, Q, m, n)
+            else:
+                rb_ = backend.scaled_residues(sb.mant.reshape(P, n, k)[idx].reshape(Q * n, k),
+                                              sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), N)
+                c = backend.residue_products(ra_.reshape(NR, Q, m, k), rb_.reshape(NR, Q, n, k), moduli)
         del ra_, rb_
         e = -(s[idx][:, :, None] + t[idx][:, None, :])
         r = backend.reconstruct_exponents(c, N, e, fmt)

@@ -49,7 +49,7 @@ from .specials import NonFiniteInputs
 from .stats import LB_BITS, NORM_BITS, RowStats
 
 __all__ = ["Plan", "Bound", "ModuliShortfall", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
-           "max_beta_for", "min_moduli_for", "s_bound", "make_plan", "confirm_plan", "statistics", "componentwise_bound",
+           "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound",
            "check_width", "delta_norm", "required_beta", "plan_scalars", "KBLOCK_INT32"]
 
 #: k-block for exact int32 accumulation of int8 products: residues lie in [-128, 127], so
@@ -291,8 +291,8 @@ def _lb_upper_max(lb, ra, cb, xp):
     sum_l |a~_il||b~_lj| < sum_l (qa_il + 1)(qb_jl + 1) 2**-14 = (LB_ij + ra_i + cb_j + k) 2**-14:
     an upper bound of every entry of |A~||B~| from the lower-bound GEMM already computed
     (exact integers; padding columns of q are zero and add nothing)."""
-    rowmax = (lb.astype(xp.int64) + cb[None, :]).max(axis=1)
-    return (rowmax + ra).max()
+    rowmax = (lb.astype(xp.int64) + cb[..., None, :]).max(axis=-1)
+    return (rowmax + ra).max(axis=-1)  # a scalar array; per product for stacked (P, m, n) inputs
 
 
 def plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp, flag=None):
@@ -431,13 +431,19 @@ def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, 
     return nmod, max_beta_for(moduli_product(nmod), S, k, beta_min, cpow), widened
 
 
+def ceil_sqrt(x: int) -> int:
+    """ceil(sqrt(x)) of a non-negative Python integer, exactly (the Cauchy-Schwarz source of
+    :func:`s_bound`)."""
+    c = math.isqrt(x)
+    return c + (c * c < x)
+
+
 def s_bound(host, k: int) -> Fraction:
     """S >= sum_l |a~_il||b~_lj| for every (i, j) from the planner's scalars: the smallest of
     min(max 1-norm), the Cauchy-Schwarz bound and the bound GEMM's own upper bound
     max_ij (LB_ij + sum_l qa_il + sum_l qb_lj + k) 2**-14."""
     n1a, n1b, n2a, n2b, ub = (int(v) for v in host[1:6])
-    cs = math.isqrt(n2a * n2b)
-    cs += cs * cs < n2a * n2b
+    cs = ceil_sqrt(n2a * n2b)
     return min(Fraction(min(n1a, n1b), 2**NORM_BITS), Fraction(cs, 2**NORM_BITS),
                Fraction(ub + k, 2 ** (2 * LB_BITS)))
 
