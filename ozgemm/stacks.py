@@ -26,7 +26,6 @@ from .contracts.moduli import MODULI
 from .crt.reconstruct import constants_of
 from .precision.planner import (_BETA_CAP, SPEC_BETA_HI, _lb_upper_max, ceil_sqrt, max_beta_for, moduli_product,
                                 required_beta_entries, speculative_thresholds)
-from .precision.stats import row_stats
 
 __all__ = ["stacked_product"]
 
@@ -95,8 +94,8 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
         return None
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         return None
-    sa = row_stats(a.reshape(a.shape[0] * m, k), np)
-    sb = row_stats(b.transpose(0, 2, 1).reshape(b.shape[0] * n, k), np)
+    sa = backend.row_stats(a.reshape(a.shape[0] * m, k))
+    sb = backend.row_stats(b.transpose(0, 2, 1).reshape(b.shape[0] * n, k))
     if a_shared:  # one A: its per-row statistics repeated for every product
         sa = _repeat(sa, P)
     if b_shared:  # one B: its per-column statistics repeated for every product
