@@ -326,36 +326,39 @@ class DD:
     def __rsub__(self, y):
         return (-self) + y
 
-    def _cmp(self, y, op):
+    def _pair(self, y):
+        """(self, y) as normalised pairs, or None where y is not an operand. Normalised pairs
+        are unique (hi = RN(value), lo the exact rest), so their lexicographic order is the
+        order of the values."""
         yh, yl, _ = self._other(y)
         if yh is None:
-            return NotImplemented
+            return None
         xp = self._xp()
-        a = self.normalized()
-        b = _dd(xp, yh, yl if yl is not None else xp.zeros_like(yh)).normalized()
-        # normalised pairs are unique (hi = RN(value), lo the exact rest): lexicographic order
-        return op(a.hi, b.hi) | ((a.hi == b.hi) & op(a.lo, b.lo)) if op not in (_eq, _ne) else \
-            (((a.hi == b.hi) & (a.lo == b.lo)) if op is _eq else ((a.hi != b.hi) | (a.lo != b.lo)))
+        return self.normalized(), _dd(xp, yh, yl if yl is not None else xp.zeros_like(yh)).normalized()
 
     def __lt__(self, y):
-        return self._cmp(y, _lt)
+        p = self._pair(y)
+        return NotImplemented if p is None else _below(*p)
 
     def __le__(self, y):
-        r = self._cmp(y, _lt)
-        return r if r is NotImplemented else r | self._cmp(y, _eq)
+        p = self._pair(y)
+        return NotImplemented if p is None else _below(*p) | _same(*p)
 
     def __gt__(self, y):
-        return self._cmp(y, _gt)
+        p = self._pair(y)
+        return NotImplemented if p is None else _below(p[1], p[0])
 
     def __ge__(self, y):
-        r = self._cmp(y, _gt)
-        return r if r is NotImplemented else r | self._cmp(y, _eq)
+        p = self._pair(y)
+        return NotImplemented if p is None else _below(p[1], p[0]) | _same(*p)
 
     def __eq__(self, y):
-        return self._cmp(y, _eq)
+        p = self._pair(y)
+        return NotImplemented if p is None else _same(*p)
 
     def __ne__(self, y):
-        return self._cmp(y, _ne)
+        p = self._pair(y)
+        return NotImplemented if p is None else ~_same(*p)
 
     __hash__ = None
 
@@ -398,20 +401,13 @@ def _dd(xp, hi, lo):
     return d
 
 
-def _lt(x, y):
-    return x < y
+def _below(a, b):
+    """a < b for normalised pairs (lexicographic on (hi, lo))."""
+    return (a.hi < b.hi) | ((a.hi == b.hi) & (a.lo < b.lo))
 
 
-def _gt(x, y):
-    return x > y
-
-
-def _eq(x, y):
-    return x == y
-
-
-def _ne(x, y):
-    return x != y
+def _same(a, b):
+    return (a.hi == b.hi) & (a.lo == b.lo)
 
 
 def _two_sum(a, b, xp):
