@@ -12,6 +12,7 @@ import pytest
 
 from ozgemm import lcn
 from ozgemm._xp import gpu_available
+from test_lcn import _same_state
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU")]
 
@@ -167,9 +168,9 @@ def test_gpu_resume_equals_uninterrupted_and_cpu(tmp_path):
     part = lcn.anneal(d, iterations=480, seed=4, device="gpu", params=p)
     part.state.save(tmp_path / "g.npz")
     res = lcn.anneal(d, iterations=960, seed=4, device="gpu", params=p, resume=AnnealState.load(tmp_path / "g.npz"))
-    _ref()._same_state(res.state, full.state)
+    _same_state(res.state, full.state)
     cpu = lcn.anneal(d, iterations=960, seed=4, device="cpu", params=p)
-    _ref()._same_state(res.state, cpu.state)
+    _same_state(res.state, cpu.state)
     assert lcn.validate(res.drawing) == []
 
 
@@ -191,7 +192,7 @@ def test_anneal_many_gpu_equals_single_runs_and_resumes(tmp_path):
     for d, seed, (a, _), (b, _) in zip(ds, [3, 4], many, resumed):
         single = lcn.anneal(d, iterations=640, seed=seed, device="gpu", params=p)
         assert a.iterations == b.iterations == 640
-        _ref()._same_state(a.state, single.state)
-        _ref()._same_state(b.state, single.state)
+        _same_state(a.state, single.state)
+        _same_state(b.state, single.state)
         assert lcn.validate(b.drawing) == []
         assert b.crossings.objective == a.crossings.objective
