@@ -8,10 +8,10 @@ import numpy as np
 
 from ._xp import array_namespace, as_float64, ignore_fp_errors, is_cupy_array
 from .kernels import get_backend
-from .methods import execute, plan_product
+from .methods import execute, execute_complex, plan_product
 from .contracts.contract import Contract, as_contract
 from .contracts.formats import DD, Binary128, quad_from_bits
-from .precision.operands import arrays, as_wide, is_wide, operand_rows, transpose
+from .precision.operands import arrays, as_wide, complex_embedding, is_wide, operand_rows, transpose
 from .precision.planner import Plan, confirm_plan, forget_guess
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
@@ -139,13 +139,13 @@ def _foreign(a, b) -> bool:
 def default_contract(a, b) -> str:
     """The contract a product takes when none is given: the operands' own precision, as numpy's
     result dtype would be — binary128 operands "fp128", else double-double "dd", else two
-    float32 operands "fp32", else "fp64"."""
+    float32/complex64 operands "fp32", else "fp64"."""
     kinds = [x for x in (as_wide(a), as_wide(b))]
     if any(isinstance(x, Binary128) for x in kinds):
         return "fp128"
     if any(isinstance(x, DD) for x in kinds):
         return "dd"
-    if all(getattr(x, "dtype", None) == np.float32 for x in kinds):
+    if all(getattr(x, "dtype", None) in (np.float32, np.complex64) for x in kinds):
         return "fp32"
     return "fp64"
 
@@ -175,6 +175,17 @@ def _check_dtype(x, name, contract: Contract):
                             "operands only: use contract 'fp64', 'dd' or 'fp128'")
         return
     dt = x.dtype
+    if dt.kind == "c":
+        if fmt.name not in ("binary64", "binary32"):
+            raise TypeError(f"{name} is complex ({dt}); contract {contract.name!r} ({fmt.name}) has no complex "
+                            "result type: complex products take the binary64 and binary32 contracts "
+                            "('fp64', 'fp64-fast', 'fp64-ozaki', 'fp32', 'fp32-ozaki')")
+        if fmt.name == "binary32" and dt != np.complex64:
+            raise TypeError(f"{name} has dtype {dt}; contract {contract.name!r} (binary32) takes complex64 "
+                            "operands only: cast with .astype(numpy.complex64) or use contract='fp64'")
+        if dt not in (np.complex64, np.complex128):
+            raise TypeError(f"{name} has dtype {dt}; complex operands are complex64 or complex128")
+        return
     if dt.kind != "f":
         kind = {"c": "complex", "i": "integer", "u": "unsigned integer", "b": "boolean", "O": "object"}.get(dt.kind, str(dt))
         takes = ("float32 operands" if fmt.name == "binary32" else
@@ -188,6 +199,10 @@ def _check_dtype(x, name, contract: Contract):
                         "operands only: cast with .astype(numpy.float32) or use contract='fp64'")
 
 
+def _is_complex(x) -> bool:
+    return not is_wide(x) and x.dtype.kind == "c"
+
+
 def _prepare(a, b, contract):
     a = _check_operand(a, "a")
     b = _check_operand(b, "b")
@@ -195,6 +210,9 @@ def _prepare(a, b, contract):
     contract = as_contract(default_contract(a, b) if contract is None else contract)
     _check_dtype(a, "a", contract)
     _check_dtype(b, "b", contract)
+    if _is_complex(a) or _is_complex(b):
+        if is_wide(a) or is_wide(b):
+            raise TypeError("a complex product takes float or complex operands; DD and binary128 operands are real")
     a2 = a[None, :] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
     if a2.shape[-1] != b2.shape[-2]:
@@ -393,6 +411,8 @@ def _product_2d(a, b, contract, backend, speculate=True, reuse=None):
     with the confirmed plan, and inputs with NaN/Inf take the non-speculative path."""
     m, k = a.shape
     n = b.shape[1]
+    if _is_complex(a) or _is_complex(b):
+        return _complex_product_2d(a, b, contract, backend)
     a_in, b_in = a, b
     xp = backend.xp
     a, b, a0, b0, bad_r, bad_c, p = _plan_2d(a, b, contract, backend, speculate=speculate, reuse=reuse)
@@ -432,6 +452,27 @@ def _product_2d(a, b, contract, backend, speculate=True, reuse=None):
             c[..., 1] = xp.where(hit, hi, c[..., 1])
             c[..., 0] = xp.where(hit, u(0), c[..., 0])
     return c, p
+
+
+def _complex_product_2d(a, b, contract, backend):
+    """One 2-D product with a complex operand; returns (C, Plan).
+
+    Planned as the real embedding (:func:`~ozgemm.precision.operands.complex_embedding`,
+    non-finite rows/columns set aside there, so NaN/Inf follow numpy's complex classes) and
+    computed by :func:`~ozgemm.methods.execute_complex` (CRT: the three-product form)."""
+    xp = backend.xp
+    m, n = a.shape[0], b.shape[1]
+    ae, be = complex_embedding(a, b, xp)
+    ae, be, a0, b0, bad_r, bad_c, p = _plan_2d(ae, be, contract, backend)
+    if a.shape[1] == 0 or m == 0 or n == 0:
+        c = xp.zeros((m, 2 * n), dtype=contract.fmt.dtype)
+    else:
+        c = execute_complex(p, backend, a0, b0)
+    c = patch_nonfinite(c, ae, be, bad_r, bad_c, xp)
+    out = xp.empty((m, n), dtype=xp.complex64 if contract.fmt.name == "binary32" else xp.complex128)
+    out.real = c[:, :n]
+    out.imag = c[:, n:]
+    return out, p
 
 
 def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
@@ -535,6 +576,11 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
         reuse = _Reuse(left, right, eng)
     fmt = contract.fmt
     dtype = fmt.dtype
+    cplx = _is_complex(a) or _is_complex(b)
+    if cplx:
+        dtype = np.complex64 if fmt.name == "binary32" else np.complex128
+        if reuse is not None:
+            raise TypeError("matmul: prepared operands are real; complex products take arrays")
     if out is not None:
         if fmt.name in ("dd", "binary128"):
             raise ValueError(f"out= is not supported for {fmt.name} results (they are returned as "
@@ -562,7 +608,7 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     res = None
     lead = (slice(None),) if fmt.name == "dd" else ()
     plans = []
-    if batch and not return_plan and reuse is None and not (is_wide(a) or is_wide(b)):
+    if batch and not return_plan and reuse is None and not (is_wide(a) or is_wide(b) or cplx):
         res = _stacked(a2, b2, batch, contract, eng, xp)
     for idx in (itertools.product(*[range(d) for d in batch]) if res is None else ()):
         ia = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (a2.ndim - 2):], a2.shape[:-2]))

@@ -17,7 +17,7 @@ from .ozaki.planner import make_ozaki_plan
 from .precision.planner import ModuliShortfall, componentwise_bound, make_plan, statistics
 from .precision.select import choose
 
-__all__ = ["plan_product", "execute"]
+__all__ = ["plan_product", "execute", "execute_complex"]
 
 
 def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
@@ -67,3 +67,14 @@ def execute(plan, backend, a, b, timings=None, reuse=None):
     if plan.method == "ozaki":
         return ozaki_pipeline.execute(plan, backend, a, b, timings)
     return crt_pipeline.execute(plan, backend, a, b, timings, reuse)
+
+
+def execute_complex(plan, backend, a, b, timings=None):
+    """Run ``plan`` — made for the finite real embedding ``a`` (m, 2k), ``b`` (2k, 2n) of a
+    complex product (:func:`ozgemm.precision.operands.complex_embedding`) — giving
+    [Re | Im] (m, 2n): CRT plans in the three-product form on the embedding's parts
+    (:func:`ozgemm.crt.pipeline.execute_3m`), Ozaki-I plans as the embedding's product."""
+    if plan.method == "crt":
+        k, n = a.shape[1] // 2, b.shape[1] // 2
+        return crt_pipeline.execute_3m(plan, backend, (a[:, :k], a[:, k:]), (b[:k, :n], b[:k, n:]), timings)
+    return ozaki_pipeline.execute(plan, backend, a, b, timings)

@@ -287,7 +287,8 @@ def cases():
     # 6. refusals: the error class is part of the behaviour
     a, b = _pair("errors/4x6x3", 4, 6, 3)
     yield "fp64/error/int64-operand", a.astype(np.int64), b, "fp64"
-    yield "fp64/error/complex-operand", a.astype(np.complex128), b, "fp64"
+    yield "fp64/error/clongdouble-operand", a.astype(np.clongdouble), b, "fp64"
+    yield "dd/error/complex-operand", a.astype(np.complex128), b, "dd"
     yield "fp64/error/float16-operand", a.astype(np.float16), b, "fp64"
     yield "fp32/error/f64-operands", a, b, "fp32"
     yield "fp32/error/f32@f64-operands", _cast(a, np.float32), b, "fp32"
@@ -301,6 +302,20 @@ def cases():
     yield "fp64+moduli4/error/too-few-moduli", a, b, ozgemm.load_contract("fp64").with_(moduli=4)
     yield "fp64+raise/error/nan", *_specials(np.float64)["nan-a"], con["fp64+raise"]
     yield "fp64-ozaki+slices2/error/too-few-slices", a, b, ozgemm.load_contract("fp64-ozaki").with_(slices=2)
+
+    # 7. complex operands (three-product form; real/complex mixes as numpy promotes)
+    x, y = _pair("complex/re", 9, 20, 7, 2.0)
+    u, v = _pair("complex/im", 9, 20, 7, 2.0)
+    za, zb = x + 1j * u, y + 1j * v
+    for label in ("fp64", "fp64-fast", "fp64-ozaki"):
+        yield f"{label}/complex128", za, zb, label
+    yield "fp64/complex128@float64", za, y, "fp64"
+    yield "fp64/float64@complex128", x, zb, "fp64"
+    for label in ("fp32", "fp32-ozaki"):
+        yield f"{label}/complex64", za.astype(np.complex64), zb.astype(np.complex64), label
+    zs = za.copy()
+    zs[2, 3] = complex(np.inf, 1.0)
+    yield "fp64/complex128/special/inf-row", zs, zb, "fp64"
 
 
 # --------------------------------------------------------------------------------------------

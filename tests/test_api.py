@@ -123,7 +123,7 @@ def test_dtypes(rng):
 
 
 @pytest.mark.parametrize("bad", [
-    np.ones((2, 2), dtype=complex), np.ones((2, 2), dtype=np.int64), np.ones((2, 2), dtype=object),
+    np.ones((2, 2), dtype=np.clongdouble), np.ones((2, 2), dtype=np.int64), np.ones((2, 2), dtype=object),
     np.ones((2, 2), dtype=bool), np.ones((2, 2), dtype=np.float16),
 ])
 def test_unsupported_dtypes(bad):

@@ -36,9 +36,10 @@ def register(sub):
     p.add_argument("--method", choices=["crt", "ozaki", "auto", "both"], default=None,
                    help="override the contract's method: crt (Ozaki II), ozaki (Ozaki I), auto, or both "
                         "(crt and ozaki side by side; --plot then also draws error vs slice count)")
-    p.add_argument("--inputs", choices=("float", "dd", "binary128"), default="float",
-                   help="standard inputs as float (the contract's dtype; float64 for dd/fp128), or widened "
-                        "to dd / binary128 values that use the extra bits [float]")
+    p.add_argument("--inputs", choices=("float", "dd", "binary128", "complex"), default="float",
+                   help="standard inputs as float (the contract's dtype; float64 for dd/fp128), widened "
+                        "to dd / binary128 values that use the extra bits, or complex (an imaginary part "
+                        "of the same distribution; errors per real and imaginary part) [float]")
     p.set_defaults(func=run_audit)
 
 
@@ -86,8 +87,9 @@ def _load(path, name):
         raise _BadArgument(f"ozgemm audit: cannot read {name} from {path}: {exc}") from None
     if x.ndim != 2:
         raise _BadArgument(f"ozgemm audit: {name} ({path}) must be a 2-D array, got shape {x.shape}")
-    if x.dtype.kind != "f":
-        raise _BadArgument(f"ozgemm audit: {name} ({path}) has dtype {x.dtype}; float32/float64 needed")
+    if x.dtype.kind not in "fc":
+        raise _BadArgument(f"ozgemm audit: {name} ({path}) has dtype {x.dtype}; float32/float64 or "
+                           "complex64/complex128 needed")
     return x
 
 
@@ -201,6 +203,8 @@ def _run_audit(args) -> int:
             rows.append(audit_result(a, b, c, contract, name=args.result))
         else:
             wdt = dtype if dtype is not None else np.float64  # dd / fp128 results from float64 operands
+            if a.dtype.kind == "c" or b.dtype.kind == "c":
+                wdt = np.result_type(wdt, np.complex64)
             if a.dtype != wdt or b.dtype != wdt:
                 print(f"note: operands cast to {np.dtype(wdt)} for contract {contract.name}", file=sys.stderr)
             a, b = a.astype(wdt), b.astype(wdt)

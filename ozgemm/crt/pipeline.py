@@ -15,6 +15,8 @@ called in the same order for every backend:
 3. per row tile of A (within the backend's workspace): residues of A's rows, the exact
    integer GEMMs for every modulus, the CRT reconstruction and the rounding into the
    tile's rows of the result.
+
+Complex products (:func:`execute_3m`) follow the same order with the three-product form.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import time
 from .._timing import lap_timer
 from ..precision.rounding import empty_result
 
-__all__ = ["execute"]
+__all__ = ["execute", "execute_3m"]
 
 
 def execute(plan, backend, a, b, timings=None, reuse=None):
@@ -82,5 +84,68 @@ def execute(plan, backend, a, b, timings=None, reuse=None):
                 backend.reconstruct_round(c, s_out if whole else s_out[i0:i1], t_out, N, fmt,
                                           out if whole else out[lead + (slice(i0, i1),)])
                 del c
+                lap("reconstruction", t0)
+    return out
+
+
+def execute_3m(plan, backend, a_parts, b_parts, timings=None):
+    """A complex product in the three-product ("3M") form, exactly.
+
+    ``plan`` is the CRT plan of the real embedding of the product
+    (:func:`ozgemm.precision.operands.complex_embedding`: A = [Ar | Ai] (m, 2k),
+    B = [[Br, Bi], [-Bi, Br]] (2k, 2n)); its shifts s (rows of A) and t (columns of B, equal
+    for columns j and n + j) scale the parts to integers Ar', Ai', Br', Bi'. With
+
+        P1 = Ar' Br',   P2 = Ai' Bi',   P3 = (Ar' + Ai')(Br' + Bi')
+
+    the embedding's integer product is [P1 - P2 | P3 - P1 - P2]. Every product is exact, so
+    this identity loses nothing (unlike floating-point 3M), and the residues of Ar' + Ai' are
+    the sums of those of Ar' and Ai' modulo each m_q (:meth:`Backend.add_residues`): the sums
+    never widen the residues, and the reconstruction needs no more than the moduli the plan
+    chose for the embedding's integers. Three exact GEMMs per modulus replace four; the
+    result — [Re | Im] (m, 2n) in the contract's format — is bit-identical to
+    :func:`execute` on the embedding.
+
+    ``a_parts`` = (Ar, Ai) (m, k), ``b_parts`` = (Br, Bi) (k, n): finite float32/float64
+    (views of the embedding are fine). ``timings`` as :func:`execute`. The row tiles are
+    those of a real (m, 3k, 3n) product: residues of Ar, Ai and their sum per row, three
+    product buffers.
+    """
+    fmt = plan.contract.fmt
+    m, k2, n2 = plan.shape
+    k, n = k2 // 2, n2 // 2
+    N = plan.n_moduli
+    ar, ai = a_parts
+    br, bi = b_parts
+    lap = lap_timer(backend, timings)
+    moduli = backend.residue_moduli(N)
+    tb = plan.t[:n]  # == plan.t[n:] (equal column statistics)
+    with backend.row_tiles(plan.evolve(shape=(m, 3 * k, 3 * n)), 1, concurrent=timings is None) as tiles:
+        t0 = time.perf_counter()
+        rbr = backend.residues(br.T, None, tb, N)
+        rbi = backend.residues(bi.T, None, tb, N)
+        rbs = backend.add_residues(rbr, rbi, moduli)
+        t0 = lap("residues", t0)
+        out = empty_result(m, n2, fmt, backend.xp)
+        for tile in tiles:
+            with tile:
+                i0, i1 = tile.i0, tile.i1
+                t0 = time.perf_counter()
+                rar = backend.residues(ar, None, plan.s, N, i0, i1)
+                rai = backend.residues(ai, None, plan.s, N, i0, i1)
+                ras = backend.add_residues(rar, rai, moduli)
+                t0 = lap("residues", t0)
+                p1 = backend.residue_products(rar, rbr, moduli)
+                p2 = backend.residue_products(rai, rbi, moduli)
+                del rar, rai
+                p3 = backend.residue_products(ras, rbs, moduli)
+                del ras
+                t0 = lap("gemms", t0)
+                re, im = backend.combine_3m(p1, p2, p3, moduli, k)
+                del p1, p2, p3
+                s_rows = plan.s[i0:i1]
+                backend.reconstruct_round(re, s_rows, plan.t[:n], N, fmt, out[i0:i1, :n])
+                backend.reconstruct_round(im, s_rows, plan.t[n:], N, fmt, out[i0:i1, n:])
+                del re, im
                 lap("reconstruction", t0)
     return out

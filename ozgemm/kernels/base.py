@@ -15,7 +15,8 @@ Phases, in pipeline order (Ozaki scheme II, :mod:`ozgemm.crt.pipeline`; Ozaki sc
 3. bound GEMM + scalars     :meth:`Backend.gemm_exact`, :meth:`Backend.plan_scalars`
 4. shifts                   :meth:`Backend.shifts`, :meth:`Backend.speculative_shifts`
 5. scaling + residues       :meth:`Backend.residues`
-6. exact integer GEMMs      :meth:`Backend.residue_products`
+6. exact integer GEMMs      :meth:`Backend.residue_products` (complex products, three-product
+                            form: also :meth:`Backend.add_residues`, :meth:`Backend.combine_3m`)
 7. reconstruction + rounding :meth:`Backend.reconstruct_round`
 
 plus the workspace tiling of the product over rows of A (:meth:`Backend.row_tiles`).
@@ -112,9 +113,20 @@ class Backend(Protocol):
     def residues(self, rows, stats, shift, n_moduli: int, i0: int = 0, i1: int | None = None):
         """Symmetric residues (N, r, k) modulo :meth:`residue_moduli` (int8 for the table
         moduli) of rows ``i0:i1`` of ``rows`` (the float rows the
-        statistics ``stats`` describe, (r, k) or (C, r, k)) scaled by ``2**shift`` and
+        statistics ``stats`` describe, (r, k) or (C, r, k); ``stats`` None: rows read as
+        they are) scaled by ``2**shift`` and
         rounded (:func:`ozgemm.crt.residues.scaled_residues`); the layout (padding) is the
         backend's, for its own :meth:`residue_products`."""
+
+    def add_residues(self, x, y, moduli):
+        """Residues of the sum of the scaled integers whose residues are ``x`` and ``y`` (both
+        from :meth:`residues` with the same moduli and layout), in the same form."""
+
+    def combine_3m(self, p1, p2, p3, moduli, k: int):
+        """The three-product form of a complex product: from ``p1 = Ar'Br'``, ``p2 = Ai'Bi'``
+        and ``p3 = (Ar' + Ai')(Br' + Bi')`` (:meth:`residue_products`, inner dimension ``k``)
+        the products ``(p1 - p2, p3 - p1 - p2)`` (real and imaginary part) in the form
+        :meth:`reconstruct_round` reads; may reuse the buffers of ``p1`` and ``p3``."""
 
     def residue_products(self, ra, rb, moduli):
         """The exact products ``ra[q] @ rb[q].T`` for every modulus of ``moduli``

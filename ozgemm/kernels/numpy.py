@@ -203,7 +203,7 @@ class NumpyBackend:
         ``i0:i1`` from the exact decomposition of the statistics (computed here where the
         statistics kept none), as float64 values (what the BLAS GEMM reads: no conversion
         pass) or int8 for the int64 kind."""
-        mant, exp = stats.mant, stats.exp
+        mant, exp = (None, None) if stats is None else (stats.mant, stats.exp)
         if mant is None:
             mant, exp = split_float(rows, np)[:2]
         sl = (Ellipsis, slice(i0, i1), slice(None))
@@ -242,6 +242,28 @@ class NumpyBackend:
         c = self._mm(ra, rb)
         m = np.asarray(moduli, dtype=c.dtype).reshape((-1,) + (1,) * (c.ndim - 1))
         return c % m
+
+    def add_residues(self, x, y, moduli):
+        """Symmetric residues of ``x + y`` (both from :meth:`residues`, same moduli): one step
+        of m_q brings a sum of two symmetric residues back into the symmetric range."""
+        m = np.asarray(moduli, dtype=np.int64).reshape((-1,) + (1,) * (x.ndim - 1))
+        hi = (m - 1) // 2
+        lo = -hi - (m % 2 == 0)
+        s = x.astype(np.float64 if x.dtype == np.float64 else np.int16) + y
+        s -= np.where(s > hi, m, 0).astype(s.dtype, copy=False)
+        s += np.where(s < lo, m, 0).astype(s.dtype, copy=False)
+        return s.astype(x.dtype, copy=False)
+
+    def combine_3m(self, p1, p2, p3, moduli, k):
+        """``(p1 - p2, p3 - p1 - p2)`` modulo each m_q, in place in ``p1`` and ``p3`` (residues
+        in [0, m_q) from :meth:`residue_products`; exact in float64 and int64)."""
+        m = np.asarray(moduli, dtype=p1.dtype).reshape((-1,) + (1,) * (p1.ndim - 1))
+        p3 -= p1
+        p3 -= p2
+        p1 -= p2
+        for c in (p1, p3, p3):  # p1 in (-m, m), p3 in (-2m, m)
+            c += np.where(c < 0, m, 0).astype(c.dtype, copy=False)
+        return p1, p3
 
     @staticmethod
     def _reduce(c, moduli):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from .._xp import ignore_fp_errors
 from ..contracts.formats import DD, Binary128, is_quad_array, quad_to_bits
 
-__all__ = ["Rows", "arrays", "as_wide", "is_wide", "operand_rows", "transpose"]
+__all__ = ["Rows", "arrays", "as_wide", "is_wide", "operand_rows", "transpose", "complex_embedding"]
 
 
 def is_wide(x) -> bool:
@@ -150,3 +150,39 @@ def _bitlen64(v, xp):
     bh = xp.frexp(h)[1].astype(xp.int64)
     bl = xp.frexp(l_)[1].astype(xp.int64)
     return xp.where(h > 0, 32 + bh, xp.where(l_ > 0, bl, 0))
+
+
+def complex_embedding(a, b, xp):
+    """The real product whose result holds ``a @ b`` of complex operands.
+
+    ``a`` (m, k), ``b`` (k, n) complex64/complex128 (a real operand is taken with a zero
+    imaginary part, as numpy promotes it). Returns (A, B), A = [Ar | Ai] (m, 2k) and
+    B = [[Br, Bi], [-Bi, Br]] (2k, 2n), float32 for complex64 else float64, C-contiguous, so
+    that ``A @ B = [Re(ab) | Im(ab)]`` term by term:
+
+    * column j:     sum_l Ar_il Br_lj - Ai_il Bi_lj = Re(ab)_ij,
+    * column n + j: sum_l Ar_il Bi_lj + Ai_il Br_lj = Im(ab)_ij,
+
+    and ``|A||B|`` is (|Ar||Br| + |Ai||Bi|, |Ar||Bi| + |Ai||Br|): the magnitudes the real and
+    imaginary parts of a complex product are bounded against. Every term of the real product
+    is a term of numpy's complex product, so the IEEE classes of non-finite inputs are the
+    same as well. Column j and column n + j of B hold the same values up to sign and order,
+    so their statistics (largest exponent, zero) and hence their shifts are equal.
+    """
+    dt = xp.float32 if a.dtype in (xp.complex64, xp.float32) and b.dtype in (xp.complex64, xp.float32) \
+        else xp.float64
+    m, k = a.shape
+    n = b.shape[1]
+    A = xp.empty((m, 2 * k), dtype=dt)
+    A[:, :k] = a.real
+    A[:, k:] = a.imag if a.dtype.kind == "c" else 0
+    B = xp.empty((2 * k, 2 * n), dtype=dt)
+    B[:k, :n] = b.real
+    B[k:, n:] = b.real
+    if b.dtype.kind == "c":
+        B[:k, n:] = b.imag
+        B[k:, :n] = -b.imag
+    else:
+        B[:k, n:] = 0
+        B[k:, :n] = 0
+    return A, B

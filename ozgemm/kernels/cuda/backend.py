@@ -71,6 +71,17 @@ def _columns_ld(x):
     return None
 
 
+#: inner dimension up to which the three-product combination of int32 products stays in int32
+_K3M_INT32 = 2**15
+
+
+@functools.cache
+def _combine_3m_kernel():
+    """In place: p1 <- p1 - p2, p3 <- p3 - p1 - p2 (old p1)."""
+    return cp.ElementwiseKernel("T p2", "T p1, T p3", "T a = p1; p1 = a - p2; p3 = p3 - a - p2;",
+                                "ozgemm_combine_3m")
+
+
 def _ceil(x, a):
     return (x + a - 1) // a * a
 
@@ -622,6 +633,26 @@ class CudaBackend:
         """The plan's moduli ``MODULI[:n_moduli]`` (the engine's kernels are built for them)."""
         return garner_constants(n_moduli).moduli
 
+    def add_residues(self, x, y, moduli):
+        """Residues of the sum of two scaled operands (``add_residues`` of wide.cu: one step of
+        m_q back into the symmetric int8 range), into a new array."""
+        acc = x.copy()
+        total = acc.size
+        if total:
+            _fn("add_residues", len(moduli))(((total + _THREADS - 1) // _THREADS,), (_THREADS,),
+                                             (acc, y, np.int64(acc[0].size), np.int64(total)))
+        return acc
+
+    def combine_3m(self, p1, p2, p3, moduli, k):
+        """(p1 - p2, p3 - p1 - p2) in place in ``p1`` and ``p3``, one elementwise pass. int32
+        products of an inner dimension k <= 2**15 have |p| <= 2**29, so both stay below 2**31
+        and are left unreduced (:meth:`reconstruct_round` reduces them); longer k is
+        combined in int64."""
+        if p1.dtype == cp.int32 and _ceil(k, _PAD) > _K3M_INT32:
+            p1, p2, p3 = (x.astype(cp.int64) for x in (p1, p2, p3))
+        _combine_3m_kernel()(p2, p1, p3)
+        return p1, p3
+
     def residue_products(self, ra, rb, moduli):
         """The exact int32 products (N, mp, np) of padded residues (int64 sums beyond one
         exact int32 k-block); :meth:`reconstruct_round` reduces them modulo each m_q."""
@@ -631,7 +662,7 @@ class CudaBackend:
         """Residues (N, rp, kp) int8, padded to multiples of 16, of rows ``i0:i1``: read from
         the rows the fused statistics kept (``stats.src``, possibly B's columns in place) or
         from ``rows``; (C, r, k) components have their residues added mod m."""
-        x = stats.src if (stats.src is not None and rows.ndim == 2) else rows
+        x = stats.src if (stats is not None and stats.src is not None and rows.ndim == 2) else rows
         if x.ndim == 3:
             x = cp.ascontiguousarray(x)
         r, k = x.shape[-2:]

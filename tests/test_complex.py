@@ -1,0 +1,222 @@
+"""Complex products: the promise per real and imaginary part, checked against exact rational
+arithmetic (Fractions, written here independently of ozgemm), numpy's calling rules and
+IEEE classes, and bit-identity between engines and between the three- and four-product forms."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import ozgemm
+from ozgemm.contracts.contract import ContractError
+
+COMPONENTWISE = ["fp64", "fp32", "fp64-ozaki", "fp32-ozaki"]
+
+
+def _operands(rng, m, k, n, phi, dtype=np.complex128):
+    def mat(r, c):
+        re = (rng.random((r, c)) - 0.5) * np.exp(phi * rng.standard_normal((r, c)))
+        im = (rng.random((r, c)) - 0.5) * np.exp(phi * rng.standard_normal((r, c)))
+        return (re + 1j * im).astype(dtype)
+    return mat(m, k), mat(k, n)
+
+
+def _exact(a, b):
+    """Exact Re, Im of a @ b and the magnitudes each part is bounded against, as Fractions:
+    Re_ij = sum ar br - ai bi, |.| sum |ar br| + |ai bi|; Im_ij = sum ar bi + ai br."""
+    A = [[(Fraction(float(v.real)), Fraction(float(v.imag))) for v in row] for row in np.asarray(a, dtype=complex)]
+    B = [[(Fraction(float(v.real)), Fraction(float(v.imag))) for v in row] for row in np.asarray(b, dtype=complex)]
+    m, k, n = len(A), len(B), len(B[0]) if B else 0
+    out = {}
+    for i in range(m):
+        for j in range(n):
+            re = im = gre = gim = Fraction(0)
+            for l in range(k):
+                (xr, xi), (yr, yi) = A[i][l], B[l][j]
+                re += xr * yr - xi * yi
+                im += xr * yi + xi * yr
+                gre += abs(xr * yr) + abs(xi * yi)
+                gim += abs(xr * yi) + abs(xi * yr)
+            out[i, j] = (re, im, gre, gim)
+    return out
+
+
+def _check_componentwise(c, a, b, contract):
+    """|part(C) - part(AB)| <= u_f |part(AB)| + 2**-(bits-1) G_part for every entry and part."""
+    con = ozgemm.load_contract(contract)
+    u = Fraction(1, 2 ** con.fmt.p)
+    eps = Fraction(1, 2 ** (con.bits - 1))
+    for (i, j), (re, im, gre, gim) in _exact(a, b).items():
+        for got, want, g in ((c[i, j].real, re, gre), (c[i, j].imag, im, gim)):
+            err = abs(Fraction(float(got)) - want)
+            assert err <= u * abs(want) + eps * g, (contract, i, j, float(got), float(want))
+
+
+@pytest.mark.parametrize("contract", COMPONENTWISE)
+@pytest.mark.parametrize("phi", [0.5, 3])
+@pytest.mark.parametrize("shape", [(4, 9, 5), (1, 1, 1), (6, 2, 3)])
+def test_componentwise_promise_per_part(contract, phi, shape):
+    rng = np.random.default_rng(hash((contract, phi, shape)) % 2**32)
+    dt = np.complex64 if contract.startswith("fp32") else np.complex128
+    a, b = _operands(rng, *shape, phi, dt)
+    c = ozgemm.matmul(a, b, contract=contract)
+    assert c.dtype == dt and c.shape == (shape[0], shape[2])
+    _check_componentwise(c, a, b, contract)
+
+
+def test_cancellation_within_each_part():
+    """(1 + 2**-60 i)(1 + 2**-60 i) = 1 - 2**-120 + 2**-59 i: both parts exact in binary64
+    (1 - 2**-120 rounds to 1), and a sum whose real parts cancel to a tiny value."""
+    a = np.array([[1 + 2.0 ** -60 * 1j, 1e16 + 0j, -1e16 + 0j]])
+    b = np.array([[1 + 2.0 ** -60 * 1j], [1 + 0j], [1 + 0j]])
+    c = ozgemm.matmul(a, b, contract="fp64")
+    assert c[0, 0].real == 1.0 and c[0, 0].imag == 2.0 ** -59
+    _check_componentwise(c, a, b, "fp64")
+
+
+def test_normwise_promise_with_the_doubled_inner_dimension():
+    """fp64-fast: |part(C - AB)| <= 2**-(bits-1) 2k max_l |[Ar Ai]_il| max_l |[Br Bi]_lj|."""
+    rng = np.random.default_rng(3)
+    a, b = _operands(rng, 5, 8, 4, 2.0)
+    c = ozgemm.matmul(a, b, contract="fp64-fast")
+    con = ozgemm.load_contract("fp64-fast")
+    eps = Fraction(1, 2 ** (con.bits - 1))
+    amax = [max(max(abs(Fraction(float(v.real))), abs(Fraction(float(v.imag)))) for v in row) for row in a]
+    bmax = [max(max(abs(Fraction(float(v.real))), abs(Fraction(float(v.imag)))) for v in col) for col in b.T]
+    for (i, j), (re, im, _, _) in _exact(a, b).items():
+        lim = eps * 2 * a.shape[1] * amax[i] * bmax[j]
+        assert abs(Fraction(float(c[i, j].real)) - re) <= lim
+        assert abs(Fraction(float(c[i, j].imag)) - im) <= lim
+
+
+@pytest.mark.parametrize("contract", ["fp64", "fp32", "fp64-fast"])
+def test_engines_bit_identical_across_k_blocks(contract):
+    """CPU BLAS engine (primes < 2**20, k-blocks of 1024) == the int64 reference engine."""
+    rng = np.random.default_rng(5)
+    dt = np.complex64 if contract == "fp32" else np.complex128
+    for shape in [(3, 1025, 4), (7, 40, 9)]:
+        a, b = _operands(rng, *shape, 1.0, dt)
+        c1 = ozgemm.matmul(a, b, contract=contract, engine="cpu")
+        c2 = ozgemm.matmul(a, b, contract=contract, engine="cpu-int64")
+        assert np.array_equal(c1, c2)
+
+
+def test_three_products_equal_the_real_embedding():
+    """The three-product form gives the bits of the four-product real embedding
+    [Ar | Ai] @ [[Br, Bi], [-Bi, Br]] computed as an ordinary real product."""
+    rng = np.random.default_rng(8)
+    a, b = _operands(rng, 6, 11, 5, 2.0)
+    c = ozgemm.matmul(a, b, contract="fp64")
+    ae = np.concatenate([a.real, a.imag], axis=1)
+    be = np.block([[b.real, b.imag], [-b.imag, b.real]])
+    r = ozgemm.matmul(ae, be, contract="fp64")
+    assert np.array_equal(c.real, r[:, :5]) and np.array_equal(c.imag, r[:, 5:])
+
+
+def test_mixed_real_and_complex_follow_numpy_promotion():
+    rng = np.random.default_rng(9)
+    a, b = _operands(rng, 4, 6, 3, 1.0)
+    ar = a.real.copy()
+    c = ozgemm.matmul(ar, b)
+    assert c.dtype == np.result_type(ar, b) == np.complex128
+    _check_componentwise(c, ar.astype(complex), b, "fp64")
+    c = ozgemm.matmul(a, b.real.astype(np.float32))
+    assert c.dtype == np.complex128
+    c32 = ozgemm.matmul(a.astype(np.complex64), b.real.astype(np.float32))
+    assert c32.dtype == np.result_type(np.complex64, np.float32) == np.complex64
+    assert ozgemm.default_contract(a.astype(np.complex64), b.real.astype(np.float32)) == "fp32"
+
+
+def test_numpy_rules_batches_vectors_and_out():
+    rng = np.random.default_rng(10)
+    a = (rng.standard_normal((2, 3, 4, 5)) + 1j * rng.standard_normal((2, 3, 4, 5)))
+    b = (rng.standard_normal((3, 5, 2)) + 1j * rng.standard_normal((3, 5, 2)))
+    c = ozgemm.matmul(a, b)
+    assert c.shape == np.matmul(a, b).shape and c.dtype == np.complex128
+    for i in range(2):
+        for j in range(3):
+            assert np.array_equal(c[i, j], ozgemm.matmul(a[i, j], b[j]))
+    v = a[0, 0, 0]
+    s = ozgemm.matmul(v, v)
+    assert isinstance(s, np.complexfloating)  # numpy: a scalar for 1-D @ 1-D
+    assert np.array_equal(ozgemm.matmul(v, b[0]), ozgemm.matmul(v[None], b[0])[0])
+    out = np.empty((2, 3, 4, 2), dtype=np.complex128)
+    r = ozgemm.matmul(a, b, out=out)
+    assert r is out and np.array_equal(out, c)
+    with pytest.raises(TypeError):  # numpy's same_kind rule: complex does not cast to float
+        ozgemm.matmul(a, b, out=np.empty((2, 3, 4, 2)))
+    m = a[0, 0].copy()
+    sq = np.ascontiguousarray(m[:, :4])
+    want = ozgemm.matmul(sq, sq)
+    ozgemm.matmul(sq, sq, out=sq)  # out overlapping an operand: computed first, then copied
+    assert np.array_equal(sq, want)
+    e = ozgemm.matmul(np.zeros((0, 3), complex), np.zeros((3, 2), complex))
+    assert e.shape == (0, 2) and e.dtype == np.complex128
+    z = ozgemm.matmul(np.zeros((2, 0), complex), np.zeros((0, 2), complex))
+    assert np.array_equal(z, np.zeros((2, 2), complex))
+
+
+def test_inputs_are_not_modified():
+    rng = np.random.default_rng(11)
+    a, b = _operands(rng, 3, 4, 5, 1.0)
+    a0, b0 = a.copy(), b.copy()
+    ozgemm.matmul(a, b)
+    assert np.array_equal(a, a0) and np.array_equal(b, b0)
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_nonfinite_classes_follow_numpy(case):
+    inf, nan = np.inf, np.nan
+    a, b = [
+        ([[1.0 + 0j]], [[inf + 0j]]),  # (1)(inf) = inf + nan i, as numpy's complex product
+        ([[inf + 1j, 1.0 + 0j]], [[1.0 + 0j], [2.0 + 0j]]),
+        ([[1j, 2.0 + 0j]], [[complex(inf, 0)], [1.0 + 0j]]),
+        ([[nan + 0j, 1 + 1j], [1.0 + 2j, 3j]], [[1 + 0j, 2 + 0j], [1j, 1.0 + 0j]]),
+        ([[complex(-inf, 0), complex(inf, 0)]], [[1 + 0j], [1 + 0j]]),
+        ([[complex(0, inf), 1.0 + 0j]], [[complex(0, -inf)], [1.0 + 0j]]),
+    ][case]
+    a, b = np.array(a), np.array(b)
+    with np.errstate(all="ignore"):
+        # numpy's own complex loop (negative strides keep BLAS out: zgemm's final alpha
+        # scaling may spread a NaN from one part into the other)
+        want = np.matmul(a[:, ::-1], b[::-1, :])
+    got = ozgemm.matmul(a, b)
+    for part in (np.real, np.imag):
+        w, g = part(want), part(got)
+        assert np.array_equal(np.isnan(w), np.isnan(g)), (a, b, want, got)
+        fin = ~np.isnan(w)
+        assert np.array_equal(w[fin], g[fin]), (a, b, want, got)
+
+
+def test_specials_raise_contract():
+    con = ozgemm.load_contract("fp64").with_(specials="raise")
+    with pytest.raises(ContractError):
+        ozgemm.matmul(np.array([[complex(np.inf, 0)]]), np.array([[1 + 0j]]), contract=con)
+
+
+def test_refusals_name_the_problem():
+    a = np.ones((2, 2), complex)
+    with pytest.raises(TypeError, match="no complex result type"):
+        ozgemm.matmul(a, a, contract="dd")
+    with pytest.raises(TypeError, match="no complex result type"):
+        ozgemm.matmul(a, a, contract="fp128")
+    with pytest.raises(TypeError, match="complex64"):
+        ozgemm.matmul(a, a, contract="fp32")
+    with pytest.raises(TypeError, match="no complex result type"):
+        ozgemm.matmul(ozgemm.DD(np.ones((2, 2))), a)  # the default contract of a DD operand: dd
+    with pytest.raises(TypeError, match="DD and binary128 operands are real"):
+        ozgemm.matmul(ozgemm.DD(np.ones((2, 2))), a, contract="fp64")
+    with pytest.raises(TypeError, match="complex64 or complex128"):
+        ozgemm.matmul(np.ones((2, 2), np.clongdouble), a)
+
+
+def test_audit_measures_complex_results_per_part():
+    """ozgemm.verify measures a complex result per part against its exact value; a wrong
+    imaginary sign is caught."""
+    from ozgemm.verify.audit import measure_any
+
+    rng = np.random.default_rng(12)
+    a, b = _operands(rng, 4, 5, 3, 1.0)
+    con = ozgemm.load_contract("fp64")
+    c = ozgemm.matmul(a, b)
+    assert measure_any(c, a, b, con)["breaches"] == 0
+    assert measure_any(np.conj(c), a, b, con)["breaches"] > 0
