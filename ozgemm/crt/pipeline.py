@@ -108,8 +108,8 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None):
 
     ``a_parts`` = (Ar, Ai) (m, k), ``b_parts`` = (Br, Bi) (k, n): finite float32/float64
     (views of the embedding are fine). ``timings`` as :func:`execute`. The row tiles are
-    those of a real (m, 3k, 3n) product: residues of Ar, Ai and their sum per row, three
-    product buffers.
+    those of a real (m, k, n) product with three residue and product buffers (Ar, Ai and
+    their sum; P1, P2, P3).
     """
     fmt = plan.contract.fmt
     m, k2, n2 = plan.shape
@@ -120,7 +120,7 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None):
     lap = lap_timer(backend, timings)
     moduli = backend.residue_moduli(N)
     tb = plan.t[:n]  # == plan.t[n:] (equal column statistics)
-    with backend.row_tiles(plan.evolve(shape=(m, 3 * k, 3 * n)), 1, concurrent=timings is None) as tiles:
+    with backend.row_tiles(plan.evolve(shape=(m, k, n)), 1, concurrent=timings is None, products=3) as tiles:
         t0 = time.perf_counter()
         rbr = backend.residues(br.T, None, tb, N)
         rbi = backend.residues(bi.T, None, tb, N)
@@ -141,11 +141,8 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None):
                 p3 = backend.residue_products(ras, rbs, moduli)
                 del ras
                 t0 = lap("gemms", t0)
-                re, im = backend.combine_3m(p1, p2, p3, moduli, k)
+                backend.reconstruct_round_3m(p1, p2, p3, plan.s[i0:i1], plan.t[:n], plan.t[n:], N, fmt,
+                                             out[i0:i1, :n], out[i0:i1, n:], k)
                 del p1, p2, p3
-                s_rows = plan.s[i0:i1]
-                backend.reconstruct_round(re, s_rows, plan.t[:n], N, fmt, out[i0:i1, :n])
-                backend.reconstruct_round(im, s_rows, plan.t[n:], N, fmt, out[i0:i1, n:])
-                del re, im
                 lap("reconstruction", t0)
     return out

@@ -16,7 +16,8 @@ Phases, in pipeline order (Ozaki scheme II, :mod:`ozgemm.crt.pipeline`; Ozaki sc
 4. shifts                   :meth:`Backend.shifts`, :meth:`Backend.speculative_shifts`
 5. scaling + residues       :meth:`Backend.residues`
 6. exact integer GEMMs      :meth:`Backend.residue_products` (complex products, three-product
-                            form: also :meth:`Backend.add_residues`, :meth:`Backend.combine_3m`)
+                            form: also :meth:`Backend.add_residues`)
+7b. complex: both parts     :meth:`Backend.reconstruct_round_3m`
 7. reconstruction + rounding :meth:`Backend.reconstruct_round`
 
 plus the workspace tiling of the product over rows of A (:meth:`Backend.row_tiles`).
@@ -97,8 +98,10 @@ class Backend(Protocol):
         :attr:`speculates`."""
 
     # -- product phases ----------------------------------------------------------------
-    def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True) -> ContextManager[Iterable[Tile]]:
-        """The product's row tiles within the backend's workspace budget: a context whose
+    def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True,
+                  products: int = 1) -> ContextManager[Iterable[Tile]]:
+        """The product's row tiles within the backend's workspace budget (``products``: product
+        buffers per tile, 3 for the three-product form): a context whose
         exit waits for every tile, giving an iterable of tiles (``concurrent=False``: tiles one
         after another, for per-phase timings). Raises MemoryError with the numbers when even
         the smallest tile does not fit — on entering (numpy: before any workspace is
@@ -122,11 +125,12 @@ class Backend(Protocol):
         """Residues of the sum of the scaled integers whose residues are ``x`` and ``y`` (both
         from :meth:`residues` with the same moduli and layout), in the same form."""
 
-    def combine_3m(self, p1, p2, p3, moduli, k: int):
+    def reconstruct_round_3m(self, p1, p2, p3, s, t_re, t_im, n_moduli: int, fmt, out_re, out_im, k: int):
         """The three-product form of a complex product: from ``p1 = Ar'Br'``, ``p2 = Ai'Bi'``
         and ``p3 = (Ar' + Ai')(Br' + Bi')`` (:meth:`residue_products`, inner dimension ``k``)
-        the products ``(p1 - p2, p3 - p1 - p2)`` (real and imaginary part) in the form
-        :meth:`reconstruct_round` reads; may reuse the buffers of ``p1`` and ``p3``."""
+        the real part ``p1 - p2`` and imaginary part ``p3 - p1 - p2``, each as
+        :meth:`reconstruct_round` (column shifts ``t_re``, ``t_im``) into ``out_re``,
+        ``out_im``; may overwrite the products."""
 
     def residue_products(self, ra, rb, moduli):
         """The exact products ``ra[q] @ rb[q].T`` for every modulus of ``moduli``

@@ -165,16 +165,16 @@ class NumpyBackend:
 
     # -- product phases ----------------------------------------------------------------
     @contextlib.contextmanager
-    def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True):
+    def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True, products: int = 1):
         """Row tiles of A within the memory budget. Workspace per row of A, with N the
         backend's moduli: residues (float64: 8 N k; int8 for the int64 kind, counted alike) +
         products (8 N n) + reconstruction limbs (8 (N + 2 L + 4) n); fixed: the residues of
-        B (8 N n k)."""
+        B (8 N n k); all times ``products`` (3 for the three-product form)."""
         m, k, n = plan.shape
         N = len(self.residue_moduli(plan.n_moduli))
         L = constants_of(self.residue_moduli(plan.n_moduli)).limbs
-        per_row = 8 * N * k + 8 * (2 * N + 2 * L + 6) * n
-        fixed = 8 * N * n * k
+        per_row = (8 * N * k + 8 * (2 * N + 2 * L + 6) * n) * products
+        fixed = 8 * N * n * k * products
         budget = self.memory_budget()
         if fixed + per_row > budget:
             raise MemoryError(
@@ -254,9 +254,16 @@ class NumpyBackend:
         s += np.where(s < lo, m, 0).astype(s.dtype, copy=False)
         return s.astype(x.dtype, copy=False)
 
-    def combine_3m(self, p1, p2, p3, moduli, k):
-        """``(p1 - p2, p3 - p1 - p2)`` modulo each m_q, in place in ``p1`` and ``p3`` (residues
-        in [0, m_q) from :meth:`residue_products`; exact in float64 and int64)."""
+    def reconstruct_round_3m(self, p1, p2, p3, s, t_re, t_im, n_moduli, fmt, out_re, out_im, k):
+        """The real part ``p1 - p2`` and the imaginary part ``p3 - p1 - p2`` (residues in
+        [0, m_q) from :meth:`residue_products`, combined modulo each m_q in place, exactly in
+        float64 or int64), each through :meth:`reconstruct_round`."""
+        re, im = self._combine_3m(p1, p2, p3, self.residue_moduli(n_moduli))
+        self.reconstruct_round(re, s, t_re, n_moduli, fmt, out_re)
+        self.reconstruct_round(im, s, t_im, n_moduli, fmt, out_im)
+
+    @staticmethod
+    def _combine_3m(p1, p2, p3, moduli):
         m = np.asarray(moduli, dtype=p1.dtype).reshape((-1,) + (1,) * (p1.ndim - 1))
         p3 -= p1
         p3 -= p2

@@ -71,7 +71,7 @@ def _columns_ld(x):
     return None
 
 
-#: inner dimension up to which the three-product combination of int32 products stays in int32
+#: inner dimension up to which the three-product differences of int32 products stay in int32
 _K3M_INT32 = 2**15
 
 
@@ -264,8 +264,8 @@ class _Tile:
 class _Tiles:
     """The row tiles of one product (:meth:`CudaBackend.row_tiles`), laid out on iteration."""
 
-    def __init__(self, backend, plan, a_components, concurrent):
-        self._b, self._plan, self._comp, self._conc = backend, plan, a_components, concurrent
+    def __init__(self, backend, plan, a_components, concurrent, products=1):
+        self._b, self._plan, self._comp, self._conc, self._prod = backend, plan, a_components, concurrent, products
         self.streams = self.ready = None
 
     def __iter__(self):
@@ -273,7 +273,7 @@ class _Tiles:
         m, k, n = plan.shape
         N = plan.n_moduli
         mp_all, np_, kp = _ceil(m, _PAD), _ceil(n, _PAD), _ceil(k, _PAD)
-        per_row = N * kp * (2 if self._comp > 1 else 1) + N * np_ * 4
+        per_row = (N * kp * (2 if self._comp > 1 else 1) + N * np_ * 4) * self._prod
         budget, free = b.workspace_budget()
         tm = max(_PAD, min(mp_all, (budget // max(per_row, 1)) // _PAD * _PAD))
         if tm * per_row > free:
@@ -549,8 +549,9 @@ class CudaBackend:
         column-major ``x`` is read through the columns of the matrix it transposes,
         ``scaled_residues_cols``; the same bytes either way)."""
         ldc = _columns_ld(x)
-        if ldc is None and (x.dtype != cp.float32 or x.ndim != 2 or x.strides[1] != 4):
-            x = as_float64(x, contiguous=True)
+        if ldc is None and not (x.ndim == 2 and x.dtype in (cp.float32, cp.float64) and x.strides[1] == x.itemsize
+                                and x.strides[0] > 0):
+            x = as_float64(x, contiguous=True)  # (rows with a larger stride, e.g. [Ar | Ai], read in place)
         r, k = x.shape
         out = cp.empty((n_moduli, rp, kp), dtype=cp.int8)
         if not rp * kp:
@@ -634,24 +635,41 @@ class CudaBackend:
         return garner_constants(n_moduli).moduli
 
     def add_residues(self, x, y, moduli):
-        """Residues of the sum of two scaled operands (``add_residues`` of wide.cu: one step of
-        m_q back into the symmetric int8 range), into a new array."""
-        acc = x.copy()
-        total = acc.size
-        if total:
-            _fn("add_residues", len(moduli))(((total + _THREADS - 1) // _THREADS,), (_THREADS,),
-                                             (acc, y, np.int64(acc[0].size), np.int64(total)))
-        return acc
+        """Residues of the sum of two scaled operands, (N, rp, kp) int8 like :meth:`residues`
+        (crt.cu ``sum_residues``: one step of m_q back into the symmetric range), into a new
+        array."""
+        out = cp.empty_like(x)
+        N, slab = x.shape[0], x[0].size  # slab: rp kp, a multiple of 16 * 16
+        if x.size:
+            slab4 = slab // 4
+            _fn("sum_residues", len(moduli))((min(-(-slab4 // _THREADS), 4096), N), (_THREADS,),
+                                             (x, y, out, np.int64(slab4)))
+        return out
 
-    def combine_3m(self, p1, p2, p3, moduli, k):
-        """(p1 - p2, p3 - p1 - p2) in place in ``p1`` and ``p3``, one elementwise pass. int32
-        products of an inner dimension k <= 2**15 have |p| <= 2**29, so both stay below 2**31
-        and are left unreduced (:meth:`reconstruct_round` reduces them); longer k is
-        combined in int64."""
-        if p1.dtype == cp.int32 and _ceil(k, _PAD) > _K3M_INT32:
-            p1, p2, p3 = (x.astype(cp.int64) for x in (p1, p2, p3))
+    def reconstruct_round_3m(self, p1, p2, p3, s, t_re, t_im, n_moduli, fmt, out_re, out_im, k):
+        """The real part p1 - p2 and the imaginary part p3 - p1 - p2 of the int32 products,
+        reconstructed and rounded in one kernel (crt.cu ``crt_round_3m``: no combined array is
+        written) where k <= 2**15, so |p| <= 2**29 and both differences fit int32; otherwise
+        combined in int64 by an elementwise pass, then :meth:`reconstruct_round` twice."""
+        m, n = s.shape[0], t_re.shape[0]
+        if p1.dtype == cp.int32 and _ceil(k, _PAD) <= _K3M_INT32 and fmt.name in ("binary64", "binary32"):
+            if not m * n:
+                return
+            c1, c2, c3 = (x[:, :m, :] for x in (p1, p2, p3))
+            assert c1.strides == c2.strides == c3.strides and c1.strides[2] == 4
+            assert out_re.strides == out_im.strides and out_re.strides[1] == out_re.itemsize
+            f = _fn("crt_round_3m_f64" if fmt.name == "binary64" else "crt_round_3m_f32", n_moduli)
+            grid, block = _grid2d(n, m)
+            i64 = cp.int64
+            f(grid, block, (c1, c2, c3, np.int64(c1.strides[1] // 4), np.int64(c1.strides[0] // 4),
+                            cp.ascontiguousarray(s, dtype=i64), cp.ascontiguousarray(t_re, dtype=i64),
+                            cp.ascontiguousarray(t_im, dtype=i64), np.int32(m), np.int32(n), out_re, out_im,
+                            np.int64(out_re.strides[0] // out_re.itemsize)))
+            return
+        p1, p2, p3 = (x.astype(cp.int64, copy=False) for x in (p1, p2, p3))
         _combine_3m_kernel()(p2, p1, p3)
-        return p1, p3
+        self.reconstruct_round(p1, s, t_re, n_moduli, fmt, out_re)
+        self.reconstruct_round(p3, s, t_im, n_moduli, fmt, out_im)
 
     def residue_products(self, ra, rb, moduli):
         """The exact int32 products (N, mp, np) of padded residues (int64 sums beyond one
@@ -672,7 +690,7 @@ class CudaBackend:
         return self.residues_multi(x, shift, n_moduli, _ceil(i1 - i0, _PAD), _ceil(k, _PAD))
 
     @contextlib.contextmanager
-    def row_tiles(self, plan, a_components=1, concurrent=True):
+    def row_tiles(self, plan, a_components=1, concurrent=True, products=1):
         """Row tiles of A within ``memory_fraction`` of the free device memory. Workspace per
         row of A: N kp (residues; twice for components) + 4 N np (int32 products). From
         ``overlap_min_rows`` rows (up to ``gemm_split_out`` outputs, float results) the product
@@ -681,7 +699,7 @@ class CudaBackend:
         timings); the caller's stream waits for both on exit (also on an error, before any
         array used here is freed and reused on it). The tiles are laid out when first
         iterated: the free-memory query then follows B's residues, already queued."""
-        tiles = _Tiles(self, plan, a_components, concurrent)
+        tiles = _Tiles(self, plan, a_components, concurrent, products)
         try:
             yield tiles
         finally:

@@ -471,3 +471,79 @@ __device__ __forceinline__ void crt_round_impl(const int* __restrict__ c, i64 ld
 
 CRT_ROUND_KERNEL(crt_round_f64, double, 53, -1074, 2047, 63)
 CRT_ROUND_KERNEL(crt_round_f32, float, 24, -149, 255, 31)
+
+// Complex products in the three-product form: from the exact int32 products P1 = Ar'Br',
+// P2 = Ai'Bi', P3 = (Ar' + Ai')(Br' + Bi') (same layout), the real part P1 - P2 and the imaginary
+// part P3 - P1 - P2 of each entry, reconstructed and rounded like crt_round_impl, so no
+// combined array is written. The caller guarantees |P| <= 2^29 (inner dimension <= 2^15), so
+// both differences fit int32; they are formed in unsigned arithmetic (wrap-around gives the
+// two's complement bits of the exact value) and read by crt_limbs_v like any product.
+template <typename OUT_T, int P, int EMIN_SUB, int BEINF, int SIGN>
+__device__ __forceinline__ void crt_round_3m_impl(const int* __restrict__ c1, const int* __restrict__ c2,
+                                                  const int* __restrict__ c3, i64 ldc, i64 sc,
+                                                  const i64* __restrict__ s, const i64* __restrict__ tr,
+                                                  const i64* __restrict__ ti, int m, int n,
+                                                  OUT_T* __restrict__ out_re, OUT_T* __restrict__ out_im,
+                                                  i64 ldo) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    const i64 trj = tr[j], tij = ti[j];
+    for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < m; i += gridDim.y * blockDim.y) {
+        const i64 off = (i64)i * ldc + j;
+        unsigned int re[NMOD], im[NMOD];
+#pragma unroll
+        for (int q = 0; q < NMOD; ++q) {
+            const unsigned int p1 = (unsigned int)__ldg(c1 + q * sc + off);
+            const unsigned int p2 = (unsigned int)__ldg(c2 + q * sc + off);
+            const unsigned int p3 = (unsigned int)__ldg(c3 + q * sc + off);
+            re[q] = p1 - p2;
+            im[q] = p3 - p1 - p2;
+        }
+        u32 x[NLIMB];
+        bool neg = crt_limbs_v(re, x);
+        store_bits(out_re + (i64)i * ldo + j, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + trj)));
+        neg = crt_limbs_v(im, x);
+        store_bits(out_im + (i64)i * ldo + j, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + tij)));
+    }
+}
+
+#define CRT_ROUND_3M_KERNEL(NAME, OUT_T, P, EMIN_SUB, BEINF, SIGN)                                 \
+    extern "C" __global__ void NAME(const int* __restrict__ c1, const int* __restrict__ c2,        \
+                                    const int* __restrict__ c3, i64 ldc, i64 sc,                   \
+                                    const i64* __restrict__ s, const i64* __restrict__ tr,         \
+                                    const i64* __restrict__ ti, int m, int n,                      \
+                                    OUT_T* __restrict__ out_re, OUT_T* __restrict__ out_im,        \
+                                    i64 ldo) {                                                     \
+        crt_round_3m_impl<OUT_T, P, EMIN_SUB, BEINF, SIGN>(c1, c2, c3, ldc, sc, s, tr, ti, m, n,   \
+                                                           out_re, out_im, ldo);                   \
+    }
+
+CRT_ROUND_3M_KERNEL(crt_round_3m_f64, double, 53, -1074, 2047, 63)
+CRT_ROUND_3M_KERNEL(crt_round_3m_f32, float, 24, -149, 255, 31)
+
+// Symmetric residues of X' + Y' from those of X' and Y' (the summed operands of the
+// three-product form), four per thread: modulus q = blockIdx.y (no division by the slab), a
+// grid-stride loop over the slab of 4-byte groups. Both inputs lie in the symmetric range
+// [lo, hi] of m_q, so their sum lies in [2 lo, 2 hi] and one step of m_q brings it back.
+__device__ __forceinline__ signed char sym_add(int v, int mq, int hi, int lo) {
+    v = v > hi ? v - mq : v;
+    v = v < lo ? v + mq : v;
+    return (signed char)v;
+}
+
+extern "C" __global__ void sum_residues(const char4* __restrict__ x, const char4* __restrict__ y,
+                                        char4* __restrict__ out, i64 slab4) {
+    const int q = blockIdx.y;
+    const int mq = MOD[q];
+    const int hi = (mq - 1) / 2, lo = -hi - ((mq & 1) ? 0 : 1);
+    const i64 base = (i64)q * slab4;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < slab4; i += (i64)gridDim.x * blockDim.x) {
+        const char4 a = x[base + i], b = y[base + i];
+        char4 r;
+        r.x = sym_add((int)a.x + (int)b.x, mq, hi, lo);
+        r.y = sym_add((int)a.y + (int)b.y, mq, hi, lo);
+        r.z = sym_add((int)a.z + (int)b.z, mq, hi, lo);
+        r.w = sym_add((int)a.w + (int)b.w, mq, hi, lo);
+        out[base + i] = r;
+    }
+}
