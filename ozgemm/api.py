@@ -948,11 +948,13 @@ def inner(a, b, *, contract=None, engine=None):
 
 
 def vdot(a, b, *, contract=None, engine=None):
-    """``numpy.vdot`` for real operands under a precision contract: the dot product of the
-    flattened arrays (one 1-D @ 1-D :func:`matmul`; complex operands raise TypeError)."""
+    """``numpy.vdot`` under a precision contract: the dot product of the flattened arrays, the
+    first conjugated when complex (one 1-D @ 1-D :func:`matmul`)."""
     a0, b0 = _plain(a, "a"), _plain(b, "b")
     if a0.size != b0.size:
         raise ValueError(f"vdot: the operands have {a0.size} and {b0.size} elements")
+    if a0.dtype.kind == "c":
+        a0 = a0.conj()
     return matmul(a0.reshape(-1), b0.reshape(-1), contract=contract, engine=engine)
 
 

@@ -220,3 +220,35 @@ def test_audit_measures_complex_results_per_part():
     c = ozgemm.matmul(a, b)
     assert measure_any(c, a, b, con)["breaches"] == 0
     assert measure_any(np.conj(c), a, b, con)["breaches"] > 0
+
+
+def test_numpy_product_family_with_complex_operands():
+    """dot, vdot (first operand conjugated), inner, tensordot and einsum reduce to the complex
+    matmul: the bits of the equivalent matmul call, the dtype numpy gives."""
+    rng = np.random.default_rng(13)
+    a, b = _operands(rng, 3, 4, 5, 1.0)
+    assert np.array_equal(ozgemm.dot(a, b), ozgemm.matmul(a, b))
+    v, w = a[0], b[:, 0]
+    got = ozgemm.vdot(v, w)
+    assert got == ozgemm.matmul(np.conj(v), w) and np.result_type(got) == np.vdot(v, w).dtype
+    assert np.array_equal(ozgemm.inner(a, b.T), ozgemm.matmul(a, b))
+    assert np.array_equal(ozgemm.einsum("ik,kj->ij", a, b), ozgemm.matmul(a, b))
+    assert np.array_equal(ozgemm.tensordot(a, b, axes=1), ozgemm.matmul(a, b))
+
+
+def test_bench_and_audit_commands_take_complex_operands(tmp_path, capsys):
+    from ozgemm.cli import main
+
+    pytest.importorskip("gmpy2")
+    assert main(["bench", "--complex", "--sizes", "16", "--contracts", "fp64", "fp32", "--ref-sizes",
+                 "--reps", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "complex" in out and "fp32" in out
+    rng = np.random.default_rng(14)
+    a, b = _operands(rng, 5, 6, 4, 1.0)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    np.save(tmp_path / "c.npy", np.conj(ozgemm.matmul(a, b)))  # a wrong result
+    assert main(["audit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy")]) == 0
+    assert main(["audit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "--result", str(tmp_path / "c.npy")]) == 1
+    assert main(["audit", "--inputs", "complex", "--size", "8", "--phi", "1", "--no-hilbert"]) == 0

@@ -36,8 +36,12 @@ def register(sub):
     p.add_argument("--ref-sizes", type=int, nargs="*", default=[512, 1024],
                    help="sizes at which to time the exact reference (CPU) [512 1024]")
     p.add_argument("--block", type=int, default=64, help="sampled block for the accuracy check [64]")
+    p.add_argument("--complex", action="store_true",
+                   help="complex operands (complex128, complex64 for fp32 contracts; real and imaginary parts "
+                        "drawn alike); native = ZGEMM/CGEMM; errors per real and imaginary part")
     p.add_argument("--json", metavar="PATH")
     p.set_defaults(func=run_bench)
+
 
 
 def cpu_context() -> dict:
@@ -161,6 +165,7 @@ def _run_cpu_bench(args) -> int:
     from ..api import matmul
     from ..contracts.contract import as_contract
     from ..verify.audit import phi_matrices
+    from ..verify.inputs import complex_operands
     from ..verify.reference import exact_product, have_flint
 
     ctx = cpu_context()
@@ -170,6 +175,8 @@ def _run_cpu_bench(args) -> int:
         dt = contract.fmt.dtype
         for n in args.sizes:
             a, b = phi_matrices(n, n, n, args.phi, args.seed, dt)
+            if args.complex:
+                a, b = complex_operands(a, b, *phi_matrices(n, n, n, args.phi, args.seed + 1, dt))
             c, plans = matmul(a, b, contract=contract, return_plan=True)
             t_oz = _median_time(lambda: matmul(a, b, contract=contract), args.reps)
             t_np = _median_time(lambda: np.matmul(a, b), args.reps)
@@ -194,7 +201,9 @@ def _run_cpu_bench(args) -> int:
         print(f"  exact reference n={n}: {refs[-1]['exact_reference_s']:.2f}s", file=sys.stderr)
     print(f"\nozgemm bench (CPU) — {ctx['cpu']}, {ctx['cores']} cores; Python {ctx['python']}, NumPy {ctx['numpy']}, "
           f"BLAS {', '.join(ctx['blas']) or 'unknown'}")
-    print(f"input: A, B = (rand-0.5)*exp(phi*randn), phi={args.phi}, seed={args.seed}, square n; timing: whole call, "
+    kind = (" + i (rand-0.5)*exp(phi*randn) (seed + 1): complex, numpy = ZGEMM/CGEMM, errors per real/imaginary "
+            "part") if args.complex else ""
+    print(f"input: A, B = (rand-0.5)*exp(phi*randn){kind}, phi={args.phi}, seed={args.seed}, square n; timing: whole call, "
           f"median of {args.reps} after a warm-up; accuracy on the top-left min({args.block}, n) square block vs the exact "
           "product (err in u*(|A||B|)_ij); count: moduli (CRT) or slices (sl, Ozaki scheme I)")
     hdr = f"{'contract':10} {'n':>5} {'count':>6} {'ozgemm s':>9} {'numpy s':>9} {'ratio':>7} {'oz max':>7} {'oz med':>7} {'oz CR%':>7} {'np max':>7} {'np med':>7} {'np CR%':>7}"

@@ -6,7 +6,8 @@ through ``cupy.matmul``, cuBLAS's own FP64 emulation forced on (CUBLAS_EMULATE_D
 CUBLAS_EMULATION_STRATEGY=EAGER, in a subprocess: the variables are read at cuBLAS start-up),
 and ozgemm. Timing: CUDA events around the whole call (planning, bound GEMM, residues, INT8
 GEMMs, reconstruction/rounding, specials check), median of ``--reps`` after a warm-up that
-also compiles the kernels; no host<->device transfers inside. TFLOPS = 2 n^3 / time. A phase
+also compiles the kernels; no host<->device transfers inside. TFLOPS = 2 n^3 / time (8 n^3 for
+``--complex``, as ZGEMM is counted). A phase
 breakdown comes from one extra run with a synchronisation between phases. Accuracy in the
 same run: max / median error in units of u (|A||B|)_ij and the share correctly rounded on the
 top-left ``--block`` x ``--block`` block, against the exact product (python-flint / gmpy2).
@@ -23,7 +24,7 @@ import time
 import numpy as np
 
 from ozgemm._cliargs import fmt_num
-from ozgemm.verify.inputs import phi_operands
+from ozgemm.verify.inputs import complex_operands, phi_operands
 
 __all__ = ["run_gpu_bench", "gpu_context"]
 
@@ -32,7 +33,7 @@ __all__ = ["run_gpu_bench", "gpu_context"]
 _EMU_SCRIPT = r"""
 import json, sys, cupy as cp
 sys.path.insert(0, sys.argv[5])
-from ozgemm.verify.inputs import phi_operands
+from ozgemm.verify.inputs import complex_operands, phi_operands
 sizes = json.loads(sys.argv[1]); phi = float(sys.argv[2]); seed = int(sys.argv[3]); reps = int(sys.argv[4])
 out = {}
 for n in sizes:
@@ -67,10 +68,13 @@ def gpu_context() -> dict:
             "cupy": cp.__version__, "numpy": np.__version__, "python": sys.version.split()[0]}
 
 
-def _inputs(n, phi, seed, dtype):
+def _inputs(n, phi, seed, dtype, complex_=False):
     import cupy as cp
 
-    return phi_operands(cp.random.RandomState(seed), n, n, n, phi, dtype)
+    a, b = phi_operands(cp.random.RandomState(seed), n, n, n, phi, dtype)
+    if complex_:
+        a, b = complex_operands(a, b, *phi_operands(cp.random.RandomState(seed + 1), n, n, n, phi, dtype))
+    return a, b
 
 
 def _event_seconds(fn) -> float:
@@ -136,21 +140,24 @@ def run_gpu_bench(args) -> int:
     from ..verify.audit import block_reference, sampled_accuracy
     from ..contracts.contract import as_contract
     from ..kernels import get_backend
-    from ..methods import execute, plan_product
+    from ..methods import execute, execute_complex, plan_product
+    from ..precision.operands import complex_embedding
 
     ctx = gpu_context()
     eng = get_backend("cuda")
     rows = []
     phis = [args.phi] + ([2.0] if args.phi != 2.0 else [])
     emu = {}
-    if any(as_contract(c).fmt.name == "binary64" for c in args.contracts):
+    cplx = getattr(args, "complex", False)
+    flop = 8 if cplx else 2  # complex: 8 n^3 real operations, as ZGEMM is counted
+    if not cplx and any(as_contract(c).fmt.name == "binary64" for c in args.contracts):
         emu = _emulation(args.sizes, args.phi, args.seed, args.reps, args.block)
     for name in args.contracts:
         contract = as_contract(name)
         dt = contract.fmt.dtype
         for n in args.sizes:
             for phi in (phis if n == max(args.sizes) else [args.phi]):
-                a, b = _inputs(n, phi, args.seed, dt)
+                a, b = _inputs(n, phi, args.seed, dt, cplx)
                 c, plans = matmul(a, b, contract=contract, return_plan=True)
                 t_oz = _time(lambda: matmul(a, b, contract=contract), args.reps)
                 t_nat = _time(lambda: cp.matmul(a, b), args.reps)
@@ -158,17 +165,27 @@ def run_gpu_bench(args) -> int:
                 tm = {}
                 eng.synchronize()
                 t0 = time.perf_counter()
-                p = plan_product(contract, a, b, eng)
-                eng.synchronize()
-                tm["plan"] = time.perf_counter() - t0
-                execute(p, eng, a, b, tm)
-                gemm_ms = _int8_gemm_times(eng, p, a, b, args.reps) if contract.method == "crt" else {}
+                if cplx:  # the real embedding's plan, then the three-product form
+                    ae, be = complex_embedding(a, b, cp)
+                    p = plan_product(contract, ae, be, eng)
+                    eng.synchronize()
+                    tm["plan"] = time.perf_counter() - t0
+                    execute_complex(p, eng, ae, be, tm)
+                    del ae, be
+                    gemm_ms = {}
+                else:
+                    p = plan_product(contract, a, b, eng)
+                    eng.synchronize()
+                    tm["plan"] = time.perf_counter() - t0
+                    execute(p, eng, a, b, tm)
+                    gemm_ms = _int8_gemm_times(eng, p, a, b, args.reps) if contract.method == "crt" else {}
                 ref = block_reference(a, b, contract, args.block)
                 acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
                 acc_nat = sampled_accuracy(a, b, cp.matmul(a, b), contract, args.block, ref)
                 row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "moduli": plans[0].n_moduli,
                        "beta": plans[0].beta, "ozgemm_s": t_oz, "native_s": t_nat,
-                       "ozgemm_tflops": 2 * n**3 / t_oz / 1e12, "native_tflops": 2 * n**3 / t_nat / 1e12,
+                       "complex": cplx,
+                       "ozgemm_tflops": flop * n**3 / t_oz / 1e12, "native_tflops": flop * n**3 / t_nat / 1e12,
                        "speedup": t_nat / t_oz, "phases": tm,
                        "gemm_share": tm.get("gemms", 0) / sum(tm.values()),
                        # INT8 GEMM time (median CUDA-event timings of the residue GEMMs and of the
@@ -193,7 +210,9 @@ def run_gpu_bench(args) -> int:
                 cp.get_default_memory_pool().free_all_blocks()
     print(f"\nozgemm bench (GPU) — {ctx['gpu']} ({ctx['sms']} SMs), driver {ctx['driver']}, CUDA runtime "
           f"{ctx['cuda_runtime']}, cuBLAS {ctx['cublas']}, CuPy {ctx['cupy']}, NumPy {ctx['numpy']}")
-    print(f"input: (rand-0.5)*exp(phi*randn) generated on the device, seed {args.seed}, square n; timing: CUDA events, "
+    kind = (" + i (rand-0.5)*exp(phi*randn) (seed + 1): complex, native = ZGEMM/CGEMM, TFLOPS = 8 n^3 / time, "
+            "errors per real/imaginary part") if cplx else ""
+    print(f"input: (rand-0.5)*exp(phi*randn){kind} generated on the device, seed {args.seed}, square n; timing: CUDA events, "
           f"whole call, median of {args.reps} after warm-up; accuracy on the top-left {args.block}x{args.block} block vs "
           "the exact product, err in u*(|A||B|)_ij (u of the output format)")
     print(f"{'contract':9} {'n':>6} {'phi':>4} {'mod':>3} {'oz ms':>9} {'oz TF':>6} {'nat TF':>6} {'x nat':>5} "

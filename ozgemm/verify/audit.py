@@ -106,6 +106,8 @@ def reference(a, b, fmt="binary64") -> Reference:
     from ..precision.operands import as_wide, is_wide, operand_rows, transpose
 
     a, b = as_wide(a), as_wide(b)
+    if not (is_wide(a) or is_wide(b)) and "c" in (a.dtype.kind, b.dtype.kind):
+        a, b = _real_operands(to_numpy(a), to_numpy(b))
     if is_wide(a) or is_wide(b):  # host copies; classes from the operands' proxies
         def host(x):
             if isinstance(x, DD):
@@ -168,9 +170,9 @@ def measure_any(c, a, b, contract, fmt=None, ref: Reference | None = None) -> di
 
     from ..contracts.formats import DD, Binary128, is_quad_array
 
-    if any(getattr(x, "dtype", np.dtype(float)).kind == "c" for x in (a, b)):
-        a, b, c = _real_form(to_numpy(a), to_numpy(b), to_numpy(c))
-        ref = None
+    if getattr(c, "dtype", np.dtype(float)).kind == "c":  # per part (see _real_operands)
+        c = to_numpy(c)
+        c = np.concatenate([c.real, c.imag], axis=-1).astype(np.float32 if c.dtype == np.complex64 else np.float64)
     if isinstance(c, Binary128):
         c = c.to_numpy()
     if isinstance(c, DD):
@@ -207,19 +209,20 @@ def measure_any(c, a, b, contract, fmt=None, ref: Reference | None = None) -> di
     return summ
 
 
-def _real_form(a, b, c):
-    """A complex product as the real product whose result is [Re(c) | Im(c)]:
-    [Ar, Ai] @ [[Br, Bi], [-Bi, Br]] (a real operand has zero imaginary part). Each real and
-    imaginary part of the result is then measured against the exact sums of the real products
-    that form it, and against |Ar||Br| + |Ai||Bi| (real parts) or |Ar||Bi| + |Ai||Br|
-    (imaginary parts), the complex promise of README's contract table; non-finite entries
-    by the classes of those terms (numpy's complex product)."""
+def _real_operands(a, b):
+    """A complex product ``a @ b`` as the real product whose result is [Re | Im]:
+    [Ar, Ai] @ [[Br, Bi], [-Bi, Br]] (a real operand has zero imaginary part; float32 parts
+    for complex64/float32 operands). A complex result, as [Re(c) | Im(c)], is then measured per
+    real and imaginary part against the exact sums of the real products that form it and
+    against |Ar||Br| + |Ai||Bi| (real parts) or |Ar||Bi| + |Ai||Br| (imaginary parts), the
+    complex promise of the README's contract table; non-finite entries by the classes of those
+    terms (numpy's own complex loop)."""
     ar, ai = np.real(a), np.imag(a)
     br, bi = np.real(b), np.imag(b)
-    dt = np.float32 if c.dtype == np.complex64 else np.float64
+    dt = np.float32 if all(x.dtype in (np.complex64, np.float32) for x in (a, b)) else np.float64
     ae = np.concatenate([ar, ai], axis=1).astype(dt)
     be = np.concatenate([np.concatenate([br, bi], axis=1), np.concatenate([-bi, br], axis=1)], axis=0).astype(dt)
-    return ae, be, np.concatenate([c.real, c.imag], axis=-1).astype(dt)
+    return ae, be
 
 
 def _on_engine(x, engine):

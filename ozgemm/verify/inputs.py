@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .._xp import array_namespace
 
-__all__ = ["phi_matrix", "phi_operands"]
+__all__ = ["phi_matrix", "phi_operands", "complex_operands"]
 
 
 def phi_matrix(rng, shape, phi, dtype=None):
@@ -41,3 +41,9 @@ def phi_operands(rng, m, k, n, phi, dtype=None):
     a = phi_matrix(rng, (m, k), phi, dtype)
     b = phi_matrix(rng, (k, n), phi, dtype)
     return a, b
+
+
+def complex_operands(a, b, a2, b2):
+    """Complex operands ``a + i a2``, ``b + i b2`` from real parts of one precision (complex64
+    from float32 parts, complex128 from float64)."""
+    return a + 1j * a2, b + 1j * b2

@@ -268,6 +268,16 @@ class _Tiles:
         self._b, self._plan, self._comp, self._conc, self._prod = backend, plan, a_components, concurrent, products
         self.streams = self.ready = None
 
+    def _overlap(self, m, mp_all, np_, per_row, budget) -> bool:
+        """Whether the tiles run on two side streams: concurrent, float results, one
+        component, from ``overlap_min_rows`` rows, GEMM outputs up to ``gemm_split_out``, two
+        tiles within the budget."""
+        b, nt = self._b, self._b.overlap_tiles
+        return (self._conc and nt > 1 and m >= b.overlap_min_rows
+                and self._plan.contract.fmt.name in ("binary64", "binary32") and self._comp == 1
+                and mp_all * np_ <= b.gemm_split_out
+                and 2 * _ceil(-(-m // nt), _PAD) * per_row <= budget)
+
     def __iter__(self):
         b, plan = self._b, self._plan
         m, k, n = plan.shape
@@ -280,11 +290,7 @@ class _Tiles:
             raise MemoryError(f"ozgemm: one {_PAD}-row tile needs {tm * per_row / 2**30:.1f} GiB of GPU memory, "
                               f"{free / 2**30:.1f} GiB are free; split k or free memory")
         nt = b.overlap_tiles
-        overlap = (self._conc and nt > 1 and m >= b.overlap_min_rows
-                   and plan.contract.fmt.name in ("binary64", "binary32") and self._comp == 1
-                   and mp_all * np_ <= b.gemm_split_out
-                   and 2 * _ceil(-(-m // nt), _PAD) * per_row <= budget)
-        if not overlap:
+        if not self._overlap(m, mp_all, np_, per_row, budget):
             return iter([_Tile(i0, min(m, i0 + tm)) for i0 in range(0, m, tm)])
         tm = _ceil(-(-m // nt), _PAD)
         self.streams = _side_streams(cp.cuda.runtime.getDevice())
@@ -658,7 +664,7 @@ class CudaBackend:
             c1, c2, c3 = (x[:, :m, :] for x in (p1, p2, p3))
             assert c1.strides == c2.strides == c3.strides and c1.strides[2] == 4
             assert out_re.strides == out_im.strides and out_re.strides[1] == out_re.itemsize
-            f = _fn("crt_round_3m_f64" if fmt.name == "binary64" else "crt_round_3m_f32", n_moduli)
+            f = _fn("crt_round_3m_f64", n_moduli) if fmt.name == "binary64" else _fn("crt_round_3m_f32", n_moduli)
             grid, block = _grid2d(n, m)
             i64 = cp.int64
             f(grid, block, (c1, c2, c3, np.int64(c1.strides[1] // 4), np.int64(c1.strides[0] // 4),
