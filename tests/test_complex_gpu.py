@@ -68,3 +68,14 @@ def test_complex_mixed_batched_and_specials_on_device():
         want = ozgemm.matmul(a2, b)
     got = cp.asnumpy(ozgemm.matmul(cp.asarray(a2), cp.asarray(b)))
     assert np.array_equal(want, got, equal_nan=True)
+
+
+def test_gpu_bench_complex_full_error(capsys):
+    """ozgemm bench --device gpu --complex --full: ZGEMM side by side, whole-output errors per part."""
+    pytest.importorskip("gmpy2")
+    from ozgemm.cli import main
+
+    assert main(["bench", "--device", "gpu", "--complex", "--full", "--sizes", "64", "--contracts", "fp64",
+                 "--reps", "2", "--block", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "ZGEMM" in out and "full" in out

@@ -39,6 +39,9 @@ def register(sub):
     p.add_argument("--complex", action="store_true",
                    help="complex operands (complex128, complex64 for fp32 contracts; real and imaginary parts "
                         "drawn alike); native = ZGEMM/CGEMM; errors per real and imaginary part")
+    p.add_argument("--full", action="store_true",
+                   help="GPU: also the max error over the whole output (ozgemm and native), against ozgemm's "
+                        "dd result of the same product")
     p.add_argument("--json", metavar="PATH")
     p.set_defaults(func=run_bench)
 

@@ -121,6 +121,35 @@ def _int8_gemm_times(eng, plan, a, b, reps) -> dict:
     return {"residue": t_res, "bound": t_bound}
 
 
+def _full_max_errors(a, b, results, u) -> list:
+    """Max error over the whole output of each result, in units of u (|A||B|)_ij (complex: per
+    real and imaginary part, against |Ar||Br| + |Ai||Bi| and |Ar||Bi| + |Ai||Br|), against
+    ozgemm's dd result (a proven bound far below binary64's u) of the real products forming
+    each part; |A||B| by a float64 GEMM (a normaliser; its rounding is far below the digits
+    shown)."""
+    import cupy as cp
+
+    from ..api import matmul
+
+    f64 = cp.float64
+    if a.dtype.kind == "c":
+        ar, ai, br, bi = (x.astype(f64) for x in (a.real, a.imag, b.real, b.imag))
+        parts = [(cp.concatenate([ar, -ai], 1), cp.concatenate([br, bi], 0), cp.real),
+                 (cp.concatenate([ar, ai], 1), cp.concatenate([bi, br], 0), cp.imag)]
+        del ar, ai, br, bi
+    else:
+        parts = [(a.astype(f64), b.astype(f64), lambda c: c)]
+    worst = [0.0] * len(results)
+    for x, y, part in parts:
+        ref = matmul(x, y, contract="dd")
+        g = cp.abs(x) @ cp.abs(y)
+        for i, c in enumerate(results):
+            e = cp.abs((part(c).astype(f64) - ref.hi) - ref.lo) / (u * g)
+            worst[i] = max(worst[i], float(cp.where(g == 0, 0.0, e).max()))
+        del ref, g
+    return worst
+
+
 def _emulation(sizes, phi, seed, reps, block):
     env = dict(os.environ, CUBLAS_EMULATE_DOUBLE_PRECISION="1", CUBLAS_EMULATION_STRATEGY="EAGER")
     try:
@@ -182,6 +211,8 @@ def run_gpu_bench(args) -> int:
                 ref = block_reference(a, b, contract, args.block)
                 acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
                 acc_nat = sampled_accuracy(a, b, cp.matmul(a, b), contract, args.block, ref)
+                full = (_full_max_errors(a, b, [c, cp.matmul(a, b)], 2.0 ** -contract.fmt.p)
+                        if getattr(args, "full", False) else [None, None])
                 row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "moduli": plans[0].n_moduli,
                        "beta": plans[0].beta, "ozgemm_s": t_oz, "native_s": t_nat,
                        "complex": cplx,
@@ -195,7 +226,8 @@ def run_gpu_bench(args) -> int:
                        "oz_max_err_u": acc_oz["max_err_u"], "oz_med_err_u": acc_oz["median_err_u"],
                        "oz_cr": acc_oz["correctly_rounded"], "oz_breaches": acc_oz["breaches"],
                        "nat_max_err_u": acc_nat["max_err_u"], "nat_med_err_u": acc_nat["median_err_u"],
-                       "nat_cr": acc_nat["correctly_rounded"]}
+                       "nat_cr": acc_nat["correctly_rounded"],
+                       "oz_full_max_err_u": full[0], "nat_full_max_err_u": full[1]}
                 if dt == np.float64 and phi == args.phi and n in emu:
                     e = emu[n]
                     row["emu_s"] = e["s"]
@@ -214,16 +246,19 @@ def run_gpu_bench(args) -> int:
             "errors per real/imaginary part") if cplx else ""
     print(f"input: (rand-0.5)*exp(phi*randn){kind} generated on the device, seed {args.seed}, square n; timing: CUDA events, "
           f"whole call, median of {args.reps} after warm-up; accuracy on the top-left {args.block}x{args.block} block vs "
-          "the exact product, err in u*(|A||B|)_ij (u of the output format)")
+          "the exact product, err in u*(|A||B|)_ij (u of the output format); full: max over the whole output "
+          "against ozgemm's dd result (--full)")
     print(f"{'contract':9} {'n':>6} {'phi':>4} {'mod':>3} {'oz ms':>9} {'oz TF':>6} {'nat TF':>6} {'x nat':>5} "
-          f"{'emu TF':>6} {'gemm%':>5} {'oz max':>8} {'oz CR%':>6} {'nat max':>8} {'emu max':>8}  phases ms (plan/res/gemm/rec)"
+          f"{'emu TF':>6} {'gemm%':>5} {'oz max':>8} {'oz CR%':>6} {'nat max':>8} {'emu max':>8} {'oz full':>8} "
+          f"{'nat full':>8}  phases ms (plan/res/gemm/rec)"
           "  INT8 GEMMs alone ms (residue + bound) and share of the call")
     for r in rows:
         ph = r["phases"]
         print(f"{r['contract']:9} {r['n']:>6} {r['phi']:>4} {r['moduli']:>3} {r['ozgemm_s'] * 1e3:>9.2f} "
               f"{r['ozgemm_tflops']:>6.1f} {r['native_tflops']:>6.1f} {r['speedup']:>5.2f} "
               f"{(r.get('emu_tflops') or float('nan')):>6.1f} {100 * r['gemm_share']:>5.1f} {fmt_num(r['oz_max_err_u']):>8} "
-              f"{100 * r['oz_cr']:>6.2f} {fmt_num(r['nat_max_err_u']):>8} {fmt_num(r.get('emu_max_err_u')):>8}  "
+              f"{100 * r['oz_cr']:>6.2f} {fmt_num(r['nat_max_err_u']):>8} {fmt_num(r.get('emu_max_err_u')):>8} "
+              f"{fmt_num(r['oz_full_max_err_u']):>8} {fmt_num(r['nat_full_max_err_u']):>8}  "
               f"{ph.get('plan', 0) * 1e3:.1f}/{ph.get('residues', 0) * 1e3:.1f}/{ph.get('gemms', 0) * 1e3:.1f}/"
               f"{ph.get('reconstruction', 0) * 1e3:.1f}"
               + (f"  {r['int8_gemm_s'] * 1e3:.1f} + {r['bound_gemm_s'] * 1e3:.1f} = {100 * r['int8_share']:.1f} %"
