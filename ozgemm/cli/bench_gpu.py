@@ -140,13 +140,16 @@ def _full_max_errors(a, b, results, u) -> list:
     else:
         parts = [(a.astype(f64), b.astype(f64), lambda c: c)]
     worst = [0.0] * len(results)
-    for x, y, part in parts:
+    while parts:
+        x, y, part = parts.pop(0)
         ref = matmul(x, y, contract="dd")
         g = cp.abs(x) @ cp.abs(y)
         for i, c in enumerate(results):
             e = cp.abs((part(c).astype(f64) - ref.hi) - ref.lo) / (u * g)
             worst[i] = max(worst[i], float(cp.where(g == 0, 0.0, e).max()))
-        del ref, g
+            del e
+        del ref, g, x, y
+        cp.get_default_memory_pool().free_all_blocks()
     return worst
 
 
@@ -211,10 +214,13 @@ def run_gpu_bench(args) -> int:
                 ref = block_reference(a, b, contract, args.block)
                 acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
                 acc_nat = sampled_accuracy(a, b, cp.matmul(a, b), contract, args.block, ref)
+                n_moduli, beta = plans[0].n_moduli, plans[0].beta
+                del p, plans
+                cp.get_default_memory_pool().free_all_blocks()  # the reference below takes the room
                 full = (_full_max_errors(a, b, [c, cp.matmul(a, b)], 2.0 ** -contract.fmt.p)
                         if getattr(args, "full", False) else [None, None])
-                row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "moduli": plans[0].n_moduli,
-                       "beta": plans[0].beta, "ozgemm_s": t_oz, "native_s": t_nat,
+                row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "moduli": n_moduli,
+                       "beta": beta, "ozgemm_s": t_oz, "native_s": t_nat,
                        "complex": cplx,
                        "ozgemm_tflops": flop * n**3 / t_oz / 1e12, "native_tflops": flop * n**3 / t_nat / 1e12,
                        "speedup": t_nat / t_oz, "phases": tm,
