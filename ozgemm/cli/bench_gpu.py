@@ -26,7 +26,7 @@ import numpy as np
 from ozgemm._cliargs import fmt_num
 from ozgemm.verify.inputs import complex_operands, phi_operands
 
-__all__ = ["run_gpu_bench", "gpu_context"]
+__all__ = ["run_gpu_bench", "gpu_context", "full_max_errors"]
 
 # the child imports the inputs from this very ozgemm: its parent directory (the last argument)
 # goes first on the child's sys.path
@@ -121,7 +121,7 @@ def _int8_gemm_times(eng, plan, a, b, reps) -> dict:
     return {"residue": t_res, "bound": t_bound}
 
 
-def _full_max_errors(a, b, results, u) -> list:
+def full_max_errors(a, b, results, u) -> list:
     """Max error over the whole output of each result, in units of u (|A||B|)_ij (complex: per
     real and imaginary part, against |Ar||Br| + |Ai||Bi| and |Ar||Bi| + |Ai||Br|), against
     ozgemm's dd result (a proven bound far below binary64's u) of the real products forming
@@ -217,7 +217,7 @@ def run_gpu_bench(args) -> int:
                 n_moduli, beta = plans[0].n_moduli, plans[0].beta
                 del p, plans
                 cp.get_default_memory_pool().free_all_blocks()  # the reference below takes the room
-                full = (_full_max_errors(a, b, [c, cp.matmul(a, b)], 2.0 ** -contract.fmt.p)
+                full = (full_max_errors(a, b, [c, cp.matmul(a, b)], 2.0 ** -contract.fmt.p)
                         if getattr(args, "full", False) else [None, None])
                 row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "moduli": n_moduli,
                        "beta": beta, "ozgemm_s": t_oz, "native_s": t_nat,
