@@ -250,7 +250,7 @@ def run_gpu_bench(args) -> int:
           f"{ctx['cuda_runtime']}, cuBLAS {ctx['cublas']}, CuPy {ctx['cupy']}, NumPy {ctx['numpy']}")
     kind = (" + i (rand-0.5)*exp(phi*randn) (seed + 1): complex, native = ZGEMM/CGEMM, TFLOPS = 8 n^3 / time, "
             "errors per real/imaginary part") if cplx else ""
-    print(f"input: (rand-0.5)*exp(phi*randn){kind} generated on the device, seed {args.seed}, square n; timing: CUDA events, "
+    print(f"input: (rand-0.5)*exp(phi*randn) generated on the device{kind}, seed {args.seed}, square n; timing: CUDA events, "
           f"whole call, median of {args.reps} after warm-up; accuracy on the top-left {args.block}x{args.block} block vs "
           "the exact product, err in u*(|A||B|)_ij (u of the output format); full: max over the whole output "
           "against ozgemm's dd result (--full)")
