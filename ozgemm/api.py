@@ -170,16 +170,20 @@ def _check_dtype(x, name, contract: Contract):
     fmt = contract.fmt
     if is_wide(x):
         kind = "dd" if isinstance(x, DD) else "binary128"
+        if kind == "dd" and x.hi.dtype.kind == "c":
+            raise TypeError(f"{name} is a complex DD; matmul takes real DD operands (multiply the parts: "
+                            "x.hi and x.lo are complex arrays)")
         if fmt.name not in _WIDE_OK:
             raise TypeError(f"{name} is a {kind} operand; contract {contract.name!r} ({fmt.name}) takes float32 "
                             "operands only: use contract 'fp64', 'dd' or 'fp128'")
         return
     dt = x.dtype
     if dt.kind == "c":
-        if fmt.name not in ("binary64", "binary32"):
+        if fmt.name not in ("binary64", "binary32", "dd"):
             raise TypeError(f"{name} is complex ({dt}); contract {contract.name!r} ({fmt.name}) has no complex "
-                            "result type: complex products take the binary64 and binary32 contracts "
-                            "('fp64', 'fp64-fast', 'fp64-ozaki', 'fp32', 'fp32-ozaki')")
+                            "result type (numpy has no complex binary128): complex products take the binary64, "
+                            "binary32 and dd contracts ('fp64', 'fp64-fast', 'fp64-ozaki', 'fp32', 'fp32-ozaki', "
+                            "'dd')")
         if fmt.name == "binary32" and dt != np.complex64:
             raise TypeError(f"{name} has dtype {dt}; contract {contract.name!r} (binary32) takes complex64 "
                             "operands only: cast with .astype(numpy.complex64) or use contract='fp64'")
@@ -437,21 +441,29 @@ def _product_2d(a, b, contract, backend, speculate=True, reuse=None):
                 return _product_2d(a_in, b_in, contract, backend, speculate=False, reuse=reuse)
             if not ok:
                 c = execute(p, backend, a0, b0, reuse=reuse)  # the guess was wrong: the confirmed plan
+    return _patch_specials(c, fmt, a, b, bad_r, bad_c, xp), p
+
+
+def _patch_specials(c, fmt, a, b, bad_r, bad_c, xp):
+    """The result storage ``c`` of ``a @ b`` with the entries fed by non-finite rows/columns
+    set to their IEEE classes (float results directly; wide results through the class pass on
+    float64, then encoded)."""
     if fmt.name in ("binary32", "binary64"):
-        return patch_nonfinite(c, a, b, bad_r, bad_c, xp), p
-    if bad_r is not None:  # wide results: the class pass on float64, then encoded
-        cls = patch_nonfinite(xp.zeros((m, n)), a, b, bad_r, bad_c, xp)
-        hit = bad_r[:, None] | bad_c[None, :]
-        if fmt.name == "dd":
-            c[0] = xp.where(hit, cls, c[0])
-            c[1] = xp.where(hit, xp.where(xp.isnan(cls), xp.nan, 0.0), c[1])
-        else:
-            u = xp.uint64
-            hi = xp.where(xp.isnan(cls), u(0x7FFF8) << u(44), u(0x7FFF) << u(48))
-            hi = hi | ((cls < 0).astype(u) << u(63))
-            c[..., 1] = xp.where(hit, hi, c[..., 1])
-            c[..., 0] = xp.where(hit, u(0), c[..., 0])
-    return c, p
+        return patch_nonfinite(c, a, b, bad_r, bad_c, xp)
+    if bad_r is None:
+        return c
+    cls = patch_nonfinite(xp.zeros((a.shape[0], b.shape[1])), a, b, bad_r, bad_c, xp)
+    hit = bad_r[:, None] | bad_c[None, :]
+    if fmt.name == "dd":
+        c[0] = xp.where(hit, cls, c[0])
+        c[1] = xp.where(hit, xp.where(xp.isnan(cls), xp.nan, 0.0), c[1])
+    else:
+        u = xp.uint64
+        hi = xp.where(xp.isnan(cls), u(0x7FFF8) << u(44), u(0x7FFF) << u(48))
+        hi = hi | ((cls < 0).astype(u) << u(63))
+        c[..., 1] = xp.where(hit, hi, c[..., 1])
+        c[..., 0] = xp.where(hit, u(0), c[..., 0])
+    return c
 
 
 def _complex_product_2d(a, b, contract, backend):
@@ -461,15 +473,22 @@ def _complex_product_2d(a, b, contract, backend):
     non-finite rows/columns set aside there, so NaN/Inf follow numpy's complex classes) and
     computed by :func:`~ozgemm.methods.execute_complex` (CRT: the three-product form)."""
     xp = backend.xp
+    fmt = contract.fmt
     m, n = a.shape[0], b.shape[1]
     ae, be = complex_embedding(a, b, xp)
     ae, be, a0, b0, bad_r, bad_c, p = _plan_2d(ae, be, contract, backend)
     if a.shape[1] == 0 or m == 0 or n == 0:
-        c = xp.zeros((m, 2 * n), dtype=contract.fmt.dtype)
+        c = empty_result(m, 2 * n, fmt, xp)
+        c[...] = 0
     else:
         c = execute_complex(p, backend, a0, b0)
-    c = patch_nonfinite(c, ae, be, bad_r, bad_c, xp)
-    out = xp.empty((m, n), dtype=xp.complex64 if contract.fmt.name == "binary32" else xp.complex128)
+    c = _patch_specials(c, fmt, ae, be, bad_r, bad_c, xp)
+    if fmt.name == "dd":  # (2, m, n) complex128: hi and lo, each part RN / RN of the rest
+        out = xp.empty((2, m, n), dtype=xp.complex128)
+        out.real = c[:, :, :n]
+        out.imag = c[:, :, n:]
+        return out, p
+    out = xp.empty((m, n), dtype=xp.complex64 if fmt.name == "binary32" else xp.complex128)
     out.real = c[:, :n]
     out.imag = c[:, n:]
     return out, p
@@ -512,7 +531,10 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     C, shape (..., m, n) (numpy.matmul's; an ndarray subclass operand's type, as numpy wraps): binary64 contracts (``fp64``, ``fp64-fast``,
     ``fp64-ozaki``) give float64; ``fp32``/``fp32-ozaki`` float32; ``dd`` an
     :class:`~ozgemm.DD` of float64 arrays (hi = RN(x), lo = RN(x - hi)); ``fp128`` a numpy
-    binary128 array (a :class:`~ozgemm.Binary128` on the GPU). numpy gives a scalar for
+    binary128 array (a :class:`~ozgemm.Binary128` on the GPU). Complex operands (complex64,
+    complex128; binary64, binary32 and dd contracts): complex128 / complex64 as numpy, a DD of
+    complex128 arrays under ``dd``, each real and imaginary part keeping the promise below
+    against the magnitudes of the real products forming it (README, "Complex products"). numpy gives a scalar for
     1-D @ 1-D. With ``return_plan``: ``(C, plans)``.
 
     Error bound
@@ -537,7 +559,7 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     Raises
     ------
     TypeError
-        Unsupported dtypes (complex, integer, object, ...), mixed numpy/cupy operands, an
+        Unsupported dtypes (integer, object, complex under ``fp128``, ...), mixed numpy/cupy operands, an
         operand kind the contract does not take, an ``out`` that is not an array or whose
         dtype the result cannot be cast to (``same_kind``).
     ValueError
@@ -578,7 +600,7 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     dtype = fmt.dtype
     cplx = _is_complex(a) or _is_complex(b)
     if cplx:
-        dtype = np.complex64 if fmt.name == "binary32" else np.complex128
+        dtype = np.complex64 if fmt.name == "binary32" else np.complex128  # dd: complex hi and lo
         if reuse is not None:
             raise TypeError("matmul: prepared operands are real; complex products take arrays")
     if out is not None:
@@ -600,7 +622,7 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
 
     def result_array():
         if fmt.name == "dd":
-            return xp.empty((2,) + tuple(full), dtype=xp.float64)
+            return xp.empty((2,) + tuple(full), dtype=xp.complex128 if cplx else xp.float64)
         if fmt.name == "binary128":
             return xp.empty(tuple(full) + (2,), dtype=xp.uint64)
         return xp.empty(full, dtype=dtype)

@@ -288,7 +288,7 @@ def cases():
     a, b = _pair("errors/4x6x3", 4, 6, 3)
     yield "fp64/error/int64-operand", a.astype(np.int64), b, "fp64"
     yield "fp64/error/clongdouble-operand", a.astype(np.clongdouble), b, "fp64"
-    yield "dd/error/complex-operand", a.astype(np.complex128), b, "dd"
+    yield "fp128/error/complex-operand", a.astype(np.complex128), b, "fp128"
     yield "fp64/error/float16-operand", a.astype(np.float16), b, "fp64"
     yield "fp32/error/f64-operands", a, b, "fp32"
     yield "fp32/error/f32@f64-operands", _cast(a, np.float32), b, "fp32"
@@ -307,7 +307,7 @@ def cases():
     x, y = _pair("complex/re", 9, 20, 7, 2.0)
     u, v = _pair("complex/im", 9, 20, 7, 2.0)
     za, zb = x + 1j * u, y + 1j * v
-    for label in ("fp64", "fp64-fast", "fp64-ozaki"):
+    for label in ("fp64", "fp64-fast", "fp64-ozaki", "dd"):
         yield f"{label}/complex128", za, zb, label
     yield "fp64/complex128@float64", za, y, "fp64"
     yield "fp64/float64@complex128", x, zb, "fp64"

@@ -196,12 +196,12 @@ def test_specials_raise_contract():
 def test_refusals_name_the_problem():
     a = np.ones((2, 2), complex)
     with pytest.raises(TypeError, match="no complex result type"):
-        ozgemm.matmul(a, a, contract="dd")
-    with pytest.raises(TypeError, match="no complex result type"):
         ozgemm.matmul(a, a, contract="fp128")
+    with pytest.raises(TypeError, match="complex DD"):
+        ozgemm.matmul(ozgemm.matmul(a, a, contract="dd"), a, contract="dd")
     with pytest.raises(TypeError, match="complex64"):
         ozgemm.matmul(a, a, contract="fp32")
-    with pytest.raises(TypeError, match="no complex result type"):
+    with pytest.raises(TypeError, match="DD and binary128 operands are real"):
         ozgemm.matmul(ozgemm.DD(np.ones((2, 2))), a)  # the default contract of a DD operand: dd
     with pytest.raises(TypeError, match="DD and binary128 operands are real"):
         ozgemm.matmul(ozgemm.DD(np.ones((2, 2))), a, contract="fp64")
@@ -252,3 +252,36 @@ def test_bench_and_audit_commands_take_complex_operands(tmp_path, capsys):
     assert main(["audit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy")]) == 0
     assert main(["audit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "--result", str(tmp_path / "c.npy")]) == 1
     assert main(["audit", "--inputs", "complex", "--size", "8", "--phi", "1", "--no-hilbert"]) == 0
+
+
+@pytest.mark.parametrize("phi", [0.5, 3])
+def test_dd_contract_gives_a_complex_double_double_per_part(phi):
+    """contract "dd": hi + lo of each part within 2**-106 |part(AB)| + 2**-105 G_part of the
+    exact part, and each part normalised (hi = RN(hi + lo), checked exactly)."""
+    rng = np.random.default_rng(15)
+    a, b = _operands(rng, 4, 7, 3, phi)
+    c = ozgemm.matmul(a, b, contract="dd")
+    assert isinstance(c, ozgemm.DD) and c.hi.dtype == np.complex128 and c.shape == (4, 3)
+    u, eps = Fraction(1, 2**106), Fraction(1, 2**105)
+    for (i, j), (re, im, gre, gim) in _exact(a, b).items():
+        for hi, lo, want, g in ((c.hi[i, j].real, c.lo[i, j].real, re, gre), (c.hi[i, j].imag, c.lo[i, j].imag, im, gim)):
+            got = Fraction(float(hi)) + Fraction(float(lo))
+            assert abs(got - want) <= u * abs(want) + eps * g
+            assert float(hi) == float(got)  # hi = RN(value)
+    c2 = ozgemm.matmul(a, b, contract="dd", engine="cpu-int64")
+    assert np.array_equal(c.hi, c2.hi) and np.array_equal(c.lo, c2.lo)
+
+
+def test_complex_dd_value_arithmetic_part_by_part():
+    rng = np.random.default_rng(16)
+    a, b = _operands(rng, 3, 5, 2, 1.0)
+    c = ozgemm.matmul(a, b, contract="dd")
+    d = c - c
+    assert d.hi.dtype == np.complex128 and not np.any(d.hi) and not np.any(d.lo)
+    s = c + c
+    assert np.array_equal(s.hi, 2 * c.hi) and np.array_equal(s.lo, 2 * c.lo)  # doubling is exact
+    assert bool((c == c).all()) and np.array_equal(c.to_float64(), c.hi + c.lo)
+    with pytest.raises(TypeError, match="no order"):
+        c < c  # noqa: B015
+    with pytest.raises(TypeError, match="complex binary128"):
+        c.to_binary128()

@@ -35,6 +35,18 @@ def test_complex_bit_identical_to_cpu(contract, shape, phi):
     _same(ozgemm.matmul(a, b, contract=contract), ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=contract))
 
 
+@pytest.mark.parametrize("shape", [(1, 1, 1), (33, 100, 17), (130, 257, 129)])
+def test_complex_dd_bit_identical_to_cpu(shape):
+    """contract "dd": a complex DD (hi, lo complex128), both words equal to the CPU engine's."""
+    rng = np.random.default_rng(sum(shape))
+    a, b = _operands(rng, *shape, 2.0)
+    want = ozgemm.matmul(a, b, contract="dd")
+    got = ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract="dd")
+    assert isinstance(got.hi, cp.ndarray)
+    for w, g in ((want.hi, got.hi), (want.lo, got.lo)):
+        assert np.array_equal(w.view(np.uint8), cp.asnumpy(g).view(np.uint8))
+
+
 @pytest.mark.parametrize("k", [2**15 + 5, 2**17 + 3])
 def test_complex_long_k_combination_paths(k):
     """k above 2**15: the three-product combination in int64; above 2**17: int64 GEMM sums."""

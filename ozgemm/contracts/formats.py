@@ -142,7 +142,10 @@ class DD:
     """A double-double array: the unevaluated sums ``hi + lo`` of two float64 arrays.
 
     ``hi`` and ``lo`` are numpy or cupy float64 arrays of one shape (float32 is widened
-    exactly). Results of ``ozgemm.matmul(..., contract="dd")`` are hi = RN(x), lo = RN(x - hi)
+    exactly), or complex128 arrays for a complex double-double (real and imaginary parts each
+    a double-double: ``matmul`` of complex operands under the dd contract; its ``+``, ``-``,
+    ``==`` and ``to_float64()`` work part by part, ordering comparisons and
+    ``to_binary128()`` raise TypeError). Results of ``ozgemm.matmul(..., contract="dd")`` are hi = RN(x), lo = RN(x - hi)
     of the exact x, so ``hi + lo == hi`` (normalised) wherever lo is a normal number; where
     lo falls in the subnormal range (|x| < 2**-969) it can be exactly half an ulp of hi, a
     tie. Inputs need not be normalised (they are renormalised exactly, TwoSum).
@@ -197,7 +200,7 @@ class DD:
                 raise TypeError(f"DD: {nm} must be a numpy or cupy array, got {type(v).__name__}; "
                                 "convert with numpy.asarray(...) first")
         if lo is None:  # zeros, not hi * 0: an infinite hi keeps its class
-            lo = array_namespace(hi).zeros(hi.shape, dtype=np.float64)
+            lo = array_namespace(hi).zeros(hi.shape, dtype=np.complex128 if hi.dtype.kind == "c" else np.float64)
         if isinstance(hi, np.ndarray) and not hi.dtype.isnative:
             hi = hi.astype(hi.dtype.newbyteorder("="))
         if isinstance(lo, np.ndarray) and not lo.dtype.isnative:
@@ -205,6 +208,13 @@ class DD:
         xp = array_namespace(hi, lo)
         if hi.shape != lo.shape:
             raise ValueError(f"DD: hi and lo have different shapes {hi.shape} and {lo.shape}")
+        if hi.dtype.kind == "c" or lo.dtype.kind == "c":  # a complex double-double (part by part)
+            for nm, v in (("hi", hi), ("lo", lo)):
+                if v.dtype not in (np.complex128, np.complex64):
+                    raise TypeError(f"DD: {nm} has dtype {v.dtype}; a complex DD takes complex128 (or complex64) "
+                                    "hi and lo")
+            self.hi, self.lo = hi.astype(np.complex128, copy=False), lo.astype(np.complex128, copy=False)
+            return
         for nm, v in (("hi", hi), ("lo", lo)):
             if v.dtype not in (np.float64, np.float32):
                 raise TypeError(f"DD: {nm} has dtype {v.dtype}; float64 (or float32) arrays are needed")
@@ -326,6 +336,10 @@ class DD:
     def __rsub__(self, y):
         return (-self) + y
 
+    def _ordered(self):
+        if self.hi.dtype.kind == "c":
+            raise TypeError("DD: complex double-doubles have no order")
+
     def _pair(self, y):
         """(self, y) as normalised pairs, or None where y is not an operand. Normalised pairs
         are unique (hi = RN(value), lo the exact rest), so their lexicographic order is the
@@ -337,18 +351,22 @@ class DD:
         return self.normalized(), _dd(xp, yh, yl if yl is not None else xp.zeros_like(yh)).normalized()
 
     def __lt__(self, y):
+        self._ordered()
         p = self._pair(y)
         return NotImplemented if p is None else _below(*p)
 
     def __le__(self, y):
+        self._ordered()
         p = self._pair(y)
         return NotImplemented if p is None else _below(*p) | _same(*p)
 
     def __gt__(self, y):
+        self._ordered()
         p = self._pair(y)
         return NotImplemented if p is None else _below(p[1], p[0])
 
     def __ge__(self, y):
+        self._ordered()
         p = self._pair(y)
         return NotImplemented if p is None else _below(p[1], p[0]) | _same(*p)
 
@@ -375,6 +393,9 @@ class DD:
         """RN113(hi + lo) as a numpy binary128 array (numpy-quaddtype; ``ozgemm[fp128]``)."""
         from .._xp import to_numpy
 
+        if self.hi.dtype.kind == "c":
+            raise TypeError("DD.to_binary128: numpy has no complex binary128; convert .hi.real + .lo.real "
+                            "and .hi.imag + .lo.imag separately")
         Q = quad_dtype()
         return to_numpy(self.hi).astype(Q) + to_numpy(self.lo).astype(Q)
 
@@ -396,8 +417,9 @@ def _quiet(xp):
 def _dd(xp, hi, lo):
     """A DD from arithmetic results (0-d results of numpy come back as scalars: arrays again)."""
     d = object.__new__(DD)
-    d.hi = xp.asarray(hi, dtype=xp.float64)
-    d.lo = xp.asarray(lo, dtype=xp.float64)
+    dt = xp.complex128 if xp.asarray(hi).dtype.kind == "c" or xp.asarray(lo).dtype.kind == "c" else xp.float64
+    d.hi = xp.asarray(hi, dtype=dt)
+    d.lo = xp.asarray(lo, dtype=dt)
     return d
 
 

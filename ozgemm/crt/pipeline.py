@@ -120,6 +120,7 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None):
     lap = lap_timer(backend, timings)
     moduli = backend.residue_moduli(N)
     tb = plan.t[:n]  # == plan.t[n:] (equal column statistics)
+    lead = (slice(None),) if fmt.name == "dd" else ()
     with backend.row_tiles(plan.evolve(shape=(m, k, n)), 1, concurrent=timings is None, products=3) as tiles:
         t0 = time.perf_counter()
         rbr = backend.residues(br.T, None, tb, N)
@@ -141,8 +142,9 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None):
                 p3 = backend.residue_products(ras, rbs, moduli)
                 del ras
                 t0 = lap("gemms", t0)
+                rows = lead + (slice(i0, i1),)
                 backend.reconstruct_round_3m(p1, p2, p3, plan.s[i0:i1], plan.t[:n], plan.t[n:], N, fmt,
-                                             out[i0:i1, :n], out[i0:i1, n:], k)
+                                             out[rows + (slice(0, n),)], out[rows + (slice(n, n2),)], k)
                 del p1, p2, p3
                 lap("reconstruction", t0)
     return out
