@@ -252,6 +252,7 @@ def test_bench_and_audit_commands_take_complex_operands(tmp_path, capsys):
     assert main(["audit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy")]) == 0
     assert main(["audit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "--result", str(tmp_path / "c.npy")]) == 1
     assert main(["audit", "--inputs", "complex", "--size", "8", "--phi", "1", "--no-hilbert"]) == 0
+    assert main(["audit", "--inputs", "complex", "--size", "8", "--phi", "1", "--no-hilbert", "--contract", "dd"]) == 0
 
 
 @pytest.mark.parametrize("phi", [0.5, 3])

@@ -173,6 +173,9 @@ def measure_any(c, a, b, contract, fmt=None, ref: Reference | None = None) -> di
     if getattr(c, "dtype", np.dtype(float)).kind == "c":  # per part (see _real_operands)
         c = to_numpy(c)
         c = np.concatenate([c.real, c.imag], axis=-1).astype(np.float32 if c.dtype == np.complex64 else np.float64)
+    elif isinstance(c, DD) and c.hi.dtype.kind == "c":  # a complex dd result, per part
+        hi, lo = to_numpy(c.hi), to_numpy(c.lo)
+        c = DD(np.concatenate([hi.real, hi.imag], axis=-1), np.concatenate([lo.real, lo.imag], axis=-1))
     if isinstance(c, Binary128):
         c = c.to_numpy()
     if isinstance(c, DD):
