@@ -61,7 +61,7 @@ def _check_operand(x, name):
         raise ValueError(f"matmul: {name} is 0-dimensional; it needs at least 1 dimension")
     if isinstance(x, np.ndarray) and type(x) is not np.ndarray:  # np.matrix and other subclasses
         x = np.asarray(x)
-    if x.dtype.kind == "f" and not x.dtype.isnative:  # big-endian data: same values, native order
+    if x.dtype.kind in "fc" and not x.dtype.isnative:  # big-endian data: same values, native order
         x = x.astype(x.dtype.newbyteorder("="))
     return x
 
@@ -475,13 +475,21 @@ def _complex_product_2d(a, b, contract, backend):
     xp = backend.xp
     fmt = contract.fmt
     m, n = a.shape[0], b.shape[1]
-    ae, be = complex_embedding(a, b, xp)
-    ae, be, a0, b0, bad_r, bad_c, p = _plan_2d(ae, be, contract, backend)
-    if a.shape[1] == 0 or m == 0 or n == 0:
-        c = empty_result(m, 2 * n, fmt, xp)
-        c[...] = 0
-    else:
-        c = execute_complex(p, backend, a0, b0)
+    k = a.shape[1]
+    try:
+        ae, be = complex_embedding(a, b, xp)
+        ae, be, a0, b0, bad_r, bad_c, p = _plan_2d(ae, be, contract, backend)
+        p = p.evolve(widened=f"{p.widened}; complex {m}x{k}x{n}: planned as its real embedding "
+                             f"{m}x{2 * k}x{2 * n}" + (f", run as 3 INT8 GEMMs of {m}x{k}x{n} per modulus"
+                                                       if p.method == "crt" else ""))
+        if k == 0 or m == 0 or n == 0:
+            c = empty_result(m, 2 * n, fmt, xp)
+            c[...] = 0
+        else:
+            c = execute_complex(p, backend, a0, b0)
+    except MemoryError as exc:
+        raise MemoryError(f"complex {m}x{k}x{n} product (planned as its real embedding {m}x{2 * k}x{2 * n}): "
+                          f"{exc}") from None
     c = _patch_specials(c, fmt, ae, be, bad_r, bad_c, xp)
     if fmt.name == "dd":  # (2, m, n) complex128: hi and lo, each part RN / RN of the rest
         out = xp.empty((2, m, n), dtype=xp.complex128)
@@ -510,7 +518,7 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
         ``__cuda_array_interface__`` / DLPack) and the result comes back in their type.
     b : array_like, shape (..., k, n) or (k,); the same array library as ``a``
     out : array, optional (positional or keyword)
-        float32/float64 results only: written and returned. Its shape is the result's (for
+        float32/float64 and complex64/complex128 results only: written and returned. Its shape is the result's (for
         1-D operands also with the removed axes kept, as numpy allows); its dtype any the
         result casts to under numpy's ``same_kind`` rule; it may overlap ``a`` or ``b`` (the
         product is computed first, then copied).
@@ -913,7 +921,7 @@ def tensordot(a, b, axes=2, *, contract=None, engine=None):
     every output entry is one dot product and keeps the contract's entrywise promise.
 
     ``axes``: an int N (the last N axes of a with the first N of b) or a pair of axis
-    sequences, as numpy. Float32/float64 operands (numpy or cupy); raises as numpy for
+    sequences, as numpy. Float32/float64 or complex operands (numpy or cupy); raises as numpy for
     mismatched axes (ValueError) and as :func:`matmul` otherwise.
     """
     a, b = _plain(a, "a"), _plain(b, "b")

@@ -100,16 +100,36 @@ def test_engines_bit_identical_across_k_blocks(contract):
         assert np.array_equal(c1, c2)
 
 
-def test_three_products_equal_the_real_embedding():
-    """The three-product form gives the bits of the four-product real embedding
-    [Ar | Ai] @ [[Br, Bi], [-Bi, Br]] computed as an ordinary real product."""
-    rng = np.random.default_rng(8)
-    a, b = _operands(rng, 6, 11, 5, 2.0)
-    c = ozgemm.matmul(a, b, contract="fp64")
-    ae = np.concatenate([a.real, a.imag], axis=1)
-    be = np.block([[b.real, b.imag], [-b.imag, b.real]])
-    r = ozgemm.matmul(ae, be, contract="fp64")
-    assert np.array_equal(c.real, r[:, :5]) and np.array_equal(c.imag, r[:, 5:])
+def _round_half_up(x: Fraction) -> int:
+    return (2 * x.numerator + x.denominator) // (2 * x.denominator)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_three_products_are_the_planned_integers_rounded_once(seed):
+    """Re = RN((Ar'Br' - Ai'Bi') 2**-(s_i+t_j)), Im = RN((Ar'Bi' + Ai'Br') 2**-(s_i+t_j)) with
+    X' = round-half-up(X 2**shift) of each part under the plan's shifts, in exact integers
+    here (the plan's bound is checked against exact products by the tests above)."""
+    rng = np.random.default_rng(seed)
+    a, b = _operands(rng, 5, 9, 4, 2.0)
+    c, plans = ozgemm.matmul(a, b, contract="fp64", return_plan=True)
+    p = plans[0]
+    n = b.shape[1]
+    s, t = [int(v) for v in p.s], [int(v) for v in p.t]
+    assert t[:n] == t[n:]  # Br and Bi share their column's shift
+
+    def scaled(x, e):
+        return _round_half_up(Fraction(float(x)) * Fraction(2) ** e)
+
+    for i in range(a.shape[0]):
+        for j in range(n):
+            ar = [scaled(v.real, s[i]) for v in a[i]]
+            ai = [scaled(v.imag, s[i]) for v in a[i]]
+            br = [scaled(v.real, t[j]) for v in b[:, j]]
+            bi = [scaled(v.imag, t[j]) for v in b[:, j]]
+            re = sum(x * y for x, y in zip(ar, br)) - sum(x * y for x, y in zip(ai, bi))
+            im = sum(x * y for x, y in zip(ar, bi)) + sum(x * y for x, y in zip(ai, br))
+            scale = Fraction(2) ** -(s[i] + t[j])
+            assert c[i, j].real == float(re * scale) and c[i, j].imag == float(im * scale), (i, j)
 
 
 def test_mixed_real_and_complex_follow_numpy_promotion():
@@ -163,7 +183,7 @@ def test_inputs_are_not_modified():
     assert np.array_equal(a, a0) and np.array_equal(b, b0)
 
 
-@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("case", range(7))
 def test_nonfinite_classes_follow_numpy(case):
     inf, nan = np.inf, np.nan
     a, b = [
@@ -173,12 +193,14 @@ def test_nonfinite_classes_follow_numpy(case):
         ([[nan + 0j, 1 + 1j], [1.0 + 2j, 3j]], [[1 + 0j, 2 + 0j], [1j, 1.0 + 0j]]),
         ([[complex(-inf, 0), complex(inf, 0)]], [[1 + 0j], [1 + 0j]]),
         ([[complex(0, inf), 1.0 + 0j]], [[complex(0, -inf)], [1.0 + 0j]]),
+        ([[1 + 1j, 1 + 1j], [1 + 1j, 1 + 1j]], [[complex(-inf, 0), 1 + 1j], [1 + 1j, 1 + 1j]]),
     ][case]
     a, b = np.array(a), np.array(b)
     with np.errstate(all="ignore"):
-        # numpy's own complex loop (negative strides keep BLAS out: zgemm's final alpha
-        # scaling may spread a NaN from one part into the other)
-        want = np.matmul(a[:, ::-1], b[::-1, :])
+        # numpy's complex arithmetic term by term (numpy.matmul itself calls zgemm, whose final
+        # alpha scaling may spread a NaN from one part into the other)
+        want = np.array([[sum((a[i, l] * b[l, j] for l in range(a.shape[1])), np.complex128(0))
+                          for j in range(b.shape[1])] for i in range(a.shape[0])])
     got = ozgemm.matmul(a, b)
     for part in (np.real, np.imag):
         w, g = part(want), part(got)
@@ -286,3 +308,35 @@ def test_complex_dd_value_arithmetic_part_by_part():
         c < c  # noqa: B015
     with pytest.raises(TypeError, match="complex binary128"):
         c.to_binary128()
+
+
+def test_big_endian_complex_operands():
+    rng = np.random.default_rng(17)
+    a, b = _operands(rng, 3, 4, 2, 1.0)
+    got = ozgemm.matmul(a.astype(">c16"), b.astype(">c16"))
+    assert got.dtype == np.complex128 and np.array_equal(got, ozgemm.matmul(a, b))
+
+
+def test_audit_and_bench_refuse_mismatched_complex_arguments(tmp_path, capsys):
+    from ozgemm.cli import main
+
+    pytest.importorskip("gmpy2")
+    rng = np.random.default_rng(18)
+    a, b = _operands(rng, 4, 3, 2, 1.0)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    np.save(tmp_path / "c.npy", ozgemm.matmul(a, b).real)  # a real result of a complex product
+    assert main(["audit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "--result", str(tmp_path / "c.npy")]) == 2
+    assert "both complex or both real" in capsys.readouterr().err
+    assert main(["bench", "--complex", "--contracts", "fp128", "--sizes", "8", "--ref-sizes"]) == 2
+    assert "no complex result type" in capsys.readouterr().err
+
+
+def test_audit_plot_of_complex_inputs(tmp_path, capsys):
+    from ozgemm.cli import main
+
+    pytest.importorskip("gmpy2")
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "err.png"
+    assert main(["audit", "--inputs", "complex", "--size", "8", "--phi", "1", "--no-hilbert", "--plot", str(out)]) == 0
+    assert out.exists() and "per real and imaginary part" in capsys.readouterr().out

@@ -51,7 +51,13 @@ def _count(plan):
     return f"crt {plan['n_moduli']} mod"
 
 
-def _print_table(rows, contract):
+#: how the promise and the error units read for complex products (README, "Complex products")
+COMPLEX_PROMISE = ("complex operands: the promise holds per real and imaginary part, |A||B| read as "
+                   "|Ar||Br| + |Ai||Bi| (real parts) and |Ar||Bi| + |Ai||Br| (imaginary parts); a normwise "
+                   "bound's k reads 2k")
+
+
+def _print_table(rows, contract, complex_=False):
     hdr = ["case", "who", "method/count", "beta", "max err", "med err", "max ulps", "CR %", "max/bound", "breaches"]
     lines = []
     for r in rows:
@@ -66,6 +72,8 @@ def _print_table(rows, contract):
                       f"{100 * s['correctly_rounded']:.2f}", fmt_num(s.get("max_bound_ratio")),
                       fmt_num(s.get("breaches"))])
     w = [max(len(str(x)) for x in col) for col in zip(hdr, *lines)]
+    if complex_:
+        print(COMPLEX_PROMISE)
     print(f"contract {contract.name}: {contract.promise()}   (errors in units of u*(|A||B|)_ij, u = 2^-{contract.fmt.p}; "
           "max/bound = observed / promised bound; breaches counted exactly)")
     print("  ".join(h.ljust(x) for h, x in zip(hdr, w)))
@@ -194,6 +202,9 @@ def _run_audit(args) -> int:
             return 2
         if args.result:
             c = _load(args.result, "C")
+            if (c.dtype.kind == "c") != (a.dtype.kind == "c" or b.dtype.kind == "c"):
+                raise _BadArgument(f"ozgemm audit: the result ({args.result}, {c.dtype}) and the operands "
+                                   f"({a.dtype}, {b.dtype}) must be both complex or both real")
             if c.shape != (a.shape[0], b.shape[1]):
                 print(f"ozgemm audit: result shape {c.shape} is not {(a.shape[0], b.shape[1])}", file=sys.stderr)
                 return 2
@@ -235,7 +246,7 @@ def _run_audit(args) -> int:
         if ssweeps:
             extra["slices_sweep"] = ssweeps
         print(f"figure written to {args.plot}", file=sys.stderr)
-    _print_table(rows, contract)
+    _print_table(rows, contract, any(getattr(x, "dtype", np.dtype(float)).kind == "c" for _, a, b in cases for x in (a, b)))
     if args.json:
         to_json(rows, args.json, extra | {"contract": contract.name})
     broken = [r for r in rows if r.broken]

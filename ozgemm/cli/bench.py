@@ -140,7 +140,8 @@ def run_bench(args) -> int:
 
             return run_gpu_bench(args)
         return _run_cpu_bench(args)
-    except (_BadArgument, ImportError) as exc:  # ImportError: an optional package (named) missing
+    except (_BadArgument, ImportError, TypeError) as exc:  # ImportError: an optional package (named)
+        # missing; TypeError: operands the contract does not take (e.g. --complex with fp128)
         print(f"ozgemm bench: {exc}", file=sys.stderr)
         return 2
     except ContractError as exc:
@@ -169,6 +170,7 @@ def _run_cpu_bench(args) -> int:
     from ..contracts.contract import as_contract
     from ..verify.audit import phi_matrices
     from ..verify.inputs import complex_operands
+    from .audit import COMPLEX_PROMISE
     from ..verify.reference import exact_product, have_flint
 
     ctx = cpu_context()
@@ -205,7 +207,7 @@ def _run_cpu_bench(args) -> int:
     print(f"\nozgemm bench (CPU) — {ctx['cpu']}, {ctx['cores']} cores; Python {ctx['python']}, NumPy {ctx['numpy']}, "
           f"BLAS {', '.join(ctx['blas']) or 'unknown'}")
     kind = (" + i (rand-0.5)*exp(phi*randn) (seed + 1): complex, numpy = ZGEMM/CGEMM, errors per real/imaginary "
-            "part") if args.complex else ""
+            "part: " + COMPLEX_PROMISE) if args.complex else ""
     print(f"input: A, B = (rand-0.5)*exp(phi*randn){kind}, phi={args.phi}, seed={args.seed}, square n; timing: whole call, "
           f"median of {args.reps} after a warm-up; accuracy on the top-left min({args.block}, n) square block vs the exact "
           "product (err in u*(|A||B|)_ij); count: moduli (CRT) or slices (sl, Ozaki scheme I)")

@@ -103,8 +103,9 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None):
     the sums of those of Ar' and Ai' modulo each m_q (:meth:`Backend.add_residues`): the sums
     never widen the residues, and the reconstruction needs no more than the moduli the plan
     chose for the embedding's integers. Three exact GEMMs per modulus replace four; the
-    result — [Re | Im] (m, 2n) in the contract's format — is bit-identical to
-    :func:`execute` on the embedding.
+    result — [Re | Im] (m, 2n) in the contract's format — is that of :func:`execute` on the
+    embedding up to ties of the scaling (the embedding rounds -Bi 2**t half up, this form
+    negates the rounded Bi; the plan's proof covers both: |scaling error| <= 1/2 per entry).
 
     ``a_parts`` = (Ar, Ai) (m, k), ``b_parts`` = (Br, Bi) (k, n): finite float32/float64
     (views of the embedding are fine). ``timings`` as :func:`execute`. The row tiles are

@@ -212,6 +212,16 @@ def measure_any(c, a, b, contract, fmt=None, ref: Reference | None = None) -> di
     return summ
 
 
+def _real_if_complex(a, b):
+    """(a, b), or for complex operands the real operands of :func:`_real_operands` (whose
+    product is [Re | Im])."""
+    from ..precision.operands import is_wide
+
+    if not (is_wide(a) or is_wide(b)) and "c" in (np.asarray(a).dtype.kind, np.asarray(b).dtype.kind):
+        return _real_operands(np.asarray(a), np.asarray(b))
+    return a, b
+
+
 def _real_operands(a, b):
     """A complex product ``a @ b`` as the real product whose result is [Re | Im]:
     [Ar, Ai] @ [[Br, Bi], [-Bi, Br]] (a real operand has zero imaginary part; float32 parts
@@ -298,7 +308,7 @@ def moduli_sweep(a, b, contract: Contract, counts):
     contract = as_contract(contract)
     eng = get_backend("cpu")
     fmt = contract.fmt.name
-    a, b = as_wide(a), as_wide(b)
+    a, b = _real_if_complex(as_wide(a), as_wide(b))  # complex: the embedding's product, per part
     ref = reference(a, b, fmt)
     out = []
     for nmod in counts:
@@ -325,6 +335,7 @@ def slices_sweep(a, b, contract: Contract, counts, schedule="triangular"):
     contract = as_contract(contract).with_(method="ozaki", schedule=schedule)
     eng = get_backend("cpu")
     dt = contract.fmt.dtype
+    a, b = _real_if_complex(a, b)
     a = np.asarray(a, dtype=dt)
     b = np.asarray(b, dtype=dt)
     ref = reference(a, b, contract.fmt.name)
