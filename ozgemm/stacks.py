@@ -24,8 +24,8 @@ import numpy as np
 
 from .contracts.moduli import MODULI
 from .crt.reconstruct import constants_of
-from .precision.planner import (_BETA_CAP, SPEC_BETA_HI, _lb_upper_max, ceil_sqrt, max_beta_for, moduli_product,
-                                required_beta_entries, speculative_thresholds)
+from .precision.planner import (SPEC_BETA_HI, _lb_upper_max, ceil_sqrt, max_beta_for, moduli_product,
+                                required_beta_entries, speculative_thresholds, width_cap)
 
 __all__ = ["stacked_product"]
 
@@ -53,7 +53,7 @@ def _choose(contract, beta_min, nums, k):
     """Per product (moduli count, width) of a componentwise contract, or None where a product
     needs the general planner (refusals, widths beyond the tables)."""
     P = beta_min.shape[0]
-    if (beta_min > min(contract.bits + contract.exponent_range, _BETA_CAP)).any() or (beta_min > SPEC_BETA_HI).any():
+    if (beta_min > width_cap(contract)).any() or (beta_min > SPEC_BETA_HI).any():
         return None
     if (nums >= _NUM_MAX).any():
         return None

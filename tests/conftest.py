@@ -14,10 +14,11 @@ def phi_pair(rng, m, k, n, phi, dtype=np.float64):
 
 
 def assert_contract_kept(a, b, name):
-    """ozgemm.matmul(a, b) under contract ``name`` keeps its promise on every entry, checked
+    """ozgemm.matmul(a, b) under contract ``name`` (or a Contract) keeps its promise on every entry, checked
     exactly (ozgemm.verify: exact product, and term-by-term classes for NaN/Inf entries).
     A refusal (ContractError) is allowed; a breach is not."""
     import ozgemm
+    from ozgemm.contracts.contract import as_contract
     from ozgemm.verify.audit import measure_any
 
     try:
@@ -25,5 +26,5 @@ def assert_contract_kept(a, b, name):
             c = ozgemm.matmul(a, b, contract=name)
     except ozgemm.ContractError:
         return
-    s = measure_any(c, a, b, ozgemm.load_contract(name))
+    s = measure_any(c, a, b, as_contract(name))
     assert s["breaches"] == 0, (a, b, c, s)

@@ -47,3 +47,51 @@ def test_engines_bit_identical(ab):
     except ContractError:
         return
     assert np.array_equal(c1, ozgemm.matmul(a, b, engine="cpu-int64"), equal_nan=True)
+
+
+@st.composite
+def wide_operands(draw):
+    """float64 operands whose rows/columns span up to 200 binades (some beyond what the
+    moduli table can serve), with zeros and exact cancellations."""
+    m, k, n = draw(st.integers(1, 4)), draw(st.integers(1, 6)), draw(st.integers(1, 4))
+    seed = draw(st.integers(0, 2**32 - 1))
+    spread = draw(st.sampled_from([8, 40, 60, 66, 70, 74, 78, 100]))
+    rng = np.random.default_rng(seed)
+
+    def mat(r, c):
+        x = np.ldexp(rng.integers(-2**20, 2**20, (r, c)).astype(np.float64), rng.integers(-spread, spread + 1, (r, c)))
+        x[rng.random((r, c)) < 0.2] = 0.0
+        return x
+    a, b = mat(m, k), mat(k, n)
+    if draw(st.booleans()) and k >= 2:  # an exact cancellation in the first entry
+        a[0, 1], b[1, 0] = -a[0, 0], b[0, 0]
+    return a, b
+
+
+def _kept(a, b, contract):
+    try:
+        with np.errstate(all="ignore"):
+            ozgemm.matmul(a, b, contract=contract)
+    except ContractError:
+        return False
+    return True
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wide_operands())
+def test_a_weaker_contract_keeps_what_a_stronger_one_keeps(ab):
+    """Fewer promised bits, or a binary32 result of float32 inputs, never refuse an input that
+    fp64 keeps; fp64 never refuses one that dd keeps. Whatever is kept keeps its bound."""
+    a, b = ab
+    fp64 = ozgemm.load_contract("fp64")
+    chain = [ozgemm.load_contract("dd"), fp64, fp64.with_(bits=45, name="fp64-45"),
+             fp64.with_(bits=30, name="fp64-30")]
+    kept = [_kept(a, b, c) for c in chain]
+    for stronger, weaker, c in zip(kept, kept[1:], chain[1:]):
+        assert weaker or not stronger, (c.name, a, b)
+    for c, ok in zip(chain, kept):
+        if ok:
+            assert_contract_kept(a, b, c)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    if np.array_equal(a32, a) and np.array_equal(b32, b) and _kept(a32, b32, "fp64"):
+        assert _kept(a32, b32, "fp32"), (a32, b32)

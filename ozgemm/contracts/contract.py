@@ -57,9 +57,11 @@ class Contract:
         Promised bits, ``2 <= bits <= p`` of the format (default: p). The bound constant is
         ``2**-(bits-1)``.
     exponent_range : int
-        Componentwise contracts: how many bits beyond ``bits`` the integer width of the
-        scaled rows/columns may grow to cover the exponent spread of the data
-        (``beta <= bits + exponent_range``). Data needing more raise :class:`ContractError`.
+        Componentwise contracts: how many bits beyond the format's precision p the integer
+        width of the scaled rows/columns may grow to cover the exponent spread of the data
+        (``beta <= p + exponent_range``, whatever ``bits``: fewer promised bits never refuse
+        more inputs). Data needing more raise :class:`ContractError`; the shipped contracts
+        set it above what the moduli table holds, so only the table limits them.
     method : str
         ``"crt"`` (Ozaki scheme II, Chinese remaindering), ``"ozaki"`` (Ozaki scheme I,
         error-free INT8 slicing, :mod:`ozgemm.ozaki`) or ``"auto"`` (the planner builds both

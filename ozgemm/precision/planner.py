@@ -376,20 +376,28 @@ class ModuliShortfall(ContractError):
     another method, may prove the bound)."""
 
 
+def width_cap(contract: Contract) -> int:
+    """The largest integer width a componentwise contract accepts: ``p + exponent_range`` of
+    its format's precision p (not of ``bits``: the minimal width never grows as the promise
+    weakens, so a contract with fewer bits never refuses what the same format with more bits
+    keeps), and at most 1000."""
+    return min(contract.fmt.p + contract.exponent_range, _BETA_CAP)
+
+
 def check_width(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int) -> None:
     """Refuse, with a ContractError naming the shortfall and the fix, when the minimal width
     proving the componentwise bound (``host[0]``, :func:`required_beta`) exceeds the
-    contract's ``bits + exponent_range`` — the same rule for every method."""
+    contract's :func:`width_cap` — the same rule for every method."""
     m, n = sa.E.shape[0], sb.E.shape[0]
     where = f"contract {contract.name!r} ({contract.source})"
-    beta_max = min(contract.bits + contract.exponent_range, _BETA_CAP)
+    beta_max = width_cap(contract)
     beta_min = int(host[0])
     if beta_min > beta_max:
         S = s_bound(host, k)
         need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
         cap = max_beta_for(moduli_product(len(MODULI)), S, k, cpow=cpow)
         if beta_min <= cap:
-            fix = (f"use a contract with exponent_range >= {beta_min - contract.bits} (the "
+            fix = (f"use a contract with exponent_range >= {beta_min - contract.fmt.p} (the "
                    f"{len(MODULI)}-moduli table holds widths up to {cap} bits at k = {k})")
         else:
             fix = (f"no contract can: width {beta_min} exceeds the {cap} bits the {len(MODULI)}-moduli "
@@ -415,10 +423,11 @@ def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, 
     nmod = min_moduli_for(beta_min, S, k, cpow)
     if nmod is None:
         raise ContractError(
-            f"{where}: width {beta_min} bits needs a moduli product above "
-            f"2^{float(np.log2(float(2 * cmax(beta_min, S, k, cpow)))):.1f}, beyond the table's "
-            f"{len(MODULI)} moduli (2^{np.log2(np.array(MODULI, float)).sum():.1f}). "
-            "Fix: reduce k (split the product) or the exponent spread.")
+            f"{where}: no contract can prove a componentwise bound for these inputs: width {beta_min} "
+            f"bits needs a moduli product above 2^{float(np.log2(float(2 * cmax(beta_min, S, k, cpow)))):.1f}, "
+            f"beyond the table's {len(MODULI)} moduli (2^{np.log2(np.array(MODULI, float)).sum():.1f}). "
+            "Fix: reduce k (split the product) or the exponent spread (rescale rows/columns), or use a "
+            "normwise contract (e.g. 'fp64-fast').")
     if contract.moduli == "auto":
         widened = f"auto: {nmod} moduli prove the bound (minimal width {beta_min})"
     else:
@@ -564,7 +573,7 @@ class Bound:
     def minimal_width(self, contract: Contract, k: int) -> int:
         """The smallest width proving the contract's componentwise bound (:func:`required_beta`)
         for one-component operands, refused with a ContractError beyond
-        ``bits + exponent_range`` (:func:`check_width`)."""
+        :func:`width_cap` (:func:`check_width`)."""
         host = self.host()
         sa, sb = self.stats
         check_width(contract, host, sa, sb, k, 1)
