@@ -668,9 +668,11 @@ def test_speculative_plans_confirmed_or_rerun(contract, monkeypatch):
     got = cp.asnumpy(ozgemm.matmul(cp.asarray(an), cp.asarray(bn), contract=contract))
     assert np.array_equal(got.view(np.uint8), ozgemm.matmul(an, bn, contract=contract).view(np.uint8))
     # an unprovable product with a guess raises as without one (row 0 spans far more bits than
-    # exponent_range allows and meets columns whose entry in row 0 of B is zero)
+    # the moduli table holds and meets columns whose entry in row 0 of B is zero)
     ab, bb = a.copy(), b.copy()
-    ab[0, 0] = 2.0 ** (200 if dt == np.float64 else 110)
+    ab[0, 0] = 2.0 ** (200 if dt == np.float64 else 120)
+    if dt == np.float32:
+        ab[0, 1] = 2.0 ** -60
     bb[0, :5] = 0
     with pytest.raises(ozgemm.ContractError):
         ozgemm.matmul(ab, bb, contract=contract)
