@@ -14,7 +14,7 @@ from .contracts.contract import ContractError
 from .crt import pipeline as crt_pipeline
 from .ozaki import pipeline as ozaki_pipeline
 from .ozaki.planner import make_ozaki_plan
-from .precision.planner import ModuliShortfall, componentwise_bound, make_plan, statistics
+from .precision.planner import ModuliShortfall, check_cost, componentwise_bound, make_plan, statistics
 from .precision.select import choose
 
 __all__ = ["plan_product", "execute", "execute_complex"]
@@ -22,6 +22,17 @@ __all__ = ["plan_product", "execute", "execute_complex"]
 
 def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
                  pa=None, pb=None, known=(None, None)):
+    """The plan of ``a @ b`` (:func:`_plan`), within the contract's ``max_gemms`` (a speculative
+    plan is checked when confirmed)."""
+    p = _plan(contract, a, b, backend, force=force, nonfinite_flag=nonfinite_flag, speculate=speculate,
+              pa=pa, pb=pb, known=known)
+    if force is None and p.pending is None:
+        check_cost(p)
+    return p
+
+
+def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
+          pa=None, pb=None, known=(None, None)):
     """The plan of ``a @ b`` (finite 2-D operands, or (C, ., .) components) under ``contract``
     on ``backend``. ``force``: that many moduli (CRT) or slices (Ozaki-I), proving nothing
     (diagnostics). Other arguments: :func:`ozgemm.precision.planner.make_plan`.

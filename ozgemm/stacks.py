@@ -85,8 +85,8 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
     (P, m, n, 2)."""
     xp = backend.xp
     fmt = contract.fmt
-    if xp is not np or contract.method != "crt" or not fmt.supported:
-        return None
+    if xp is not np or contract.method != "crt" or not fmt.supported or contract.max_gemms is not None:
+        return None  # (a cost cap: per product, each plan checked)
     m, k = a.shape[1:]
     n = b.shape[2]
     P = b.shape[0] if a_shared else a.shape[0]

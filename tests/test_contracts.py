@@ -90,3 +90,31 @@ def test_shipped_parsed_once_user_files_reread(tmp_path):
     assert load_contract(f).bits == 40
     f.write_text('format = "binary64"\nbits = 30\n')
     assert load_contract(f).bits == 30
+
+
+def test_max_gemms_caps_the_cost_and_names_it(rng, tmp_path):
+    """max_gemms: a plan needing more INT8 GEMMs raises ContractError with its count (CRT,
+    Ozaki scheme I and stacks alike); within the cap the bits are those of the uncapped call."""
+    a = rng.standard_normal((12, 40))
+    b = rng.standard_normal((40, 9))
+    _, (p,) = ozgemm.matmul(a, b, return_plan=True)
+    need = p.int8_gemms
+    for base in ("fp64", "fp64-ozaki", "fp32"):
+        x, y = (a.astype(np.float32), b.astype(np.float32)) if base == "fp32" else (a, b)
+        _, (q,) = ozgemm.matmul(x, y, contract=base, return_plan=True)
+        tight = load_contract(base).with_(max_gemms=q.int8_gemms - 1, name="tight")
+        with pytest.raises(ContractError, match=f"need {q.int8_gemms} INT8 GEMMs.*max_gemms = {q.int8_gemms - 1}"):
+            ozgemm.matmul(x, y, contract=tight)
+        exact_cap = load_contract(base).with_(max_gemms=q.int8_gemms, name="cap")
+        assert np.array_equal(ozgemm.matmul(x, y, contract=exact_cap), ozgemm.matmul(x, y, contract=base))
+    stack = np.stack([a, 2 * a])
+    with pytest.raises(ContractError, match="max_gemms"):
+        ozgemm.matmul(stack, b, contract=load_contract("fp64").with_(max_gemms=need - 1, name="t"))
+    roomy = load_contract("fp64").with_(max_gemms=need + 5, name="r")
+    assert np.array_equal(ozgemm.matmul(stack, b, contract=roomy), ozgemm.matmul(stack, b))
+    f = tmp_path / "capped.toml"
+    f.write_text('format = "binary64"\nmax_gemms = 3\n')
+    assert load_contract(str(f)).max_gemms == 3
+    for bad in (0, -1, 2.5, True, "10"):
+        with pytest.raises(ContractError, match="max_gemms"):
+            load_contract("fp64").with_(max_gemms=bad)

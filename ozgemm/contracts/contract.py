@@ -85,6 +85,11 @@ class Contract:
         Ozaki scheme I slice-pair schedule: ``"triangular"`` (s(s+1)/2 products, a proven
         truncation term enters the bound), ``"full"`` (s**2 products, no truncation) or
         ``"auto"`` (whichever proves the bound with fewer products).
+    max_gemms : int, optional
+        A cap on the cost: the most INT8 GEMMs of the planned product's shape (moduli or slice
+        products, plus the bound GEMM; a complex product counts those of its real embedding) a
+        product may take. A plan needing more raises :class:`ContractError` with its count.
+        Absent: no cap (the cost follows the data).
     """
 
     name: str
@@ -98,6 +103,7 @@ class Contract:
     description: str = ""
     slices: int | str = "auto"
     schedule: str = "auto"
+    max_gemms: int | None = None
     source: str = field(default="<object>", compare=False)
 
     def __post_init__(self):
@@ -128,6 +134,10 @@ class Contract:
             raise ContractError(f"{where}: key 'specials' must be one of {_SPECIALS}, got {self.specials!r}")
         if self.slices != "auto" and (not isinstance(self.slices, int) or isinstance(self.slices, bool) or self.slices < 1):
             raise ContractError(f"{where}: key 'slices' must be a positive integer or \"auto\", got {self.slices!r}")
+        if self.max_gemms is not None and (not isinstance(self.max_gemms, int) or isinstance(self.max_gemms, bool)
+                                           or self.max_gemms < 1):
+            raise ContractError(f"{where}: key 'max_gemms' must be a positive integer (or absent: no cap), "
+                                f"got {self.max_gemms!r}")
         if self.schedule not in _SCHEDULES:
             raise ContractError(f"{where}: key 'schedule' must be one of {_SCHEDULES}, got {self.schedule!r}")
         if self.bound_kind == "normwise" and self.moduli == "auto" and self.method == "crt":

@@ -534,6 +534,21 @@ def speculative_thresholds(nmod: int, k: int, cpow: int = 1):
     return L
 
 
+def check_cost(plan) -> None:
+    """Raise ContractError when ``plan`` (CRT or Ozaki-I, not speculative) needs more INT8
+    GEMMs than its contract's ``max_gemms``, naming the count and what it is made of."""
+    cap = plan.contract.max_gemms
+    if cap is None or plan.int8_gemms <= cap:
+        return
+    what = f"{plan.slices} slices" if plan.method == "ozaki" else f"{plan.n_moduli} moduli"
+    raise ContractError(
+        f"contract {plan.contract.name!r} ({plan.contract.source}): these inputs need {plan.int8_gemms} INT8 "
+        f"GEMMs of {plan.shape[0]}x{plan.shape[1]}x{plan.shape[2]} ({what}"
+        f"{', and the bound GEMM' if plan.contract.bound_kind == 'componentwise' else ''}) to prove the "
+        f"bound; the contract caps them at max_gemms = {cap}. Fix: raise max_gemms, or narrow the "
+        "exponent spread of the rows/columns.")
+
+
 def confirm_plan(plan: Plan, backend):
     """Settle a speculative plan (``plan.pending``, made by :func:`make_plan` with
     ``speculate=True``) after its product was queued: one host read of the planner's scalars
@@ -549,9 +564,12 @@ def confirm_plan(plan: Plan, backend):
     _remember(plan.key, nmod, beta)
     ok = nmod == plan.n_moduli and beta == int(host[-1])
     if ok:
-        return ok, plan.evolve(beta=int(beta), widened=widened, pending=None)
-    s, t = backend.shifts(beta, sa, sb)
-    return ok, plan.evolve(beta=int(beta), widened=widened, pending=None, moduli=MODULI[:nmod], s=s, t=t)
+        done = plan.evolve(beta=int(beta), widened=widened, pending=None)
+    else:
+        s, t = backend.shifts(beta, sa, sb)
+        done = plan.evolve(beta=int(beta), widened=widened, pending=None, moduli=MODULI[:nmod], s=s, t=t)
+    check_cost(done)
+    return ok, done
 
 
 @dataclass(frozen=True)
