@@ -823,8 +823,12 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, contract=None, engine=None, retur
     if c_bad is not None:  # alpha (AB)_ij + beta C_ij in IEEE arithmetic where C_ij is NaN/Inf
         r = res[0] if return_plan else res
         with ignore_fp_errors(xp):
-            ab = matmul(_widen(a) if not is_wide(a) else a, _widen(b2) if not is_wide(b2) else b2,
-                        contract="fp64", engine=engine)
+            # AB's class: its finite entries enter as 0 (a finite value never changes the class
+            # of a NaN/Inf C entry), its non-finite ones by the term-by-term rule; no product runs
+            pa = operand_rows(a, xp).proxy if is_wide(a) else as_float64(a)
+            pb = operand_rows(transpose(b2), xp).proxy.T if is_wide(b2) else as_float64(b2)
+            bad_r, bad_c = ~xp.isfinite(pa).all(axis=1), ~xp.isfinite(pb).all(axis=0)
+            ab = patch_nonfinite(xp.zeros((m, n)), pa, pb, bad_r, bad_c, xp)
             cls = alpha * ab + beta * (c2.hi + c2.lo if isinstance(c2, DD) else as_float64(c2))
         r = _patch(r, c_bad, cls, xp)
         res = (r, res[1]) if return_plan else r

@@ -53,23 +53,38 @@ def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=N
                                    widened=p.widened + "; auto: CRT (Ozaki-I takes binary32/64 only)")
     if force is not None:
         return make_ozaki_plan(contract, a, b, backend, force_slices=force, known=known)
-    crt = err = None
+    crt = oz = err_crt = err_oz = None
     if contract.bound_kind == "componentwise":
         sa, sb = statistics(a, b, backend, known=known)
         bound = componentwise_bound(crt_c, sa, sb, a.shape[1], backend)
         try:
             crt = make_plan(crt_c, a, b, backend, bound=bound)
         except ModuliShortfall as exc:  # a fixed moduli count too small: Ozaki-I may still prove it
-            err = exc
-        oz = make_ozaki_plan(contract, a, b, backend, bound=bound)
+            err_crt = exc
+        try:
+            oz = make_ozaki_plan(contract, a, b, backend, bound=bound)
+        except ContractError as exc:  # e.g. more slice diagonals than it holds: CRT may prove it
+            err_oz = exc
     else:
-        oz = make_ozaki_plan(contract, a, b, backend, known=known)
+        try:
+            oz = make_ozaki_plan(contract, a, b, backend, known=known)
+        except ContractError as exc:
+            err_oz = exc
         if contract.moduli != "auto":  # normwise CRT needs a fixed moduli count
             try:
                 crt = make_plan(crt_c, a, b, backend, known=known)
             except ContractError as exc:
-                err = exc
-    return choose(contract, crt, oz, err)
+                err_crt = exc
+    found = [p for p in (crt, oz) if p is not None]
+    if not found:
+        raise err_crt if err_crt is not None else err_oz
+    # a cost cap (max_gemms): a candidate beyond it is not available; none within: the cheaper one's refusal
+    fits = [p for p in found if contract.max_gemms is None or p.int8_gemms <= contract.max_gemms]
+    if not fits:
+        check_cost(min(found, key=lambda p: p.int8_gemms))
+    crt = crt if crt in fits else None
+    oz = oz if oz in fits else None
+    return choose(contract, crt, oz, err_crt, err_oz)
 
 
 def execute(plan, backend, a, b, timings=None, reuse=None):

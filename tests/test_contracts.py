@@ -118,3 +118,33 @@ def test_max_gemms_caps_the_cost_and_names_it(rng, tmp_path):
     for bad in (0, -1, 2.5, True, "10"):
         with pytest.raises(ContractError, match="max_gemms"):
             load_contract("fp64").with_(max_gemms=bad)
+
+
+def test_auto_method_keeps_the_candidate_that_proves_and_fits():
+    """method = "auto": where Ozaki scheme I cannot prove the bound (more slice diagonals than
+    it accumulates exactly) the CRT plan is kept; under max_gemms the candidate within the cap
+    is kept."""
+    from ozgemm.verify.audit import measure_any
+
+    x = 1.2345678901234567 * 2.0 ** -115
+    a, b = np.array([[1.7654321098765432, x]]), np.array([[x], [1.3579246801357913]])
+    auto = load_contract("fp64").with_(method="auto", name="auto")
+    c, (p,) = ozgemm.matmul(a, b, contract=auto, return_plan=True)
+    assert p.method == "crt" and measure_any(c, a, b, auto)["breaches"] == 0
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 256)), rng.standard_normal((256, 2))
+    base = load_contract("fp64").with_(bits=4, name="b4")
+    _, (po,) = ozgemm.matmul(a, b, contract=base.with_(method="ozaki"), return_plan=True)
+    _, (pc,) = ozgemm.matmul(a, b, contract=base, return_plan=True)
+    assert po.int8_gemms < pc.int8_gemms
+    capped = base.with_(method="auto", max_gemms=po.int8_gemms)
+    c, (p,) = ozgemm.matmul(a, b, contract=capped, return_plan=True)
+    assert p.method == "ozaki" and measure_any(c, a, b, capped)["breaches"] == 0
+
+
+def test_max_gemms_values():
+    assert load_contract("fp64").with_(max_gemms=np.int64(5)).max_gemms == 5
+    with pytest.raises(ContractError, match=">= 2"):
+        load_contract("fp64").with_(max_gemms=1)  # one modulus and the bound GEMM at least
+    with pytest.raises(ContractError, match=">= 17"):
+        load_contract("fp64-fast").with_(max_gemms=16)  # its 17 fixed moduli

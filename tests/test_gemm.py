@@ -151,3 +151,21 @@ def test_gemm_dd_c_whose_sum_overflows_stays_in_its_entry():
     c = ozgemm.DD(np.array([[big, 1.0], [2.0, 3.0]]), np.array([[big, 0.0], [0.0, 0.0]]))
     r = ozgemm.gemm(np.eye(2), np.eye(2), c, alpha=1.0, beta=1.0, contract="dd")
     assert r.hi.tolist() == [[np.inf, 1.0], [2.0, 4.0]] and r.lo.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_gemm_classes_of_nonfinite_c_follow_ieee_and_keep_the_contract():
+    """Where C holds NaN/Inf the entry is alpha (AB) + beta C in IEEE arithmetic (AB's class by
+    the term-by-term rule, finite AB entries leaving C's class); no product runs outside the
+    contract (its max_gemms cap holds for the whole call)."""
+    a = np.array([[1.0, 2.0], [np.inf, 1.0], [3.0, -1.0]])
+    b = np.array([[1.0, -1.0], [2.0, 0.5]])
+    c = np.array([[np.inf, 1.0], [-np.inf, np.nan], [2.0, -np.inf]])
+    con = ozgemm.load_contract("fp64").with_(max_gemms=40, name="capped")
+    r = ozgemm.gemm(a, b, c, alpha=2.0, beta=-1.0, contract=con)
+    with np.errstate(all="ignore"):
+        want = 2.0 * (a @ b) - c
+    bad = ~np.isfinite(c) | ~np.isfinite(want)
+    assert np.array_equal(np.isnan(r[bad]), np.isnan(want[bad]))
+    fin = bad & ~np.isnan(want)
+    assert np.array_equal(r[fin], want[fin])
+    assert r[0, 1] == 2.0 * 0.0 - 1.0 and r[2, 0] == 2.0 * 1.0 - 2.0

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
+
 from .moduli import MODULI
 from .formats import Format, get_format
 
@@ -95,7 +97,7 @@ class Contract:
     name: str
     format: str = "binary64"
     bits: int | None = None
-    exponent_range: int = 64
+    exponent_range: int = 256
     method: str = "crt"
     moduli: int | str = "auto"
     bound_kind: str = "componentwise"
@@ -134,10 +136,15 @@ class Contract:
             raise ContractError(f"{where}: key 'specials' must be one of {_SPECIALS}, got {self.specials!r}")
         if self.slices != "auto" and (not isinstance(self.slices, int) or isinstance(self.slices, bool) or self.slices < 1):
             raise ContractError(f"{where}: key 'slices' must be a positive integer or \"auto\", got {self.slices!r}")
+        if isinstance(self.max_gemms, np.integer):
+            object.__setattr__(self, "max_gemms", int(self.max_gemms))
+        least = 2 if self.bound_kind == "componentwise" else 1  # one modulus or slice (+ the bound GEMM)
+        if self.bound_kind == "normwise" and self.method == "crt" and isinstance(self.moduli, int):
+            least = self.moduli
         if self.max_gemms is not None and (not isinstance(self.max_gemms, int) or isinstance(self.max_gemms, bool)
-                                           or self.max_gemms < 1):
-            raise ContractError(f"{where}: key 'max_gemms' must be a positive integer (or absent: no cap), "
-                                f"got {self.max_gemms!r}")
+                                           or self.max_gemms < least):
+            raise ContractError(f"{where}: key 'max_gemms' must be an integer >= {least} (no {self.bound_kind} "
+                                f"plan takes fewer INT8 GEMMs), or absent (no cap); got {self.max_gemms!r}")
         if self.schedule not in _SCHEDULES:
             raise ContractError(f"{where}: key 'schedule' must be one of {_SCHEDULES}, got {self.schedule!r}")
         if self.bound_kind == "normwise" and self.moduli == "auto" and self.method == "crt":

@@ -540,13 +540,18 @@ def check_cost(plan) -> None:
     cap = plan.contract.max_gemms
     if cap is None or plan.int8_gemms <= cap:
         return
-    what = f"{plan.slices} slices" if plan.method == "ozaki" else f"{plan.n_moduli} moduli"
+    c = plan.contract
+    bound = c.bound_kind == "componentwise"
+    if plan.method == "ozaki":
+        what = f"{plan.int8_gemms - bound} slice products of {plan.slices} slices"
+    else:
+        what = f"{plan.n_moduli} modul{'us' if plan.n_moduli == 1 else 'i'}"
+    data = bound and (plan.method == "ozaki" or c.moduli == "auto")  # the count follows the data
     raise ContractError(
-        f"contract {plan.contract.name!r} ({plan.contract.source}): these inputs need {plan.int8_gemms} INT8 "
-        f"GEMMs of {plan.shape[0]}x{plan.shape[1]}x{plan.shape[2]} ({what}"
-        f"{', and the bound GEMM' if plan.contract.bound_kind == 'componentwise' else ''}) to prove the "
-        f"bound; the contract caps them at max_gemms = {cap}. Fix: raise max_gemms, or narrow the "
-        "exponent spread of the rows/columns.")
+        f"contract {c.name!r} ({c.source}): these inputs need {plan.int8_gemms} INT8 GEMMs of "
+        f"{plan.shape[0]}x{plan.shape[1]}x{plan.shape[2]} ({what}{' and the bound GEMM' if bound else ''}) to "
+        f"prove the bound; the contract caps them at max_gemms = {cap}. Fix: raise max_gemms"
+        + (", or narrow the exponent spread of the rows/columns" if data else "") + ".")
 
 
 def confirm_plan(plan: Plan, backend):
@@ -695,7 +700,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
             bound = componentwise_bound(contract, sa, sb, k, backend, nonfinite_flag)
         key = guess_key(contract, a, b)
         guess = (speculation_guess(contract, key) if speculate and backend.speculates and cpow == 1 and m * n * k
-                 else None)
+                 and contract.max_gemms is None else None)  # (a capped plan is checked before it runs)
         if guess is not None:
             # no host read here: the shifts take the width the device derives for `guess` moduli
             # (the same exact comparisons as max_beta_for); confirm_plan checks it after the

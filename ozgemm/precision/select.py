@@ -40,12 +40,17 @@ def modelled_cost(plan) -> float:
     return plan.int8_gemms + passes * K_EQ / max(k, 1)
 
 
-def choose(contract, crt, ozaki, crt_error=None):
+def choose(contract, crt, ozaki, crt_error=None, ozaki_error=None):
     """The plan ``method = "auto"`` keeps, its ``widened`` report saying why.
 
     ``crt``: the CRT plan, or None where CRT cannot prove this contract (``crt_error`` says
-    why: a fixed moduli count too small, or a normwise contract with automatic moduli);
-    ``ozaki``: the Ozaki scheme I plan. Ties go to CRT."""
+    why: a fixed moduli count too small, or a normwise contract with automatic moduli) or
+    exceeds its ``max_gemms``; ``ozaki``: the Ozaki scheme I plan, or None likewise
+    (``ozaki_error``); at least one is given. Ties go to CRT."""
+    if ozaki is None:
+        why = f": {ozaki_error}" if ozaki_error else " within max_gemms"
+        return dataclasses.replace(crt, contract=contract,
+                                   widened=crt.widened + f"; auto: CRT (Ozaki-I not available{why})")
     if crt is None:
         why = f": {crt_error}" if crt_error else ""
         return dataclasses.replace(ozaki, contract=contract,
