@@ -5,19 +5,12 @@ import pytest
 
 import ozgemm
 from ozgemm._xp import gpu_available
+from test_complex import _operands
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU")]
 
 if gpu_available():
     import cupy as cp
-
-
-def _operands(rng, m, k, n, phi, dtype=np.complex128):
-    def mat(r, c):
-        re = (rng.random((r, c)) - 0.5) * np.exp(phi * rng.standard_normal((r, c)))
-        im = (rng.random((r, c)) - 0.5) * np.exp(phi * rng.standard_normal((r, c)))
-        return (re + 1j * im).astype(dtype)
-    return mat(m, k), mat(k, n)
 
 
 def _same(cpu, gpu):
