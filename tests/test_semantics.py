@@ -93,3 +93,21 @@ def test_specials_raise():
     with pytest.raises(ContractError, match="non-finite"):
         ozgemm.matmul(np.ones((1, 2)), np.array([[inf], [1.0]]), contract=c)
     assert ozgemm.matmul(np.ones((1, 2)), np.ones((2, 1)), contract=c)[0, 0] == 2.0
+
+
+def test_overflow_allowance_is_sided():
+    """An infinity is allowed on the side the bound reaches (AB + bound >= Omega for +inf,
+    AB - bound <= -Omega for -inf): both sides where |A||B| is beyond the range, as for this
+    exactly-zero float32 product; a wrong-signed infinity where the bound is small is a breach."""
+    from ozgemm.verify.audit import measure_any
+
+    a = np.array([[-3.9954113e36, 3.9954113e36]], np.float32)
+    b = np.array([[-5.4484526e14], [-5.4484526e14]], np.float32)
+    con = ozgemm.load_contract("fp32")
+    for v in (np.float32(np.inf), np.float32(-np.inf), ozgemm.matmul(a, b, contract="fp32")[0, 0]):
+        assert measure_any(np.array([[v]], np.float32), a, b, con)["breaches"] == 0
+    big = np.array([[3e38, 3e38]], np.float32)  # AB = 6e38 overflows; the bound is small
+    one = np.array([[1.0], [1.0]], np.float32)
+    assert measure_any(np.array([[np.inf]], np.float32), big, one, con)["breaches"] == 0
+    assert measure_any(np.array([[-np.inf]], np.float32), big, one, con)["breaches"] == 1
+    assert measure_any(np.array([[np.nan]], np.float32), a, b, con)["breaches"] == 1

@@ -410,11 +410,11 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
                 bf = Fraction(bn, bd) + Fraction(2) ** (emin_sub - 1)
                 bn, bd = bf.numerator, bf.denominator
             if err_int is None:
-                # +-inf is allowed where AB is within the bound of the overflow threshold
-                # Omega = 2**(emax+1) - 2**(emax-p) (values >= Omega round to inf)
+                # +inf is allowed where AB + bound reaches the overflow threshold, -inf where
+                # AB - bound reaches -Omega (Omega = 2**(emax+1) - 2**(emax-p): values >= Omega
+                # round to inf): some value within the bound of AB rounds to that infinity
                 omega = 2 ** (emax + 1) - 2 ** (emax - min(p, 53 if fmt_name == "dd" else p))
-                same_sign = (ce > 0 and X > 0) or (ce < 0 and X < 0)
-                if same_sign and (abs(Fraction(X) * Fraction(2) ** e) + Fraction(bn, bd)) >= omega:
+                if ce != 0 and ce * Fraction(X) * Fraction(2) ** e + Fraction(bn, bd) >= omega:  # (NaN: never)
                     ratio[i, j] = 1.0
                     continue
                 breaches += 1
