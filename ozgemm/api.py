@@ -466,6 +466,19 @@ def _patch_specials(c, fmt, a, b, bad_r, bad_c, xp):
     return c
 
 
+def _complex_plan(a, b, contract, backend):
+    """:func:`_plan_2d` of the real embedding of a complex product (its plan's report says so);
+    returns (A, B, A0, B0, bad_rows, bad_cols, plan) of the embedding."""
+    m, k = a.shape
+    n = b.shape[1]
+    ae, be = complex_embedding(a, b, backend.xp)
+    ae, be, a0, b0, bad_r, bad_c, p = _plan_2d(ae, be, contract, backend)
+    p = p.evolve(widened=f"{p.widened}; complex {m}x{k}x{n}: planned as its real embedding "
+                         f"{m}x{2 * k}x{2 * n}" + (f", run as 3 INT8 GEMMs of {m}x{k}x{n} per modulus"
+                                                   if p.method == "crt" else ""))
+    return ae, be, a0, b0, bad_r, bad_c, p
+
+
 def _complex_product_2d(a, b, contract, backend):
     """One 2-D product with a complex operand; returns (C, Plan).
 
@@ -477,11 +490,7 @@ def _complex_product_2d(a, b, contract, backend):
     m, n = a.shape[0], b.shape[1]
     k = a.shape[1]
     try:
-        ae, be = complex_embedding(a, b, xp)
-        ae, be, a0, b0, bad_r, bad_c, p = _plan_2d(ae, be, contract, backend)
-        p = p.evolve(widened=f"{p.widened}; complex {m}x{k}x{n}: planned as its real embedding "
-                             f"{m}x{2 * k}x{2 * n}" + (f", run as 3 INT8 GEMMs of {m}x{k}x{n} per modulus"
-                                                       if p.method == "crt" else ""))
+        ae, be, a0, b0, bad_r, bad_c, p = _complex_plan(a, b, contract, backend)
         if k == 0 or m == 0 or n == 0:
             c = empty_result(m, 2 * n, fmt, xp)
             c[...] = 0
@@ -681,7 +690,8 @@ def plan(a, b, contract=None, *, engine=None) -> Plan:
     :class:`~ozgemm.precision.planner.Plan` (or an Ozaki-I plan): moduli count, integer width,
     shifts, the proven scaling-error bound (``plan.scaling_error_bound()``, float64 (m, n))
     and ``plan.info()``. Operands with non-finite values are planned on their finite
-    rows/columns. Bound and method: :mod:`ozgemm.precision.planner` (Ozaki, Uchino, Imamura
+    rows/columns. A complex product gets the plan of its real embedding (shape (m, 2k, 2n),
+    [Re | Im] columns; README, "Complex products"). Bound and method: :mod:`ozgemm.precision.planner` (Ozaki, Uchino, Imamura
     2025, Sec. 3, with the a-priori componentwise bound of that module).
 
     Raises the same errors as :func:`matmul`; ValueError for batched (> 2-D) operands.
@@ -689,6 +699,8 @@ def plan(a, b, contract=None, *, engine=None) -> Plan:
     xp, contract, a, b, a2, b2, batch, full, final = _prepare(a, b, contract)
     if batch:
         raise ValueError("plan() takes 1-D or 2-D operands; use matmul(..., return_plan=True) for batches")
+    if _is_complex(a2) or _is_complex(b2):
+        return _complex_plan(a2, b2, contract, get_backend(engine, xp))[-1]
     return _plan_2d(a2, b2, contract, get_backend(engine, xp))[-1]
 
 

@@ -340,3 +340,12 @@ def test_audit_plot_of_complex_inputs(tmp_path, capsys):
     out = tmp_path / "err.png"
     assert main(["audit", "--inputs", "complex", "--size", "8", "--phi", "1", "--no-hilbert", "--plot", str(out)]) == 0
     assert out.exists() and "per real and imaginary part" in capsys.readouterr().out
+
+
+def test_plan_of_a_complex_product_is_the_embedding_plan():
+    rng = np.random.default_rng(19)
+    a, b = _operands(rng, 3, 5, 2, 2.0)
+    p = ozgemm.plan(a, b)
+    _, (q,) = ozgemm.matmul(a, b, return_plan=True)
+    assert p.shape == (3, 10, 4) and (p.n_moduli, p.beta) == (q.n_moduli, q.beta)
+    assert "real embedding 3x10x4" in p.info()["widened"]
