@@ -115,6 +115,6 @@ def scaled_residues(mant, exp, shift, moduli, xp, dtype=None):
         xp.floor(qt, out=qt)
         qt *= mods
         S -= qt
-        out[:, i0:i1, :] = S.astype(out.dtype).reshape(N, i1 - i0, k)
+        out[:, i0:i1, :] = S.astype(out.dtype, copy=False).reshape(N, i1 - i0, k)
     return out
 
