@@ -132,3 +132,39 @@ def test_complex_contracts_per_part(ab, name):
         return
     for x, y in ((c1, c2),) if name != "dd" else ((c1.hi, c2.hi), (c1.lo, c2.lo)):
         assert np.array_equal(x, y, equal_nan=True)
+
+
+@st.composite
+def whole_range_operands(draw, dtype):
+    """Entries anywhere in the format's range (subnormals included) around a random centre,
+    spreads up to the whole range, zero entries and rows, exact cancellations."""
+    m, k, n = draw(st.integers(1, 3)), draw(st.integers(1, 5)), draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    lo, hi = (-1074, 1023) if dtype == np.float64 else (-149, 127)
+
+    def mat(r, c):
+        width = draw(st.sampled_from([0, 4, 60, 300, 2100]))
+        e = np.clip(rng.integers(lo, hi + 1) + rng.integers(-width, width + 1, (r, c)), lo, hi - 1)
+        x = np.ldexp(rng.integers(-2**10, 2**10, (r, c)).astype(np.float64), e - 10).astype(dtype)
+        x[rng.random((r, c)) < 0.2] = 0.0
+        if rng.random() < 0.2:
+            x[rng.integers(0, r)] = 0.0
+        return x
+    a, b = mat(m, k), mat(k, n)
+    if k >= 2 and draw(st.booleans()):
+        a[0, 1], b[1, 0] = -a[0, 0], b[0, 0]
+    return a, b
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(whole_range_operands(np.float64), st.sampled_from(["fp64", "fp64-fast", "dd", "fp64-ozaki"]))
+def test_no_wrong_answer_over_the_whole_float64_range(ab, name):
+    """Over the whole float64 range no shipped contract delivers a result outside its promise
+    (it may refuse spreads beyond what the moduli table holds)."""
+    assert_contract_kept(*ab, name)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(whole_range_operands(np.float32), st.sampled_from(["fp32", "fp32-ozaki"]))
+def test_no_wrong_answer_over_the_whole_float32_range(ab, name):
+    assert_contract_kept(*ab, name)
