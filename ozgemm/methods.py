@@ -22,8 +22,8 @@ __all__ = ["plan_product", "execute", "execute_complex"]
 
 def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
                  pa=None, pb=None, known=(None, None)):
-    """The plan of ``a @ b`` (:func:`_plan`), within the contract's ``max_gemms`` (a speculative
-    plan is checked when confirmed)."""
+    """The plan of ``a @ b`` (:func:`_plan`), within the contract's ``max_gemms`` (a capped
+    contract never speculates, so every plan it gets is checked here)."""
     p = _plan(contract, a, b, backend, force=force, nonfinite_flag=nonfinite_flag, speculate=speculate,
               pa=pa, pb=pb, known=known)
     if force is None and p.pending is None:
@@ -75,16 +75,17 @@ def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=N
                 crt = make_plan(crt_c, a, b, backend, known=known)
             except ContractError as exc:
                 err_crt = exc
-    found = [p for p in (crt, oz) if p is not None]
-    if not found:
+    if crt is None and oz is None:
         raise err_crt if err_crt is not None else err_oz
     # a cost cap (max_gemms): a candidate beyond it is not available; none within: the cheaper one's refusal
-    fits = [p for p in found if contract.max_gemms is None or p.int8_gemms <= contract.max_gemms]
-    if not fits:
-        check_cost(min(found, key=lambda p: p.int8_gemms))
-    crt = crt if crt in fits else None
-    oz = oz if oz in fits else None
-    return choose(contract, crt, oz, err_crt, err_oz)
+    cap = contract.max_gemms
+
+    def within(p):
+        return p is not None and (cap is None or p.int8_gemms <= cap)
+
+    if not (within(crt) or within(oz)):
+        check_cost(min((p for p in (crt, oz) if p is not None), key=lambda p: p.int8_gemms))
+    return choose(contract, crt if within(crt) else None, oz if within(oz) else None, err_crt, err_oz)
 
 
 def execute(plan, backend, a, b, timings=None, reuse=None):

@@ -569,12 +569,9 @@ def confirm_plan(plan: Plan, backend):
     _remember(plan.key, nmod, beta)
     ok = nmod == plan.n_moduli and beta == int(host[-1])
     if ok:
-        done = plan.evolve(beta=int(beta), widened=widened, pending=None)
-    else:
-        s, t = backend.shifts(beta, sa, sb)
-        done = plan.evolve(beta=int(beta), widened=widened, pending=None, moduli=MODULI[:nmod], s=s, t=t)
-    check_cost(done)
-    return ok, done
+        return ok, plan.evolve(beta=int(beta), widened=widened, pending=None)
+    s, t = backend.shifts(beta, sa, sb)
+    return ok, plan.evolve(beta=int(beta), widened=widened, pending=None, moduli=MODULI[:nmod], s=s, t=t)
 
 
 @dataclass(frozen=True)
