@@ -46,7 +46,6 @@ def register(sub):
     p.set_defaults(func=run_bench)
 
 
-
 def cpu_context() -> dict:
     try:  # optional, reported only
         import scipy

@@ -105,9 +105,7 @@ def reference(a, b, fmt="binary64") -> Reference:
     from ..contracts.formats import DD, Binary128
     from ..precision.operands import as_wide, is_wide, operand_rows, transpose
 
-    a, b = as_wide(a), as_wide(b)
-    if not (is_wide(a) or is_wide(b)) and "c" in (a.dtype.kind, b.dtype.kind):
-        a, b = _real_operands(to_numpy(a), to_numpy(b))
+    a, b = _real_if_complex(as_wide(a), as_wide(b))
     if is_wide(a) or is_wide(b):  # host copies; classes from the operands' proxies
         def host(x):
             if isinstance(x, DD):
@@ -213,12 +211,15 @@ def measure_any(c, a, b, contract, fmt=None, ref: Reference | None = None) -> di
 
 
 def _real_if_complex(a, b):
-    """(a, b), or for complex operands the real operands of :func:`_real_operands` (whose
-    product is [Re | Im])."""
+    """(a, b), or for complex operands (numpy or cupy) the host real operands of
+    :func:`_real_operands` (whose product is [Re | Im])."""
+    from .._xp import to_numpy
     from ..precision.operands import is_wide
 
-    if not (is_wide(a) or is_wide(b)) and "c" in (np.asarray(a).dtype.kind, np.asarray(b).dtype.kind):
-        return _real_operands(np.asarray(a), np.asarray(b))
+    if is_wide(a) or is_wide(b):
+        return a, b
+    if "c" in (a.dtype.kind, b.dtype.kind):
+        return _real_operands(to_numpy(a), to_numpy(b))
     return a, b
 
 
