@@ -14,7 +14,10 @@ from .contracts.contract import ContractError
 from .crt import pipeline as crt_pipeline
 from .ozaki import pipeline as ozaki_pipeline
 from .ozaki.planner import make_ozaki_plan
-from .precision.planner import ModuliShortfall, check_cost, componentwise_bound, make_plan, statistics
+from .precision.bands import plan_bands
+from .precision.planner import (ModuliShortfall, WidthShortfall, check_cost, componentwise_bound, make_plan,
+                                statistics)
+from .precision.specials import NonFiniteInputs
 from .precision.select import choose
 
 __all__ = ["plan_product", "execute", "execute_complex"]
@@ -24,11 +27,27 @@ def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite
                  pa=None, pb=None, known=(None, None)):
     """The plan of ``a @ b`` (:func:`_plan`), within the contract's ``max_gemms`` (a capped
     contract never speculates, so every plan it gets is checked here)."""
-    p = _plan(contract, a, b, backend, force=force, nonfinite_flag=nonfinite_flag, speculate=speculate,
-              pa=pa, pb=pb, known=known)
+    try:
+        p = _plan(contract, a, b, backend, force=force, nonfinite_flag=nonfinite_flag, speculate=speculate,
+                  pa=pa, pb=pb, known=known)
+    except WidthShortfall as exc:
+        if force is not None or not _bands_allowed(contract):
+            raise
+        if nonfinite_flag is not None and int(nonfinite_flag.reshape(-1)[0]):
+            raise NonFiniteInputs() from None
+        return plan_bands(contract, a, b, backend, pa=pa, pb=pb, why=str(exc).split(": ", 1)[-1].split(". Fix:")[0])
     if force is None and p.pending is None:
         check_cost(p)
     return p
+
+
+def _bands_allowed(contract) -> bool:
+    """Whether a product beyond one plan's width is split into exponent bands: componentwise
+    contracts whose moduli/slices follow the data (a fixed count is the user's cap)."""
+    if contract.bound_kind != "componentwise":
+        return False
+    fixed = contract.moduli if contract.method == "crt" else contract.slices if contract.method == "ozaki" else None
+    return fixed in (None, "auto")
 
 
 def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
@@ -90,7 +109,9 @@ def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=N
 
 def execute(plan, backend, a, b, timings=None, reuse=None):
     """Run ``plan``'s pipeline on ``backend`` for the operands it was made for (``reuse``: the
-    residue store of prepared operands, CRT)."""
+    residue store of prepared operands, CRT; exponent bands recompute theirs)."""
+    if plan.method == "bands":
+        return crt_pipeline.execute_bands(plan, backend, a, b, timings)
     if plan.method == "ozaki":
         return ozaki_pipeline.execute(plan, backend, a, b, timings)
     return crt_pipeline.execute(plan, backend, a, b, timings, reuse)
@@ -100,7 +121,10 @@ def execute_complex(plan, backend, a, b, timings=None):
     """Run ``plan`` — made for the finite real embedding ``a`` (m, 2k), ``b`` (2k, 2n) of a
     complex product (:func:`ozgemm.precision.operands.complex_embedding`) — giving
     [Re | Im] (m, 2n): CRT plans in the three-product form on the embedding's parts
-    (:func:`ozgemm.crt.pipeline.execute_3m`), Ozaki-I plans as the embedding's product."""
+    (:func:`ozgemm.crt.pipeline.execute_3m`), Ozaki-I and banded plans as the embedding's
+    product."""
+    if plan.method == "bands":
+        return crt_pipeline.execute_bands(plan, backend, a, b, timings)
     if plan.method == "crt":
         k, n = a.shape[1] // 2, b.shape[1] // 2
         return crt_pipeline.execute_3m(plan, backend, (a[:, :k], a[:, k:]), (b[:k, :n], b[:k, n:]), timings)

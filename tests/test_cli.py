@@ -1,7 +1,10 @@
+from pathlib import Path
+
 import json
 
 import numpy as np
 
+import ozgemm
 from ozgemm.cli import main
 
 
@@ -53,13 +56,17 @@ def test_audit_nonfinite_and_refusal(capsys, tmp_path):
     np.save(tmp_path / "A.npy", a)
     np.save(tmp_path / "B.npy", b)
     assert main(["audit", str(tmp_path / "A.npy"), str(tmp_path / "B.npy")]) == 0
-    # a refusal (ContractError) is exit 3, not a breach
+    # a spread beyond one plan is computed in exponent bands and kept (exit 0); a refusal
+    # (ContractError: here the contract's max_gemms below what the bands cost) is exit 3
     np.save(tmp_path / "W.npy", np.array([[1.0, 1e-45]]))
     np.save(tmp_path / "I.npy", np.eye(2))
+    assert main(["audit", str(tmp_path / "W.npy"), str(tmp_path / "I.npy")]) == 0
+    (tmp_path / "capped.toml").write_text((Path(ozgemm.__file__).parent / "contracts" / "fp64.toml").read_text()
+                                          + "max_gemms = 10\n")
     capsys.readouterr()
-    rc = main(["audit", str(tmp_path / "W.npy"), str(tmp_path / "I.npy")])
+    rc = main(["audit", "--contract", str(tmp_path / "capped.toml"), str(tmp_path / "W.npy"), str(tmp_path / "I.npy")])
     out = capsys.readouterr().out
-    assert rc == 3 and "REFUSED" in out and "BROKEN" not in out
+    assert rc == 3 and "REFUSED" in out and "BROKEN" not in out and "max_gemms" in out
     assert main(["audit", "--size", "0"]) == 2
     assert main(["audit", "--json", str(tmp_path / "missing" / "x.json")]) == 2
 
@@ -160,9 +167,11 @@ def test_bench_bad_arguments_and_refusals(capsys, tmp_path, monkeypatch):
         err = capsys.readouterr().err
         assert rc == 2 and err.startswith("ozgemm bench: ") and "Traceback" not in err, (argv, rc, err)
     capsys.readouterr()
-    rc = main(["bench", "--sizes", "8", "--ref-sizes", "--reps", "1", "--phi", "40"])
+    capped = tmp_path / "capped.toml"  # a cost cap below what these spreads need
+    capped.write_text((Path(ozgemm.__file__).parent / "contracts" / "fp64.toml").read_text() + "max_gemms = 10\n")
+    rc = main(["bench", "--sizes", "8", "--ref-sizes", "--reps", "1", "--phi", "40", "--contracts", str(capped)])
     err = capsys.readouterr().err
-    assert rc == 3 and "refused" in err, err
+    assert rc == 3 and "refused" in err and "max_gemms" in err, err
     import ozgemm.cli.bench as bench
 
     def boom(*a, **k):

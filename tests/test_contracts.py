@@ -46,21 +46,34 @@ def test_syntax_error_and_missing(tmp_path):
         load_contract(tmp_path / "absent.toml")
 
 
-def test_spread_beyond_range_raises():
+def test_spread_beyond_one_plan_is_computed_in_bands():
+    """Beyond one plan's width (the contract's exponent_range, or the moduli table) the product
+    is split into exponent bands and keeps the promise, checked exactly; the plan reports the
+    bands; a cost cap below what the bands need, or a fixed moduli count, refuses naming it."""
+    from ozgemm.verify.reference import exact_product, measure
     # entry (0,1) of |A||B| is ~2^-100 but row 0 of A spans 1 .. 2^-152 (153 bits wide):
     a = np.array([[1.0, 2.0 ** -100 * (1 + 2.0 ** -52)]])
     b = np.array([[1.0, 0.0], [1.0, 1.0 / 3]])
     narrow = load_contract("fp64").with_(exponent_range=20, name="fp64-narrow")
-    with pytest.raises(ContractError) as ei:
-        ozgemm.matmul(a, b, contract=narrow)
-    msg = str(ei.value)
-    assert "fp64-narrow" in msg and "exponent_range" in msg and "Fix" in msg
-    c = ozgemm.matmul(a, b)  # the shipped fp64 contract allows the width
-    from ozgemm.verify.reference import exact_product, measure
-    assert measure(c, exact_product(a, b), load_contract("fp64")).breaches == 0
-    # beyond what the moduli table can hold, the message says no contract can
-    with pytest.raises(ContractError, match="no contract can"):
-        ozgemm.matmul(np.array([[1.0, 1e-45]]), np.eye(2))
+    c, plans = ozgemm.matmul(a, b, contract=narrow, return_plan=True)
+    info = plans[0].info()
+    assert info["method"] == "bands" and info["int8_gemms"] == sum(
+        p.plan.int8_gemms for p in plans[0].pairs) and "exponent_range=20" in info["widened"]
+    assert measure(c, exact_product(a, b), narrow).breaches == 0
+    c1, plans = ozgemm.matmul(a, b, return_plan=True)  # the shipped fp64 contract allows the width
+    assert plans[0].info()["method"] == "crt" and measure(c1, exact_product(a, b), load_contract("fp64")).breaches == 0
+    # beyond what the moduli table holds, every contract splits into bands
+    w, eye = np.array([[1.0, 1e-45]]), np.eye(2)
+    for name in ("fp64", "dd", "fp128", "fp64-ozaki"):
+        c, plans = ozgemm.matmul(w, eye, contract=name, return_plan=True)
+        assert plans[0].method == "bands"
+        assert measure(c, exact_product(w, eye), load_contract(name)).breaches == 0
+    capped = load_contract("fp64").with_(max_gemms=10, name="capped")
+    with pytest.raises(ContractError, match=r"need \d+ INT8 GEMMs .*max_gemms = 10"):
+        ozgemm.matmul(w, eye, contract=capped)
+    fixed = load_contract("fp64").with_(moduli=30, name="fixed30")
+    with pytest.raises(ContractError, match="exponent bands"):
+        ozgemm.matmul(w, eye, contract=fixed)
 
 
 def test_fixed_moduli_too_few_raises(rng):

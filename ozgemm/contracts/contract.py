@@ -169,6 +169,15 @@ class Contract:
         changes.setdefault("source", src)
         return replace(self, **changes)
 
+    def sharpened(self, extra_bits: int) -> "Contract":
+        """The same contract promising ``extra_bits`` more (bits may then exceed the format's
+        precision): what the exponent-band planner proves for each band pair, so that the pairs
+        and the parts left out share the promise (:mod:`ozgemm.precision.bands`). Internal:
+        only the planners read it; it is never a user's contract."""
+        c = self.with_(bits=self.fmt.p)  # validated, then the bits set past the format's check
+        object.__setattr__(c, "bits", self.bits + int(extra_bits))
+        return c
+
 
 _KEYS = {f.name for f in fields(Contract)} - {"source"}
 

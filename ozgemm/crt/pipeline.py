@@ -25,10 +25,10 @@ import time
 from .._timing import lap_timer
 from ..precision.rounding import empty_result
 
-__all__ = ["execute", "execute_3m"]
+__all__ = ["execute", "execute_bands", "execute_3m"]
 
 
-def execute(plan, backend, a, b, timings=None, reuse=None):
+def execute(plan, backend, a, b, timings=None, reuse=None, exact=False):
     """Compute ``C = RN(A'B' 2**-(s_i+t_j))`` for a CRT plan.
 
     Parameters
@@ -43,6 +43,11 @@ def execute(plan, backend, a, b, timings=None, reuse=None):
     reuse : optional            residues of prepared operands: ``reuse.residues(side,
                                 compute, shift, n_moduli, i0, i1)`` returns those computed
                                 before for the same shifts and moduli, else ``compute()``
+
+    exact : bool                return the exact integer product instead of rounding it:
+                                (mag (L, m, n) uint64 base-2**32 limbs of |C'|, neg (m, n)
+                                bool), C' scaled by ``2**plan.out_exponent()``
+                                (:meth:`Backend.reconstruct_exact`; the band pipeline)
 
     Returns
     -------
@@ -67,7 +72,7 @@ def execute(plan, backend, a, b, timings=None, reuse=None):
         else:
             rb = reuse.residues("b", lambda: backend.residues(bt, sb, plan.t, N), plan.t, N, 0, n)
         t0 = lap("residues", t0)
-        out = empty_result(m, n, fmt, backend.xp)
+        out = empty_result(m, n, fmt, backend.xp) if not exact else []
         for tile in tiles:
             with tile:
                 i0, i1 = tile.i0, tile.i1
@@ -81,11 +86,59 @@ def execute(plan, backend, a, b, timings=None, reuse=None):
                 del ra
                 t0 = lap("gemms", t0)
                 whole = i0 == 0 and i1 == m  # (views cost host time: only for a tile)
+                if exact:
+                    out.append(backend.reconstruct_exact(c, N, i1 - i0, n))
+                    del c
+                    lap("reconstruction", t0)
+                    continue
                 backend.reconstruct_round(c, s_out if whole else s_out[i0:i1], t_out, N, fmt,
                                           out if whole else out[lead + (slice(i0, i1),)])
                 del c
                 lap("reconstruction", t0)
+    if exact:
+        xp = backend.xp
+        L = max(mg.shape[0] for mg, _ in out)
+        mag = xp.concatenate([xp.pad(mg, ((0, L - mg.shape[0]), (0, 0), (0, 0))) for mg, _ in out], axis=1)
+        return mag, xp.concatenate([ng for _, ng in out], axis=0)
     return out
+
+
+def execute_bands(plan, backend, a, b, timings=None):
+    """A banded plan (:class:`~ozgemm.precision.bands.BandedPlan`): every computed band pair
+    through :func:`execute` to its exact integer product, all summed exactly at their scales
+    (:class:`~ozgemm.crt.reconstruct.ExactSum`) and rounded once to the contract's format.
+    ``a``, ``b``: the finite operands the plan was made for; ``timings`` as :func:`execute`
+    (summed over the pairs)."""
+    from ..precision.bands import band_operands
+    from .reconstruct import ExactSum, constants_of
+
+    xp = backend.xp
+    m, k, n = plan.shape
+    lo = xp.full((m, n), 1 << 62, dtype=xp.int64)
+    top = xp.full((m, n), -(1 << 62), dtype=xp.int64)
+    exps, term_limbs = [], 1
+    for pair in plan.pairs:  # the accumulator's unit and length: below / above every term
+        p = pair.plan
+        e = p.out_exponent()
+        gc = constants_of(backend.residue_moduli(p.n_moduli))
+        term_limbs = max(term_limbs, gc.limbs)
+        sub = (pair.rows[:, None], pair.cols[None, :])
+        lo[sub] = xp.minimum(lo[sub], e)
+        top[sub] = xp.maximum(top[sub], e)
+        exps.append(e)
+    covered = lo < (1 << 62)
+    e0 = xp.where(covered, lo, 0)
+    span = int(xp.max(xp.where(covered, top - lo, 0))) if m * n else 0
+    # a term at q = (e - e0) // 32 limbs fills limbs q .. q + L; the sum of all terms is below
+    # 2**32 times the largest (fewer than 2**32 pairs): three limbs spare keep the sign
+    limbs = span // 32 + term_limbs + 3
+    acc = ExactSum(e0, limbs, xp)
+    for pair, e in zip(plan.pairs, exps):
+        ar, bs = band_operands(plan, pair, a, b, xp)
+        mag, neg = execute(pair.plan, backend, ar, bs, timings, exact=True)
+        acc.add(mag, neg, e, pair.rows, pair.cols)
+        del mag, neg
+    return acc.round(plan.contract.fmt)
 
 
 def execute_3m(plan, backend, a_parts, b_parts, timings=None):

@@ -19,7 +19,7 @@ import numpy as np
 
 from .moduli import crt_constants, garner_constants
 
-__all__ = ["garner_digits", "mixed_radix_to_limbs", "crt_reconstruct", "reconstruct_round"]
+__all__ = ["garner_digits", "mixed_radix_to_limbs", "crt_reconstruct", "reconstruct_round", "ExactSum"]
 
 _MASK = 0xFFFFFFFF
 
@@ -198,3 +198,70 @@ def reconstruct_round(c, n_moduli, e, fmt, xp, block: int = 1 << 15, bound=None)
     if fmt.name == "binary128":
         return xp.concatenate(parts, axis=0).reshape(tuple(shape) + (2,))
     return xp.concatenate(parts).reshape(shape)
+
+
+class ExactSum:
+    """The exact sum, per entry of an (m, n) result, of signed multiword integers each at its
+    own power-of-two scale, rounded once (the band pipeline, :mod:`ozgemm.precision.bands`).
+
+    ``e0`` (m, n) int64 is the scale of the accumulator's unit (at most every added term's
+    scale) and ``limbs`` the accumulator's length in base-2**32 limbs (room for every term and
+    the carries). Terms are added with :meth:`add`; :meth:`round` normalises the carries
+    (two's complement, arithmetic shifts) and rounds through
+    :func:`~ozgemm.precision.rounding.round_result`. Written once against ``xp``.
+    """
+
+    def __init__(self, e0, limbs: int, xp):
+        self.xp = xp
+        self.shape = e0.shape
+        self.e0 = e0.reshape(-1)
+        self.acc = xp.zeros((limbs, self.e0.shape[0]), dtype=xp.int64)  # unnormalised 32-bit limbs
+
+    def add(self, mag, neg, e, rows, cols):
+        """Add ``(-1)**neg mag 2**e`` — ``mag`` (L, r, c) uint64 limbs, ``neg`` and ``e``
+        (r, c) — at rows ``rows`` and columns ``cols`` (index arrays) of the result. Each
+        limb adds less than 2**32 in magnitude to an int64 limb: exact for up to 2**30 terms."""
+        xp = self.xp
+        n = self.shape[1]
+        L = mag.shape[0]
+        idx = (rows[:, None] * n + cols[None, :]).reshape(-1)
+        d = e.reshape(-1) - self.e0[idx]  # >= 0
+        q = d // 32
+        b = (d % 32).astype(xp.uint64)
+        sign = xp.where(neg.reshape(-1), -1, 1).astype(xp.int64)
+        m = mag.reshape(L, -1)
+        mask = xp.uint64(_MASK)
+        for j in range(L):
+            low = ((m[j] << b) & mask).astype(xp.int64)
+            high = (m[j] >> (xp.uint64(32) - b)).astype(xp.int64)  # b = 0: 0 (a 32-bit limb shifted by 32)
+            self.acc[q + j, idx] += sign * low
+            self.acc[q + j + 1, idx] += sign * high
+
+    def round(self, fmt):
+        """The correctly rounded sum in ``fmt``'s result storage (as :func:`reconstruct_round`)."""
+        from ..precision.rounding import round_result
+
+        xp = self.xp
+        acc = self.acc
+        L = acc.shape[0]
+        carry = xp.zeros(acc.shape[1:], dtype=xp.int64)
+        x = xp.empty_like(acc)
+        for j in range(L):
+            v = acc[j] + carry
+            x[j] = v & _MASK
+            carry = v >> 32
+        neg = carry < 0  # the sum is x + carry 2**(32 L), carry in {-1, 0}
+        d = xp.empty_like(x)  # 2**(32 L) - x for the negative ones
+        c = xp.ones(acc.shape[1:], dtype=xp.int64)
+        for j in range(L):
+            v = (_MASK - x[j]) + c
+            d[j] = v & _MASK
+            c = v >> 32
+        mag = xp.where(neg[None], d, x).astype(xp.uint64)
+        out = round_result(mag, neg, self.e0, fmt, xp)
+        m, n = self.shape
+        if fmt.name == "dd":
+            return out.reshape((2, m, n))
+        if fmt.name == "binary128":
+            return out.reshape((m, n, 2))
+        return out.reshape((m, n))

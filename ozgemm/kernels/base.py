@@ -142,3 +142,9 @@ class Backend(Protocol):
         correctly rounded conversion to ``fmt`` of the integers times ``2**-(s_i + t_j)``
         (:mod:`ozgemm.precision.rounding`), written into ``out`` (m, n) (dd: (2, m, n);
         binary128: (m, n, 2) uint64)."""
+
+    def reconstruct_exact(self, c, n_moduli: int, m: int, n: int):
+        """The exact CRT reconstruction of the first ``m`` rows and ``n`` columns of ``c``
+        (:meth:`residue_products`) without rounding: (mag (L, m, n) uint64 base-2**32 limbs
+        of |C'|, neg (m, n) bool) — what the band pipeline sums
+        (:func:`ozgemm.crt.pipeline.execute_bands`)."""

@@ -27,7 +27,7 @@ from math import prod
 import numpy as np
 
 from ..crt.moduli import garner_constants, wide_moduli
-from ..crt.reconstruct import constants_of, reconstruct_round
+from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
 from ..precision.planner import plan_scalars
 from ..precision.stats import row_stats, split_float
@@ -292,6 +292,13 @@ class NumpyBackend:
             return reconstruct_round(c, moduli, e, fmt, np)
         # |C'| < M/2 + 1 for the plan's M; P >= 4 M leaves the margin to round the quotient
         return reconstruct_round(c, moduli, e, fmt, np, bound=prod(garner_constants(n_moduli).moduli) // 2 + 1)
+
+    def reconstruct_exact(self, c, n_moduli, m, n):
+        """:func:`~ozgemm.crt.reconstruct.crt_reconstruct` of the products ``c`` (N, m, n)."""
+        moduli = self.residue_moduli(n_moduli)
+        bound = None if self.kind != "blas" else prod(garner_constants(n_moduli).moduli) // 2 + 1
+        mag, neg = crt_reconstruct(c[:, :m, :n].reshape(c.shape[0], -1), moduli, np, bound)
+        return mag.reshape((mag.shape[0], m, n)), neg.reshape(m, n)
 
     def reconstruct_round(self, c, s, t, n_moduli, fmt, out):
         out[...] = self.reconstruct_exponents(c, n_moduli, -(s[:, None] + t[None, :]), fmt)

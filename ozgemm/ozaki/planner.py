@@ -47,7 +47,7 @@ from fractions import Fraction
 from typing import ClassVar
 
 from ..contracts.contract import Contract, ContractError
-from ..precision.planner import Bound, Plan, componentwise_bound, statistics
+from ..precision.planner import Bound, Plan, WidthShortfall, componentwise_bound, statistics
 from ..precision.stats import LB_BITS
 from .schedule import SCHEDULES, diagonals, n_products, truncation_norm
 from .slicing import max_width_for, slice_width, slices_for_width
@@ -114,7 +114,7 @@ def _finish(contract, shape, beta, s, schedule, w, sa, sb, xp, widened):
     m, k, n = shape
     beta = int(beta)
     if len(diagonals(int(s), schedule)) > _MAX_DIAGONALS:
-        raise ContractError(f"{_where(contract)}: {s} slices with the {schedule} schedule need "
+        raise WidthShortfall(f"{_where(contract)}: {s} slices with the {schedule} schedule need "
                             f"{len(diagonals(int(s), schedule))} diagonals; at most {_MAX_DIAGONALS} are "
                             "accumulated exactly. Fix: fewer slices, the triangular schedule, or method = \"crt\"")
     sh_a = xp.where(sa.zero_row, 0, beta - sa.E).astype(xp.int64)

@@ -48,7 +48,7 @@ from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
 from .stats import LB_BITS, NORM_BITS, RowStats
 
-__all__ = ["Plan", "Bound", "ModuliShortfall", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
+__all__ = ["Plan", "Bound", "ModuliShortfall", "WidthShortfall", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
            "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound",
            "check_width", "delta_norm", "required_beta", "plan_scalars", "KBLOCK_INT32"]
 
@@ -376,6 +376,13 @@ class ModuliShortfall(ContractError):
     another method, may prove the bound)."""
 
 
+class WidthShortfall(ContractError):
+    """One product plan cannot prove a componentwise bound for these inputs: the width they
+    need is beyond the contract's :func:`width_cap` or the moduli table (or the slices one
+    Ozaki-I plan accumulates). :mod:`ozgemm.precision.bands` then splits the operands into
+    exponent bands; the message is what a user sees where that is not allowed."""
+
+
 def width_cap(contract: Contract) -> int:
     """The largest integer width a componentwise contract accepts: ``p + exponent_range`` of
     its format's precision p (not of ``bits``: the minimal width never grows as the promise
@@ -397,18 +404,16 @@ def check_width(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cp
         need = int(max(int(sa.width.max()) if m else 0, int(sb.width.max()) if n else 0))
         cap = max_beta_for(moduli_product(len(MODULI)), S, k, cpow=cpow)
         if beta_min <= cap:
-            fix = (f"use a contract with exponent_range >= {beta_min - contract.fmt.p} (the "
-                   f"{len(MODULI)}-moduli table holds widths up to {cap} bits at k = {k})")
+            fix = f"exponent_range >= {beta_min - contract.fmt.p} gives one plan"
         else:
-            fix = (f"no contract can: width {beta_min} exceeds the {cap} bits the {len(MODULI)}-moduli "
-                   f"table holds at k = {k}")
-        raise ContractError(
-            f"{where}: the componentwise bound 2^-{contract.bits - 1}|A||B| cannot be proven "
+            fix = f"width {beta_min} exceeds the {cap} bits the {len(MODULI)}-moduli table holds at k = {k}"
+        raise WidthShortfall(
+            f"{where}: one plan cannot prove the componentwise bound 2^-{contract.bits - 1}|A||B| "
             f"within exponent_range={contract.exponent_range} (integer width <= {beta_max} bits; "
             f"these inputs need {beta_min}: their rows/columns span up to {need} bits, exponent "
-            f"spread plus precision, and small entries meet large ones). Fix: {fix}; or use a "
-            "normwise contract (e.g. 'fp64-fast'), or rescale rows/columns with widely spread "
-            "magnitudes.")
+            f"spread plus precision, and small entries meet large ones; {fix}). Fix: a contract whose "
+            "moduli (slices) follow the data (\"auto\") splits such products into exponent bands; or use a "
+            "normwise contract (e.g. 'fp64-fast').")
 
 
 def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int):
@@ -422,12 +427,12 @@ def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, 
     S = s_bound(host, k)
     nmod = min_moduli_for(beta_min, S, k, cpow)
     if nmod is None:
-        raise ContractError(
-            f"{where}: no contract can prove a componentwise bound for these inputs: width {beta_min} "
+        raise WidthShortfall(
+            f"{where}: one plan cannot prove a componentwise bound for these inputs: width {beta_min} "
             f"bits needs a moduli product above 2^{float(np.log2(float(2 * cmax(beta_min, S, k, cpow)))):.1f}, "
             f"beyond the table's {len(MODULI)} moduli (2^{np.log2(np.array(MODULI, float)).sum():.1f}). "
-            "Fix: reduce k (split the product) or the exponent spread (rescale rows/columns), or use a "
-            "normwise contract (e.g. 'fp64-fast').")
+            "Fix: a contract whose moduli (slices) follow the data (\"auto\") splits such products into "
+            "exponent bands; or reduce k, or use a normwise contract (e.g. 'fp64-fast').")
     if contract.moduli == "auto":
         widened = f"auto: {nmod} moduli prove the bound (minimal width {beta_min})"
     else:

@@ -21,6 +21,7 @@ import numpy as np
 from ..._xp import as_float64
 from ...precision.rounding import empty_result
 from ...crt.moduli import garner_constants
+from ...crt.reconstruct import crt_reconstruct
 from ...precision.stats import RowStats
 from .source import kernel_source
 from ...precision.planner import KBLOCK_INT32
@@ -593,6 +594,14 @@ class CudaBackend:
             f(((total + _THREADS - 1) // _THREADS,), (_THREADS,), (acc, r, np.int64(rp * kp), np.int64(total)))
             del r
         return acc
+
+    def reconstruct_exact(self, c, n_moduli, m, n):
+        """The exact integers of the products ``c`` (N, >=m, >=n), reduced modulo each m_q
+        (int64), through the array-generic :func:`~ozgemm.crt.reconstruct.crt_reconstruct`."""
+        mods = cp.asarray(np.asarray(garner_constants(n_moduli).moduli, dtype=np.int64)).reshape(-1, 1, 1)
+        r = c[:, :m, :n].astype(cp.int64) % mods
+        mag, neg = crt_reconstruct(r.reshape(r.shape[0], -1), n_moduli, cp)
+        return mag.reshape((mag.shape[0], m, n)), neg.reshape(m, n)
 
     def reconstruct_round(self, c, s, t, n_moduli, fmt, out=None):
         """Fused Garner + Horner + sign + rounding of (N, m, >=n) int32/int64 products.

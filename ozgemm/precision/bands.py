@@ -1,0 +1,293 @@
+"""Exponent bands: the plan of a product whose spread no single plan can hold.
+
+A componentwise plan scales each row of A and column of B to integers of one width β; an
+entry of (|A||B|)_ij far below 2**(E_i + F_j) (rows and columns spanning many binades, small
+entries meeting large ones) needs β beyond what the moduli table holds (the planner raises
+:class:`~ozgemm.precision.planner.WidthShortfall`). Then the operands are split by exponent:
+
+    A = sum_r A^(r),  B = sum_s B^(s),  AB = sum_(r,s) A^(r) B^(s),
+
+where A^(r) holds the entries (each component of a dd/binary128 entry on its own) of row i
+whose binary exponent e (|x| in [2**(e-1), 2**e)) lies in (E_i - (r+1) W, E_i - r W], E_i the
+row's largest, W = :data:`BAND_BITS`; B^(s) likewise by columns. Every entry sits in exactly
+one band, so the split is exact and (|A||B|) = sum (|A^(r)||B^(s)|). A band's rows span at
+most W + 53 bits, which one plan always holds, so each band pair (r, s) is an ordinary CRT
+plan (:func:`ozgemm.precision.planner.make_plan`), made for the contract with one more bit.
+
+Which pairs. A pair can only matter to entry (i, j) where row i of A^(r) and column j of
+B^(s) are non-empty, and it is at most
+    |A^(r) B^(s)|_ij <= C_A C_B k 2**(E_i + F_j - (r + s) W)
+(C the components per entry). A lower bound of (|A||B|)_ij comes from float64 GEMMs of
+|A| 2**-E_i and |B| 2**-F_j restricted to windows of :data:`LB_FLUSH` binades and scaled
+into range (:func:`band_lower_bound`; every product is then 0 or a normal float64 and all
+terms are non-negative, so a computed sum G is at least (1 - gamma_k) times its exact value,
+whatever the summation order): with G = f 2**g, f in [1/2, 1), (|A||B|)_ij >= 2**(E_i + F_j
++ g - 2) =: LB_ij (for k < 2**51; the windows' offsets subtracted; LB = 0 where every G is 0;
+a dd/binary128 entry counts as half its largest component where the others sum to at most a
+quarter of it, else 0). The nearest windows come first and the rest only while some entry
+has no bound: one GEMM for most inputs. A pair is left out for entry (i, j) when
+
+    C_A C_B k 2**(E_i + F_j - (r + s) W) <= 2**-(bits + 2 + ceil(log2 P)) LB_ij,
+
+P the number of band pairs. The rows and columns of each pair's product are those with some
+entry not left out (a superset: computing more is always allowed).
+
+The bound. Let S be the exact sum of the computed pairs' integer products (each at its own
+scale; :class:`~ozgemm.crt.reconstruct.ExactSum`), rounded once: C = RN(S). A computed pair
+keeps (1 + u_f) delta_rs <= 2**-bits (|A^(r)||B^(s)|) (its plan proves the contract with
+bits + 1), and the pairs left out for an entry sum to at most 2**-(bits + 2) LB_ij. With
+Delta = |S - AB| <= sum delta_rs + sum_left |A^(r) B^(s)|,
+    |C - AB| <= u_f |AB| + (1 + u_f) Delta <= u_f |AB| + 2**-(bits - 1) (|A||B|)_ij,
+the contract's componentwise promise (with the same subnormal and overflow allowances as one
+plan: the only rounding is the last one).
+
+Cost. Per computed pair one plan (statistics, the bound GEMM and its moduli); spreads up to W
+bits beyond what one plan holds give a few pairs; random entries over the whole float64 range
+about six; adversarial inputs (huge spreads whose small entries only meet small ones) up to
+(spread / W)**2 pairs on the rows and columns that need them. ``plan.info()`` reports the bands,
+the pairs and the INT8 GEMMs; a contract's ``max_gemms`` caps the total.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from ..contracts.contract import Contract, ContractError
+
+__all__ = ["BAND_BITS", "LB_FLUSH", "BandPair", "BandedPlan", "band_index", "band_lower_bound", "band_operands", "plan_bands"]
+
+#: exponent width of one band: a band's rows span at most BAND_BITS + 53 bits, i.e. a width
+#: of at most 117 bits, which the moduli table holds for any k below 2**100
+BAND_BITS = 64
+#: binades per window of the float64 lower-bound GEMMs (products of two windows' entries stay
+#: normal: 2**-2 LB_FLUSH > 2**-1022)
+LB_FLUSH = 500
+
+
+@dataclass(frozen=True)
+class BandPair:
+    """One computed band pair: bands ``r`` of A and ``s`` of B on rows ``rows`` of A and
+    columns ``cols`` of B (int64 index arrays), planned as ``plan``."""
+
+    r: int
+    s: int
+    rows: object
+    cols: object
+    plan: object
+
+
+@dataclass(frozen=True)
+class BandedPlan:
+    """The plan of a product split into exponent bands (module docstring).
+
+    Attributes: ``contract``; ``shape`` (m, k, n); ``bands`` (bands of A, bands of B);
+    ``pairs`` the computed :class:`BandPair`; ``band_a`` / ``band_b`` the band index of every
+    entry (int16, -1 for zeros; (C, r, k) for components, B's transposed); ``pa``, ``pb`` as in
+    :class:`~ozgemm.precision.planner.Plan`; ``left_out`` the pairs left out entirely.
+    """
+
+    contract: Contract
+    shape: tuple
+    bands: tuple
+    pairs: tuple
+    band_a: object = field(repr=False)
+    band_b: object = field(repr=False)
+    pa: object = None
+    pb: object = None
+    left_out: int = 0
+    widened: str = ""
+    pending: ClassVar[object] = None
+
+    method: ClassVar[str] = "bands"
+
+    @property
+    def int8_gemms(self) -> int:
+        """INT8 GEMMs of all computed pairs (each with its bound GEMM)."""
+        return sum(p.plan.int8_gemms for p in self.pairs)
+
+    @property
+    def n_moduli(self) -> int:
+        """The largest moduli count of a pair (0 without pairs)."""
+        return max((p.plan.n_moduli for p in self.pairs), default=0)
+
+    @property
+    def beta(self) -> int:
+        """The largest width of a pair (0 without pairs)."""
+        return max((p.plan.beta for p in self.pairs), default=0)
+
+    @property
+    def moduli(self) -> tuple:
+        return max((p.plan.moduli for p in self.pairs), key=len, default=())
+
+    def info(self) -> dict:
+        """A JSON-friendly summary: the bands, the computed pairs (rows x columns, moduli) and
+        the INT8 GEMMs in all."""
+        m, k, n = self.shape
+        return {
+            "contract": self.contract.name,
+            "method": "bands",
+            "format": self.contract.format,
+            "bits": self.contract.bits,
+            "bound_kind": self.contract.bound_kind,
+            "promise": self.contract.promise(),
+            "shape": [m, k, n],
+            "band_bits": BAND_BITS,
+            "bands": list(self.bands),
+            "pairs": [{"bands": [p.r, p.s], "rows": int(p.rows.shape[0]), "cols": int(p.cols.shape[0]),
+                       "n_moduli": p.plan.n_moduli, "beta": p.plan.beta} for p in self.pairs],
+            "pairs_left_out": self.left_out,
+            "beta": self.beta,
+            "n_moduli": self.n_moduli,
+            "int8_gemms": self.int8_gemms,
+            "widened": self.widened,
+        }
+
+
+def _exponents(x, xp):
+    """Binary exponents e (|x| in [2**(e-1), 2**e)) of the entries of ``x`` and the nonzero mask."""
+    e = xp.frexp(x)[1].astype(xp.int64)
+    return e, x != 0
+
+
+def band_index(x, xp):
+    """Band of every entry of ``x`` (r, k) or components (C, r, k), by rows: int16, -1 for
+    zeros; and the rows' largest exponents E (r,) int64 (0 for zero rows)."""
+    e, nz = _exponents(x, xp)
+    lo = np.iinfo(np.int64).min
+    em = xp.where(nz, e, lo)
+    E = em.max(axis=-1) if x.ndim == 2 else em.max(axis=(0, 2))
+    E = xp.where(E == lo, 0, E)
+    idx = (E[:, None] - e) // BAND_BITS
+    return xp.where(nz, idx, -1).astype(xp.int16), E
+
+
+def _lb_proxy(x, xp):
+    """|x| of float entries, or for components a lower bound of |sum_c x_c|: half the largest
+    component where the others sum to at most a quarter of it, else 0."""
+    if x.ndim == 2:
+        return xp.abs(x).astype(xp.float64, copy=False)
+    ax = xp.abs(x)
+    mx = ax.max(axis=0)
+    return xp.where(ax.sum(axis=0) <= 1.25 * mx, 0.5 * mx, 0.0)
+
+
+def band_lower_bound(a, b, Ea, Fb, xp):
+    """g (m, n) int64 with (|A||B|)_ij >= 2**(Ea_i + Fb_j + g_ij - 2), or a very small g where
+    no bound is found (module docstring). Windows of :data:`LB_FLUSH` binades below each row's
+    (column's) largest are multiplied pairwise, nearest first, until every entry has a bound or
+    the windows are exhausted: window x of A holds the entries in [2**-LB_FLUSH (x+1),
+    2**-LB_FLUSH x) of the row's 2**E_i, scaled up by 2**(LB_FLUSH x), so every product is 0 or
+    a normal float64."""
+    ha = xp.ldexp(_lb_proxy(a, xp), -Ea[:, None].astype(xp.int32))
+    hb = xp.ldexp(_lb_proxy(b, xp), -Fb[None, :].astype(xp.int32))
+    none = -(1 << 40)
+    g = xp.full((ha.shape[0], hb.shape[1]), none, dtype=xp.int64)
+
+    def windows(h):
+        out, x = [], 0
+        while True:
+            top, bot = 2.0 ** (-LB_FLUSH * x), 2.0 ** (-LB_FLUSH * (x + 1))
+            part = xp.where((h < top) & (h >= bot), xp.ldexp(h, LB_FLUSH * x), 0.0)
+            out.append(part)
+            x += 1
+            if LB_FLUSH * x > 2200 or not bool((h < bot).any() & (h > 0).any()):
+                return out
+    wa, wb = windows(ha), windows(hb)
+    for d in range(len(wa) + len(wb) - 1):
+        for x in range(max(0, d - len(wb) + 1), min(len(wa), d + 1)):
+            G = wa[x] @ wb[d - x]
+            gx = xp.frexp(G)[1].astype(xp.int64) - LB_FLUSH * d
+            g = xp.where((G > 0) & (gx > g), gx, g)
+        if not bool((g == none).any()):
+            break
+    return g
+
+
+def _sub_contract(contract: Contract) -> Contract:
+    """The contract each band pair is planned with: one more bit, CRT, moduli from the data,
+    the default exponent range (a band's width is always within it), no cost cap (the
+    banded plan's total is checked)."""
+    return contract.with_(method="crt", moduli="auto", exponent_range=max(contract.exponent_range, 256),
+                          max_gemms=None).sharpened(1)
+
+
+def plan_bands(contract: Contract, a, b, backend, pa=None, pb=None, why: str = "") -> BandedPlan:
+    """Plan ``a`` (m, k) @ ``b`` (k, n) (finite; or (C, ., .) components rescaled by
+    ``2**-pa`` / ``2**-pb`` as :func:`~ozgemm.precision.planner.make_plan` takes them) under
+    the componentwise ``contract`` in exponent bands (module docstring). ``why``: the single
+    plan's refusal, kept in the report.
+
+    Raises ContractError when the contract's ``max_gemms`` is below the plan's INT8 GEMMs
+    (naming them); MemoryError as the planner does."""
+    from .planner import make_plan
+
+    xp = backend.xp
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    bt = b.T if b.ndim == 2 else b.transpose(0, 2, 1)
+    band_a, Ea = band_index(a, xp)
+    band_b, Fb = band_index(bt, xp)
+    ca = 1 if a.ndim == 2 else a.shape[0]
+    cb = 1 if b.ndim == 2 else b.shape[0]
+    na = int(band_a.max()) + 1 if band_a.size else 0
+    nb = int(band_b.max()) + 1 if band_b.size else 0
+    P = max(na * nb, 1)
+    g = band_lower_bound(a, b, Ea, Fb, xp)
+    # pair (r, s) is needed at (i, j) iff (r + s) W < H_ij
+    H = (math.ceil(math.log2(ca * cb * max(k, 1))) + contract.bits + 4 + math.ceil(math.log2(P))) - g
+    h_row = H.max(axis=1) if n else xp.zeros(m, dtype=xp.int64)
+    h_col = H.max(axis=0) if m else xp.zeros(n, dtype=xp.int64)
+    ne_a = xp.stack([(band_a == r).any(axis=-1) if a.ndim == 2 else (band_a == r).any(axis=(0, 2))
+                     for r in range(na)]) if na else None
+    ne_b = xp.stack([(band_b == s).any(axis=-1) if b.ndim == 2 else (band_b == s).any(axis=(0, 2))
+                     for s in range(nb)]) if nb else None
+    sub = _sub_contract(contract)
+    pairs, left_out = [], 0
+    for d in range(na + nb - 1):
+        for r in range(max(0, d - nb + 1), min(na, d + 1)):
+            s = d - r
+            rows = xp.nonzero(ne_a[r] & (d * BAND_BITS < h_row))[0]
+            cols = xp.nonzero(ne_b[s] & (d * BAND_BITS < h_col))[0]
+            if rows.shape[0] == 0 or cols.shape[0] == 0:
+                left_out += 1
+                continue
+            ar, bs = _pair_operands(a, bt, band_a, band_b, r, s, rows, cols, xp)
+            p = make_plan(sub, ar, bs, backend, pa=None if pa is None else pa[rows],
+                          pb=None if pb is None else pb[cols])
+            pairs.append(BandPair(r=r, s=s, rows=rows, cols=cols, plan=p))
+    total = sum(p.plan.int8_gemms for p in pairs)
+    widened = (f"exponent bands of {BAND_BITS} bits: A {na}, B {nb}; {len(pairs)} of {na * nb} band pairs "
+               f"computed ({total} INT8 GEMMs, float64 lower-bound GEMMs), each with "
+               f"bits = {sub.bits}" + (f" (one plan: {why})" if why else ""))
+    plan = BandedPlan(contract=contract, shape=(m, k, n), bands=(na, nb), pairs=tuple(pairs), band_a=band_a,
+                      band_b=band_b, pa=pa, pb=pb, left_out=left_out, widened=widened)
+    cap = contract.max_gemms
+    if cap is not None and total > cap:
+        raise ContractError(
+            f"contract {contract.name!r} ({contract.source}): these inputs span more binades than one plan "
+            f"holds; in exponent bands they need {total} INT8 GEMMs ({len(pairs)} band pairs of {BAND_BITS}-bit "
+            f"bands, each with its bound GEMM); the contract caps them at max_gemms = "
+            f"{cap}. Fix: raise max_gemms, or narrow the exponent spread of the rows/columns.")
+    return plan
+
+
+def _band_part(x, band, r, rows, xp):
+    """Rows ``rows`` of ``x`` with the entries outside band ``r`` set to 0 (an exact split)."""
+    if x.ndim == 2:
+        return xp.where(band[rows] == r, x[rows], 0.0).astype(x.dtype, copy=False)
+    return xp.where(band[:, rows] == r, x[:, rows], 0.0)
+
+
+def _pair_operands(a, bt, band_a, band_b, r, s, rows, cols, xp):
+    ar = _band_part(a, band_a, r, rows, xp)
+    bs = _band_part(bt, band_b, s, cols, xp)
+    return ar, (bs.T if bs.ndim == 2 else bs.transpose(0, 2, 1))
+
+
+def band_operands(plan: BandedPlan, pair: BandPair, a, b, xp):
+    """The operands of one computed pair: (rows of A^(r), columns of B^(s)), as planned."""
+    bt = b.T if b.ndim == 2 else b.transpose(0, 2, 1)
+    return _pair_operands(a, bt, plan.band_a, plan.band_b, pair.r, pair.s, pair.rows, pair.cols, xp)
