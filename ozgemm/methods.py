@@ -14,7 +14,7 @@ from .contracts.contract import ContractError
 from .crt import pipeline as crt_pipeline
 from .ozaki import pipeline as ozaki_pipeline
 from .ozaki.planner import make_ozaki_plan
-from .precision.bands import plan_bands
+from .precision.bands import bands_represent, plan_bands
 from .precision.planner import (ModuliShortfall, WidthShortfall, check_cost, componentwise_bound, make_plan,
                                 statistics)
 from .precision.specials import NonFiniteInputs
@@ -31,7 +31,7 @@ def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite
         p = _plan(contract, a, b, backend, force=force, nonfinite_flag=nonfinite_flag, speculate=speculate,
                   pa=pa, pb=pb, known=known)
     except WidthShortfall as exc:
-        if force is not None or not _bands_allowed(contract):
+        if force is not None or not _bands_allowed(contract) or not bands_represent(a, b, pa, pb, backend.xp):
             raise
         if nonfinite_flag is not None and int(nonfinite_flag.reshape(-1)[0]):
             raise NonFiniteInputs() from None

@@ -803,3 +803,26 @@ def test_dd_specials_on_device():
         wh = want.hi if con == "dd" else want
         gh = cp.asnumpy(got.hi if con == "dd" else got)
         assert wh[0, 0] == np.inf and wh[1, 0] == -np.inf and np.array_equal(wh, gh)
+
+
+@pytest.mark.parametrize("contract", ["fp64", "dd", "fp64-ozaki", "fp32"])
+def test_exponent_bands_bit_identical_to_cpu(contract):
+    """Spreads beyond one plan (exponent bands) give the CPU's bits on the GPU and keep the
+    contract (exact check)."""
+    from ozgemm.contracts.contract import as_contract
+    from ozgemm.verify.audit import measure_any
+
+    rng = np.random.default_rng(17)
+    dt = np.float32 if contract == "fp32" else np.float64
+    lo, hi = (-140, 120) if contract == "fp32" else (-1000, 1000)
+    a = (rng.standard_normal((40, 70)) * np.exp2(rng.integers(lo, hi, (40, 70)))).astype(dt)
+    b = (rng.standard_normal((70, 30)) * np.exp2(rng.integers(lo, hi, (70, 30)))).astype(dt)
+    with np.errstate(all="ignore"):
+        c_cpu, pc = ozgemm.matmul(a, b, contract=contract, return_plan=True)
+        c_gpu, pg = ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=contract, return_plan=True)
+    assert pc[0].method == "bands" and pg[0].info()["pairs"] == pc[0].info()["pairs"]
+    if contract == "dd":
+        assert np.array_equal(c_cpu.hi, cp.asnumpy(c_gpu.hi)) and np.array_equal(c_cpu.lo, cp.asnumpy(c_gpu.lo))
+    else:
+        assert np.array_equal(c_cpu.view(np.uint8), cp.asnumpy(c_gpu).view(np.uint8))
+    assert measure_any(c_cpu, a, b, as_contract(contract))["breaches"] == 0

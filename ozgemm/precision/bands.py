@@ -57,7 +57,7 @@ import numpy as np
 
 from ..contracts.contract import Contract, ContractError
 
-__all__ = ["BAND_BITS", "LB_FLUSH", "BandPair", "BandedPlan", "band_index", "band_lower_bound", "band_operands", "plan_bands"]
+__all__ = ["BAND_BITS", "LB_FLUSH", "BandPair", "BandedPlan", "band_index", "band_lower_bound", "band_operands", "bands_represent", "plan_bands"]
 
 #: exponent width of one band: a band's rows span at most BAND_BITS + 53 bits, i.e. a width
 #: of at most 117 bits, which the moduli table holds for any k below 2**100
@@ -102,6 +102,12 @@ class BandedPlan:
     pending: ClassVar[object] = None
 
     method: ClassVar[str] = "bands"
+
+    def evolve(self, **changes):
+        """A new plan with ``changes`` (this one is frozen)."""
+        import dataclasses
+
+        return dataclasses.replace(self, **changes)
 
     @property
     def int8_gemms(self) -> int:
@@ -204,6 +210,18 @@ def band_lower_bound(a, b, Ea, Fb, xp):
         if not bool((g == none).any()):
             break
     return g
+
+
+def bands_represent(a, b, pa, pb, xp) -> bool:
+    """Whether the components hold the operands' values: binary128 rows rescaled by
+    ``2**-pa`` whose pieces fell below float64's range carry a 2**-1074 stand-in
+    (:mod:`ozgemm.precision.operands`), which only a single plan's width rule covers; such
+    products (binary128 rows spanning about 960 binades or more) stay refused."""
+    tiny = 2.0 ** -1074
+    for x, p in ((a, pa), (b, pb)):
+        if p is not None and x.size and bool((xp.abs(x) == tiny).any()):
+            return False
+    return True
 
 
 def _sub_contract(contract: Contract) -> Contract:
