@@ -17,15 +17,11 @@ plan (:func:`ozgemm.precision.planner.make_plan`), made for the contract with on
 Which pairs. A pair can only matter to entry (i, j) where row i of A^(r) and column j of
 B^(s) are non-empty, and it is at most
     |A^(r) B^(s)|_ij <= C_A C_B k 2**(E_i + F_j - (r + s) W)
-(C the components per entry). A lower bound of (|A||B|)_ij comes from float64 GEMMs of
-|A| 2**-E_i and |B| 2**-F_j restricted to windows of :data:`LB_FLUSH` binades and scaled
-into range (:func:`band_lower_bound`; every product is then 0 or a normal float64 and all
-terms are non-negative, so a computed sum G is at least (1 - gamma_k) times its exact value,
-whatever the summation order): with G = f 2**g, f in [1/2, 1), (|A||B|)_ij >= 2**(E_i + F_j
-+ g - 2) =: LB_ij (for k < 2**51; the windows' offsets subtracted; LB = 0 where every G is 0;
-a dd/binary128 entry counts as half its largest component where the others sum to at most a
-quarter of it, else 0). The nearest windows come first and the rest only while some entry
-has no bound: one GEMM for most inputs. A pair is left out for entry (i, j) when
+(C the components per entry). A lower bound LB_ij of (|A||B|)_ij comes from exact float64 GEMMs of
+power-of-two roundings of |A| and |B| in windows of :data:`LB_WINDOW` binades
+(:func:`band_lower_bound`: exact, so the same on every backend; nearest windows first, the
+rest only on the rows and columns of entries still without a bound; one GEMM for most
+inputs). Entries without any nonzero term are exactly 0 and need no pair at all. A pair is left out for entry (i, j) when
 
     C_A C_B k 2**(E_i + F_j - (r + s) W) <= 2**-(bits + 2 + ceil(log2 P)) LB_ij,
 
@@ -57,14 +53,16 @@ import numpy as np
 
 from ..contracts.contract import Contract, ContractError
 
-__all__ = ["BAND_BITS", "LB_FLUSH", "BandPair", "BandedPlan", "band_index", "band_lower_bound", "band_operands", "bands_represent", "plan_bands"]
+__all__ = ["BAND_BITS", "LB_WINDOW", "LB_CHUNK", "BandPair", "BandedPlan", "band_index", "band_lower_bound", "band_operands", "bands_represent", "plan_bands"]
 
 #: exponent width of one band: a band's rows span at most BAND_BITS + 53 bits, i.e. a width
 #: of at most 117 bits, which the moduli table holds for any k below 2**100
 BAND_BITS = 64
-#: binades per window of the float64 lower-bound GEMMs (products of two windows' entries stay
-#: normal: 2**-2 LB_FLUSH > 2**-1022)
-LB_FLUSH = 500
+#: binades per window of the lower-bound GEMMs: products of two windows' powers of two lie in
+#: [2**-40, 1), and sums of up to LB_CHUNK of them are exact in float64 (2**-40 ulp below 2**13)
+LB_WINDOW = 20
+#: k-chunk of the lower-bound GEMMs
+LB_CHUNK = 2**14
 
 
 @dataclass(frozen=True)
@@ -181,35 +179,68 @@ def _lb_proxy(x, xp):
 
 
 def band_lower_bound(a, b, Ea, Fb, xp):
-    """g (m, n) int64 with (|A||B|)_ij >= 2**(Ea_i + Fb_j + g_ij - 2), or a very small g where
-    no bound is found (module docstring). Windows of :data:`LB_FLUSH` binades below each row's
-    (column's) largest are multiplied pairwise, nearest first, until every entry has a bound or
-    the windows are exhausted: window x of A holds the entries in [2**-LB_FLUSH (x+1),
-    2**-LB_FLUSH x) of the row's 2**E_i, scaled up by 2**(LB_FLUSH x), so every product is 0 or
-    a normal float64."""
-    ha = xp.ldexp(_lb_proxy(a, xp), -Ea[:, None].astype(xp.int32))
-    hb = xp.ldexp(_lb_proxy(b, xp), -Fb[None, :].astype(xp.int32))
-    none = -(1 << 40)
-    g = xp.full((ha.shape[0], hb.shape[1]), none, dtype=xp.int64)
+    """g (m, n) int64 with (|A||B|)_ij >= 2**(Ea_i + Fb_j + g_ij - 2); g = -2**40 where none
+    was found, and g = +2**40 where the entry has no nonzero term (it is exactly 0, and no band
+    pair needs to be computed for it).
 
-    def windows(h):
-        out, x = [], 0
-        while True:
-            top, bot = 2.0 ** (-LB_FLUSH * x), 2.0 ** (-LB_FLUSH * (x + 1))
-            part = xp.where((h < top) & (h >= bot), xp.ldexp(h, LB_FLUSH * x), 0.0)
-            out.append(part)
-            x += 1
-            if LB_FLUSH * x > 2200 or not bool((h < bot).any() & (h > 0).any()):
-                return out
-    wa, wb = windows(ha), windows(hb)
-    for d in range(len(wa) + len(wb) - 1):
-        for x in range(max(0, d - len(wb) + 1), min(len(wa), d + 1)):
-            G = wa[x] @ wb[d - x]
-            gx = xp.frexp(G)[1].astype(xp.int64) - LB_FLUSH * d
-            g = xp.where((G > 0) & (gx > g), gx, g)
-        if not bool((g == none).any()):
+    Exact and order-free, so the same on every backend: each entry's magnitude (a lower bound
+    for components, :func:`_lb_proxy`) is rounded down to a power of two 2**(t - 1) relative to
+    its row's 2**E_i, and the powers are grouped in windows of :data:`LB_WINDOW` binades,
+    window x scaled up by 2**(LB_WINDOW x) into [2**-LB_WINDOW, 1). A float64 GEMM of two
+    windows then sums powers of two in [2**-2 LB_WINDOW, 1) over k-chunks of at most
+    :data:`LB_CHUNK`: every partial sum is a multiple of 2**-2 LB_WINDOW below 2**13, exact in
+    any order; the largest chunk sum G = f 2**g (f in [1/2, 1)) gives (|A||B|)_ij >= 2**(E_i +
+    F_j + g - 1 - LB_WINDOW (x + y)). Window pairs go nearest first, each on the rows and
+    columns with an entry still unbounded, until every entry with a nonzero term (counted by
+    one exact GEMM of the nonzero patterns) has a bound."""
+    pa_ = _lb_proxy(a, xp)
+    pb_ = _lb_proxy(b, xp)
+    none = -(1 << 40)
+    m, n = pa_.shape[0], pb_.shape[1]
+    g = xp.full((m, n), none, dtype=xp.int64)
+    if m * n == 0 or pa_.shape[1] == 0:
+        return g
+    ta = xp.frexp(pa_)[1].astype(xp.int64) - Ea[:, None]  # <= 0 where nonzero
+    tb = xp.frexp(pb_)[1].astype(xp.int64) - Fb[None, :]
+    wa = xp.where(pa_ > 0, (-ta) // LB_WINDOW, -1)
+    wb = xp.where(pb_ > 0, (-tb) // LB_WINDOW, -1)
+    # entries with no nonzero term at all need no bound (an exact GEMM of 0/1 patterns)
+    nzl = _chunked_max(((a != 0) if a.ndim == 2 else (a != 0).any(axis=0)).astype(xp.float64),
+                       ((b != 0) if b.ndim == 2 else (b != 0).any(axis=0)).astype(xp.float64), xp)
+    open_ = nzl > 0
+    g = xp.where(open_, g, 1 << 40)  # exactly 0: every band pair adds exactly 0 there
+    xs = [int(x) for x in xp.unique(wa[wa >= 0]).tolist()] if bool((wa >= 0).any()) else []
+    ys = [int(y) for y in xp.unique(wb[wb >= 0]).tolist()] if bool((wb >= 0).any()) else []
+    for d in sorted({x + y for x in xs for y in ys}):
+        if not bool(open_.any()):
             break
+        rows = xp.nonzero(open_.any(axis=1))[0]
+        cols = xp.nonzero(open_.any(axis=0))[0]
+        best = xp.full((rows.shape[0], cols.shape[0]), none, dtype=xp.int64)
+        for x in xs:
+            y = d - x
+            if y not in ys:
+                continue
+            qa = xp.where(wa[rows] == x, xp.ldexp(1.0, (ta[rows] - 1 + LB_WINDOW * x).astype(xp.int32)), 0.0)
+            qb = xp.where(wb[:, cols] == y, xp.ldexp(1.0, (tb[:, cols] - 1 + LB_WINDOW * y).astype(xp.int32)), 0.0)
+            G = _chunked_max(qa, qb, xp)
+            gx = xp.frexp(G)[1].astype(xp.int64) + 1 - LB_WINDOW * d
+            best = xp.where((G > 0) & (gx > best), gx, best)
+        sub = (rows[:, None], cols[None, :])
+        found = best > none
+        g[sub] = xp.where(found & (best > g[sub]), best, g[sub])
+        open_[sub] = open_[sub] & ~found
     return g
+
+
+def _chunked_max(x, y, xp):
+    """max over k-chunks of at most :data:`LB_CHUNK` of the float64 products x @ y."""
+    k = x.shape[1]
+    out = None
+    for k0 in range(0, k, LB_CHUNK):
+        G = x[:, k0:k0 + LB_CHUNK] @ y[k0:k0 + LB_CHUNK]
+        out = G if out is None else xp.maximum(out, G)
+    return out
 
 
 def bands_represent(a, b, pa, pb, xp) -> bool:
