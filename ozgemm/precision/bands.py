@@ -51,6 +51,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from .._xp import as_float64
 from ..contracts.contract import Contract, ContractError
 
 __all__ = ["BAND_BITS", "LB_WINDOW", "LB_CHUNK", "BandPair", "BandedPlan", "band_index", "band_lower_bound", "band_operands", "bands_represent", "plan_bands"]
@@ -159,7 +160,7 @@ def _exponents(x, xp):
 def band_index(x, xp):
     """Band of every entry of ``x`` (r, k) or components (C, r, k), by rows: int16, -1 for
     zeros; and the rows' largest exponents E (r,) int64 (0 for zero rows)."""
-    e, nz = _exponents(x, xp)
+    e, nz = _exponents(as_float64(x), xp)
     lo = np.iinfo(np.int64).min
     em = xp.where(nz, e, lo)
     E = em.max(axis=-1) if x.ndim == 2 else em.max(axis=(0, 2))
@@ -172,7 +173,7 @@ def _lb_proxy(x, xp):
     """|x| of float entries, or for components a lower bound of |sum_c x_c|: half the largest
     component where the others sum to at most a quarter of it, else 0."""
     if x.ndim == 2:
-        return xp.abs(x).astype(xp.float64, copy=False)
+        return xp.abs(as_float64(x))
     ax = xp.abs(x)
     mx = ax.max(axis=0)
     return xp.where(ax.sum(axis=0) <= 1.25 * mx, 0.5 * mx, 0.0)
@@ -201,6 +202,8 @@ def band_lower_bound(a, b, Ea, Fb, xp):
     if m * n == 0 or pa_.shape[1] == 0:
         return g
     ta = xp.frexp(pa_)[1].astype(xp.int64) - Ea[:, None]  # <= 0 where nonzero
+    one_a = xp.ones(pa_.shape, dtype=xp.float64)  # float64 powers (a Python 1.0 may give float32 on cupy)
+    one_b = xp.ones(pb_.shape, dtype=xp.float64)
     tb = xp.frexp(pb_)[1].astype(xp.int64) - Fb[None, :]
     wa = xp.where(pa_ > 0, (-ta) // LB_WINDOW, -1)
     wb = xp.where(pb_ > 0, (-tb) // LB_WINDOW, -1)
@@ -221,8 +224,9 @@ def band_lower_bound(a, b, Ea, Fb, xp):
             y = d - x
             if y not in ys:
                 continue
-            qa = xp.where(wa[rows] == x, xp.ldexp(1.0, (ta[rows] - 1 + LB_WINDOW * x).astype(xp.int32)), 0.0)
-            qb = xp.where(wb[:, cols] == y, xp.ldexp(1.0, (tb[:, cols] - 1 + LB_WINDOW * y).astype(xp.int32)), 0.0)
+            qa = xp.where(wa[rows] == x, xp.ldexp(one_a[rows], (ta[rows] - 1 + LB_WINDOW * x).astype(xp.int32)), 0.0)
+            qb = xp.where(wb[:, cols] == y, xp.ldexp(one_b[:, cols], (tb[:, cols] - 1 + LB_WINDOW * y).astype(xp.int32)),
+                          0.0)
             G = _chunked_max(qa, qb, xp)
             gx = xp.frexp(G)[1].astype(xp.int64) + 1 - LB_WINDOW * d
             best = xp.where((G > 0) & (gx > best), gx, best)
@@ -325,8 +329,9 @@ def plan_bands(contract: Contract, a, b, backend, pa=None, pb=None, why: str = "
 
 def _band_part(x, band, r, rows, xp):
     """Rows ``rows`` of ``x`` with the entries outside band ``r`` set to 0 (an exact split)."""
-    if x.ndim == 2:
-        return xp.where(band[rows] == r, x[rows], 0.0).astype(x.dtype, copy=False)
+    if x.ndim == 2:  # selected by bit pattern (cupy flushes float32 subnormals in arithmetic)
+        ui = xp.uint32 if x.dtype == xp.float32 else xp.uint64
+        return xp.where(band[rows] == r, x[rows].view(ui), ui(0)).view(x.dtype)
     return xp.where(band[:, rows] == r, x[:, rows], 0.0)
 
 
