@@ -675,11 +675,11 @@ def test_speculative_plans_confirmed_or_rerun(contract, monkeypatch):
     if dt == np.float32:
         ab[0, 1] = 2.0 ** -60
     bb[0, :5] = 0
-    want, pw = ozgemm.matmul(ab, bb, contract=contract, return_plan=True)
+    wide, pw = ozgemm.matmul(ab, bb, contract=contract, return_plan=True)
     assert pw[0].method == "bands"
     P.set_guess(key, p1.n_moduli, p1.beta)
     got = cp.asnumpy(ozgemm.matmul(cp.asarray(ab), cp.asarray(bb), contract=contract))
-    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    assert np.array_equal(got.view(np.uint8), wide.view(np.uint8))
     # the speculative product fails before confirmation (say, out of memory): the guess is
     # dropped and the product planned without one
     from ozgemm.kernels import get_backend
