@@ -17,7 +17,6 @@ from .ozaki.planner import make_ozaki_plan
 from .precision.bands import bands_represent, plan_bands
 from .precision.planner import (ModuliShortfall, WidthShortfall, check_cost, componentwise_bound, make_plan,
                                 statistics)
-from .precision.specials import NonFiniteInputs
 from .precision.select import choose
 
 __all__ = ["plan_product", "execute", "execute_complex"]
@@ -33,8 +32,7 @@ def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite
     except WidthShortfall as exc:
         if force is not None or not _bands_allowed(contract) or not bands_represent(a, b, pa, pb, backend.xp):
             raise
-        if nonfinite_flag is not None and int(nonfinite_flag.reshape(-1)[0]):
-            raise NonFiniteInputs() from None
+        # (a NaN/Inf flag was read with the planner's scalars, before its width check)
         return plan_bands(contract, a, b, backend, pa=pa, pb=pb, why=str(exc).split(": ", 1)[-1].split(". Fix:")[0])
     if force is None and p.pending is None:
         check_cost(p)

@@ -38,15 +38,16 @@ the contract's componentwise promise (with the same subnormal and overflow allow
 plan: the only rounding is the last one).
 
 Cost. Per computed pair one plan (statistics, the bound GEMM and its moduli); spreads up to W
-bits beyond what one plan holds give a few pairs; random entries over the whole float64 range
-about six; adversarial inputs (huge spreads whose small entries only meet small ones) up to
-(spread / W)**2 pairs on the rows and columns that need them. ``plan.info()`` reports the bands,
+bits beyond what one plan holds give a few pairs; random entries over 10**(+-300) a few dozen
+(fewer as k grows: every entry's largest term lies closer to 2**(E_i + F_j)); adversarial
+inputs (huge spreads whose small entries only meet small ones) up to (spread / W)**2 pairs on
+the rows and columns that need them. ``plan.info()`` reports the bands,
 the pairs and the INT8 GEMMs; a contract's ``max_gemms`` caps the total.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -104,9 +105,7 @@ class BandedPlan:
 
     def evolve(self, **changes):
         """A new plan with ``changes`` (this one is frozen)."""
-        import dataclasses
-
-        return dataclasses.replace(self, **changes)
+        return replace(self, **changes)
 
     @property
     def int8_gemms(self) -> int:
@@ -130,15 +129,10 @@ class BandedPlan:
     def info(self) -> dict:
         """A JSON-friendly summary: the bands, the computed pairs (rows x columns, moduli) and
         the INT8 GEMMs in all."""
-        m, k, n = self.shape
+        from .planner import plan_header
+
         return {
-            "contract": self.contract.name,
-            "method": "bands",
-            "format": self.contract.format,
-            "bits": self.contract.bits,
-            "bound_kind": self.contract.bound_kind,
-            "promise": self.contract.promise(),
-            "shape": [m, k, n],
+            **plan_header(self.contract, self.shape, "bands"),
             "band_bits": BAND_BITS,
             "bands": list(self.bands),
             "pairs": [{"bands": [p.r, p.s], "rows": int(p.rows.shape[0]), "cols": int(p.cols.shape[0]),

@@ -48,7 +48,7 @@ from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
 from .stats import LB_BITS, NORM_BITS, RowStats
 
-__all__ = ["Plan", "Bound", "ModuliShortfall", "WidthShortfall", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
+__all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
            "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound",
            "check_width", "delta_norm", "required_beta", "plan_scalars", "KBLOCK_INT32"]
 
@@ -158,15 +158,8 @@ class Plan:
 
     def info(self) -> dict:
         """A JSON-friendly summary: method, moduli count, bits, width, bound."""
-        m, k, n = self.shape
         return {
-            "contract": self.contract.name,
-            "method": "crt",
-            "format": self.contract.format,
-            "bits": self.contract.bits,
-            "bound_kind": self.contract.bound_kind,
-            "promise": self.contract.promise(),
-            "shape": [m, k, n],
+            **plan_header(self.contract, self.shape, "crt"),
             "beta": self.beta,
             "n_moduli": self.n_moduli,
             "log2_M": round(self.log2_M, 3),
@@ -175,6 +168,20 @@ class Plan:
             "exact_inputs": bool(self.exact_inputs),
             "widened": self.widened,
         }
+
+
+def plan_header(contract: Contract, shape, method: str) -> dict:
+    """The fields every plan's ``info()`` starts with: contract, method, format, bits, bound
+    kind, promise and shape (m, k, n)."""
+    return {
+        "contract": contract.name,
+        "method": method,
+        "format": contract.format,
+        "bits": contract.bits,
+        "bound_kind": contract.bound_kind,
+        "promise": contract.promise(),
+        "shape": [int(v) for v in shape],
+    }
 
 
 # -- the moduli arithmetic: exact Python integers over the table -----------------------
