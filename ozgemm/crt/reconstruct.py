@@ -126,14 +126,7 @@ def crt_reconstruct(c, n_moduli, xp, bound=None):
             x[j] = v & _MASK
             carry = v >> 32
         neg = x[Lb - 1] >= (1 << 31)
-        d = xp.empty_like(x)  # 2**(32 Lb) - x: (~x) + 1
-        carry = 1
-        for j in range(Lb):
-            v = (_MASK - x[j]) + carry
-            d[j] = v & _MASK
-            carry = v >> 32
-        mag = xp.where(neg[None], d, x).astype(xp.uint64)
-        return mag.reshape((Lb,) + shape), neg.reshape(shape)
+        return _magnitude(x, neg, xp).reshape((Lb,) + shape), neg.reshape(shape)
     t0 = xp.maximum(xp.floor(est) - 1, 0).astype(xp.int64)
     Mi = xp.asarray(gc.M_limbs.astype(np.int64))
     x = xp.empty((L + 1,) + Y.shape[1:], dtype=xp.int64)
@@ -174,6 +167,28 @@ def crt_reconstruct(c, n_moduli, xp, bound=None):
     return mag, gt
 
 
+def _magnitude(x, neg, xp):
+    """|X| as uint64 limbs from base-2**32 limbs ``x`` (L, ...) int64 of X mod 2**(32 L):
+    ``x`` where X >= 0, 2**(32 L) - x = (~x) + 1 where ``neg``."""
+    d = xp.empty_like(x)
+    carry = 1
+    for j in range(x.shape[0]):
+        v = (_MASK - x[j]) + carry
+        d[j] = v & _MASK
+        carry = v >> 32
+    return xp.where(neg[None], d, x).astype(xp.uint64)
+
+
+def _storage(flat, shape, fmt):
+    """The rounded values of :func:`~ozgemm.precision.rounding.round_result` (entries flat)
+    in ``fmt``'s result storage for ``shape`` (dd: (2, ...); binary128: (..., 2))."""
+    if fmt.name == "dd":
+        return flat.reshape((2,) + tuple(shape))
+    if fmt.name == "binary128":
+        return flat.reshape(tuple(shape) + (2,))
+    return flat.reshape(shape)
+
+
 def reconstruct_round(c, n_moduli, e, fmt, xp, block: int = 1 << 15, bound=None):
     """:func:`crt_reconstruct` (``n_moduli``: a count or a tuple of moduli; ``bound``: see
     there) then the one rounding to ``fmt``
@@ -193,11 +208,7 @@ def reconstruct_round(c, n_moduli, e, fmt, xp, block: int = 1 << 15, bound=None)
         j1 = min(R, j0 + block)
         mag, neg = crt_reconstruct(cf[:, j0:j1], n_moduli, xp, bound)
         parts.append(round_result(mag, neg, ef[j0:j1], fmt, xp))
-    if fmt.name == "dd":
-        return xp.concatenate(parts, axis=1).reshape((2,) + tuple(shape))
-    if fmt.name == "binary128":
-        return xp.concatenate(parts, axis=0).reshape(tuple(shape) + (2,))
-    return xp.concatenate(parts).reshape(shape)
+    return _storage(xp.concatenate(parts, axis=1 if fmt.name == "dd" else 0), shape, fmt)
 
 
 class ExactSum:
@@ -251,17 +262,4 @@ class ExactSum:
             x[j] = v & _MASK
             carry = v >> 32
         neg = carry < 0  # the sum is x + carry 2**(32 L), carry in {-1, 0}
-        d = xp.empty_like(x)  # 2**(32 L) - x for the negative ones
-        c = xp.ones(acc.shape[1:], dtype=xp.int64)
-        for j in range(L):
-            v = (_MASK - x[j]) + c
-            d[j] = v & _MASK
-            c = v >> 32
-        mag = xp.where(neg[None], d, x).astype(xp.uint64)
-        out = round_result(mag, neg, self.e0, fmt, xp)
-        m, n = self.shape
-        if fmt.name == "dd":
-            return out.reshape((2, m, n))
-        if fmt.name == "binary128":
-            return out.reshape((m, n, 2))
-        return out.reshape((m, n))
+        return _storage(round_result(_magnitude(x, neg, xp), neg, self.e0, fmt, xp), self.shape, fmt)

@@ -287,17 +287,17 @@ class NumpyBackend:
     def reconstruct_exponents(self, c, n_moduli, e, fmt):
         """:func:`~ozgemm.crt.reconstruct.reconstruct_round` of residues ``c`` from
         :meth:`residue_products` scaled by ``2**e``: the result storage of ``fmt``."""
-        moduli = self.residue_moduli(n_moduli)
-        if self.kind != "blas":
-            return reconstruct_round(c, moduli, e, fmt, np)
-        # |C'| < M/2 + 1 for the plan's M; P >= 4 M leaves the margin to round the quotient
-        return reconstruct_round(c, moduli, e, fmt, np, bound=prod(garner_constants(n_moduli).moduli) // 2 + 1)
+        return reconstruct_round(c, self.residue_moduli(n_moduli), e, fmt, np, bound=self._bound(n_moduli))
+
+    def _bound(self, n_moduli):
+        """|C'| < M/2 + 1 for the plan's M: with the blas kind's P >= 4 M, the margin that lets
+        :func:`~ozgemm.crt.reconstruct.crt_reconstruct` round its quotient (None: int64 kind)."""
+        return prod(garner_constants(n_moduli).moduli) // 2 + 1 if self.kind == "blas" else None
 
     def reconstruct_exact(self, c, n_moduli, m, n):
         """:func:`~ozgemm.crt.reconstruct.crt_reconstruct` of the products ``c`` (N, m, n)."""
-        moduli = self.residue_moduli(n_moduli)
-        bound = None if self.kind != "blas" else prod(garner_constants(n_moduli).moduli) // 2 + 1
-        mag, neg = crt_reconstruct(c[:, :m, :n].reshape(c.shape[0], -1), moduli, np, bound)
+        mag, neg = crt_reconstruct(c[:, :m, :n].reshape(c.shape[0], -1), self.residue_moduli(n_moduli), np,
+                                   self._bound(n_moduli))
         return mag.reshape((mag.shape[0], m, n)), neg.reshape(m, n)
 
     def reconstruct_round(self, c, s, t, n_moduli, fmt, out):

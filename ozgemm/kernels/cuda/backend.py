@@ -300,6 +300,12 @@ class _Tiles:
                      for ti, i0 in enumerate(range(0, m, tm))])
 
 
+def _reduced(c, n_moduli, dtype):
+    """Exact product sums ``c`` (N, ...) int32/int64 reduced into [0, m_q) per modulus, as ``dtype``."""
+    mods = cp.asarray(np.asarray(garner_constants(n_moduli).moduli, dtype=np.int64)).reshape(-1, 1, 1)
+    return (c.astype(cp.int64, copy=False) % mods).astype(dtype, copy=False)
+
+
 class CudaBackend:
     """Every phase of :class:`~ozgemm.kernels.base.Backend` on NVIDIA GPUs (module docstring)."""
 
@@ -598,8 +604,7 @@ class CudaBackend:
     def reconstruct_exact(self, c, n_moduli, m, n):
         """The exact integers of the products ``c`` (N, >=m, >=n), reduced modulo each m_q
         (int64), through the array-generic :func:`~ozgemm.crt.reconstruct.crt_reconstruct`."""
-        mods = cp.asarray(np.asarray(garner_constants(n_moduli).moduli, dtype=np.int64)).reshape(-1, 1, 1)
-        r = c[:, :m, :n].astype(cp.int64) % mods
+        r = _reduced(c[:, :m, :n], n_moduli, cp.int64)
         mag, neg = crt_reconstruct(r.reshape(r.shape[0], -1), n_moduli, cp)
         return mag.reshape((mag.shape[0], m, n)), neg.reshape(m, n)
 
@@ -611,8 +616,7 @@ class CudaBackend:
         m, n = s.shape[0], t.shape[0]
         c = c[:, :m, :]  # the rows of a padded product buffer (a view)
         if c.dtype != cp.int32:  # long-k path: reduce the int64 sums first (exact)
-            mods = cp.asarray(np.asarray(garner_constants(n_moduli).moduli, dtype=np.int64)).reshape(-1, 1, 1)
-            c = (c % mods).astype(cp.int32)
+            c = _reduced(c, n_moduli, cp.int32)
         if c.strides[2] != c.itemsize:
             c = cp.ascontiguousarray(c)
         sc, ldc = c.strides[0] // c.itemsize, c.strides[1] // c.itemsize
