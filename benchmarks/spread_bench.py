@@ -6,12 +6,11 @@ Run: python benchmarks/spread_bench.py [--device cpu|gpu] [--sizes 256 1024] [--
 """
 import argparse
 import platform
-import statistics
-import time
 
 import numpy as np
 
 import ozgemm
+from ozgemm._timing import median_time
 from ozgemm.verify.inputs import phi_matrix
 
 SPREADS = ["0.5", "2", "4", "8", "1e+-300"]
@@ -23,18 +22,6 @@ def _operands(rng, n, spread):
             return rng.standard_normal((n, n)) * 10.0 ** rng.uniform(-300, 300, (n, n))
         return mat(), mat()
     return phi_matrix(rng, (n, n), float(spread)), phi_matrix(rng, (n, n), float(spread))
-
-
-def _t(f, reps, sync):
-    f()
-    sync()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        sync()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def _summary(plan):
@@ -69,11 +56,11 @@ def main(argv=None):
             a, b = _operands(rng, n, spread)
             a, b = xp.asarray(a), xp.asarray(b)
             with np.errstate(all="ignore"):  # products of 1e+-300 entries overflow natively too
-                t_nat = _t(lambda: a @ b, args.reps, sync)
+                t_nat = median_time(lambda: a @ b, args.reps, sync)
             for name in args.contracts:
                 _, plans = ozgemm.matmul(a, b, contract=name, return_plan=True)
                 what, gemms = _summary(plans[0])
-                t = _t(lambda: ozgemm.matmul(a, b, contract=name), args.reps, sync)
+                t = median_time(lambda: ozgemm.matmul(a, b, contract=name), args.reps, sync)
                 print(f"{spread:>8} {n:>6} {name:>8} {what:>34} {gemms:>10} {t:9.4f} {t_nat:9.5f} {t / t_nat:8.1f}",
                       flush=True)
 

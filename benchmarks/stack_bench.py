@@ -6,25 +6,14 @@ Run: python benchmarks/stack_bench.py [--reps 3]
 """
 import argparse
 import platform
-import statistics
-import time
 
 import numpy as np
 
 import ozgemm
+from ozgemm._timing import median_time
 from ozgemm.verify.inputs import phi_matrix
 
 CASES = [((10_000, 10, 10), (1, 10, 10)), ((2000, 1, 4, 4), (1, 30, 4, 4)), ((64, 64, 64), (64, 64, 64))]
-
-
-def _t(f, reps):
-    f()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def main(argv=None):
@@ -40,8 +29,8 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     for sa, sb in CASES:
         a, b = phi_matrix(rng, sa, 0.5), phi_matrix(rng, sb, 0.5)
-        t_oz = _t(lambda: ozgemm.matmul(a, b, contract=args.contract), args.reps)
-        t_np = _t(lambda: np.matmul(a, b), args.reps)
+        t_oz = median_time(lambda: ozgemm.matmul(a, b, contract=args.contract), args.reps)
+        t_np = median_time(lambda: np.matmul(a, b), args.reps)
         c = ozgemm.matmul(a, b, contract=args.contract)
         shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         A = np.broadcast_to(a, shape + a.shape[-2:])

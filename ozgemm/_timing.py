@@ -1,9 +1,10 @@
 """Phase timing shared by the pipelines (``timings`` dicts of ``execute``)."""
 from __future__ import annotations
 
+import statistics
 import time
 
-__all__ = ["lap_timer"]
+__all__ = ["lap_timer", "median_time"]
 
 
 def lap_timer(backend, timings):
@@ -18,3 +19,17 @@ def lap_timer(backend, timings):
         return time.perf_counter()
 
     return lap
+
+
+def median_time(fn, reps, sync=lambda: None):
+    """Median wall time in seconds of ``reps`` calls of ``fn`` after one warm-up call, each
+    followed by ``sync()`` (a device synchronisation for asynchronous libraries)."""
+    fn()
+    sync()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)

@@ -15,11 +15,12 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 
 import numpy as np
+
+from .._timing import median_time
 
 __all__ = ["register", "run_bench", "cpu_context"]
 
@@ -77,18 +78,6 @@ def cpu_context() -> dict:
     return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
             "numpy": np.__version__,
             "scipy": scipy.__version__ if scipy is not None else None, "blas": blas}
-
-
-def _median_time(fn, reps, sync=lambda: None):
-    fn()
-    sync()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 class _BadArgument(Exception):
@@ -182,8 +171,8 @@ def _run_cpu_bench(args) -> int:
             if args.complex:
                 a, b = complex_operands(a, b, *phi_matrices(n, n, n, args.phi, args.seed + 1, dt))
             c, plans = matmul(a, b, contract=contract, return_plan=True)
-            t_oz = _median_time(lambda: matmul(a, b, contract=contract), args.reps)
-            t_np = _median_time(lambda: np.matmul(a, b), args.reps)
+            t_oz = median_time(lambda: matmul(a, b, contract=contract), args.reps)
+            t_np = median_time(lambda: np.matmul(a, b), args.reps)
             ref = block_reference(a, b, contract, args.block)
             acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
             acc_np = sampled_accuracy(a, b, np.matmul(a, b), contract, args.block, ref)
