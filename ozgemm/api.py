@@ -390,7 +390,8 @@ def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None):
     if bad_r is not None:  # zero the non-finite rows/columns for the integer path
         a0 = xp.where(bad_r[:, None], 0.0, a0)
         b0 = xp.where(bad_c[None, :], 0.0, b0)
-    p = plan_product(contract, a0, b0, backend, force=force, pa=ra.pre, pb=rb.pre)
+    src = tuple(None if r.source is None else r.source.without_rows(bad) for r, bad in ((ra, bad_r), (rb, bad_c)))
+    p = plan_product(contract, a0, b0, backend, force=force, pa=ra.pre, pb=rb.pre, src=src)
     return pa, pb, a0, b0, bad_r, bad_c, p
 
 

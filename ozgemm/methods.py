@@ -14,7 +14,7 @@ from .contracts.contract import ContractError
 from .crt import pipeline as crt_pipeline
 from .ozaki import pipeline as ozaki_pipeline
 from .ozaki.planner import make_ozaki_plan
-from .precision.bands import bands_represent, plan_bands
+from .precision.bands import plan_bands
 from .precision.planner import (ModuliShortfall, WidthShortfall, check_cost, componentwise_bound, make_plan,
                                 statistics)
 from .precision.select import choose
@@ -23,17 +23,19 @@ __all__ = ["plan_product", "execute", "execute_complex"]
 
 
 def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
-                 pa=None, pb=None, known=(None, None)):
+                 pa=None, pb=None, known=(None, None), src=(None, None)):
     """The plan of ``a @ b`` (:func:`_plan`), within the contract's ``max_gemms`` (a capped
-    contract never speculates, so every plan it gets is checked here)."""
+    contract never speculates, so every plan it gets is checked here); beyond one plan's width,
+    in exponent bands (:func:`ozgemm.precision.bands.plan_bands`, which takes ``src``)."""
     try:
         p = _plan(contract, a, b, backend, force=force, nonfinite_flag=nonfinite_flag, speculate=speculate,
                   pa=pa, pb=pb, known=known)
     except WidthShortfall as exc:
-        if force is not None or not _bands_allowed(contract) or not bands_represent(a, b, pa, pb, backend.xp):
+        if force is not None or not _bands_allowed(contract):
             raise
         # (a NaN/Inf flag was read with the planner's scalars, before its width check)
-        return plan_bands(contract, a, b, backend, pa=pa, pb=pb, why=str(exc).split(": ", 1)[-1].split(". Fix:")[0])
+        return plan_bands(contract, a, b, backend, pa=pa, pb=pb, why=str(exc).split(": ", 1)[-1].split(". Fix:")[0],
+                          src=src)
     if force is None and p.pending is None:
         check_cost(p)
     return p
@@ -60,14 +62,17 @@ def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=N
     if method == "crt":
         return make_plan(contract, a, b, backend, force_moduli=force, nonfinite_flag=nonfinite_flag,
                          speculate=speculate, pa=pa, pb=pb, known=known)
-    if method == "ozaki":
-        return make_ozaki_plan(contract, a, b, backend, force_slices=force, known=known)
-    # "auto"
     crt_c = contract.with_(method="crt")
-    if contract.fmt.name not in ("binary64", "binary32") or a.ndim != 2 or b.ndim != 2:
+    wide = a.ndim != 2 or b.ndim != 2
+    if method == "ozaki" and not (wide and contract.slices == "auto" and force is None):
+        return make_ozaki_plan(contract, a, b, backend, force_slices=force, known=known)
+    if method == "ozaki" or contract.fmt.name not in ("binary64", "binary32") or wide:
+        # Ozaki-I takes float32/float64 operands and results: the same promise through CRT
+        # (an Ozaki-I contract with a fixed slice count keeps its refusal)
         p = make_plan(crt_c, a, b, backend, pa=pa, pb=pb, known=known)
         return dataclasses.replace(p, contract=contract,
-                                   widened=p.widened + "; auto: CRT (Ozaki-I takes binary32/64 only)")
+                                   widened=p.widened + f"; {method}: CRT (Ozaki-I takes float32/float64 operands "
+                                                       "and binary32/64 results only)")
     if force is not None:
         return make_ozaki_plan(contract, a, b, backend, force_slices=force, known=known)
     crt = oz = err_crt = err_oz = None

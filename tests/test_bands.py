@@ -11,6 +11,8 @@ from ozgemm.crt.reconstruct import ExactSum
 from ozgemm.precision.bands import BAND_BITS, band_index, band_lower_bound
 from ozgemm.verify.audit import measure_any
 
+from conftest import binary128_of
+
 CONTRACTS = ["fp64", "dd", "fp128", "fp64-ozaki"]
 
 
@@ -157,3 +159,53 @@ def test_plan_reports_bands_and_a_cap_refuses_with_the_cost():
         ozgemm.matmul(a, b, contract=capped)
     ok = ozgemm.load_contract("fp64").with_(max_gemms=info["int8_gemms"], name="enough")
     assert np.array_equal(ozgemm.matmul(a, b, contract=ok), c)
+
+
+def _q_rows(rng, r, c, lo, hi):
+    return [[(bool(rng.integers(2)), int(rng.integers(1, 2**62)) << 51 | int(rng.integers(0, 2**51)),
+              int(rng.integers(lo, hi))) for _ in range(c)] for _ in range(r)]
+
+
+@pytest.mark.parametrize("name", ["fp128", "dd", "fp64", "fp64-ozaki"])
+def test_binary128_rows_beyond_float64_range(name):
+    """binary128 rows and columns spanning 2**-16494 .. 2**16000 (far more than float64's
+    range, so no single float64 rescaling holds their pieces) are banded from the exact
+    pieces, computed, kept (exact reference) and bit-identical on both CPU engines."""
+    rng = np.random.default_rng(2)
+    a = binary128_of(_q_rows(rng, 3, 5, -16494, 16000 - 113))
+    b = binary128_of(_q_rows(rng, 5, 2, -16000, 100))
+    with np.errstate(all="ignore"):
+        c, plans = ozgemm.matmul(a, b, contract=name, return_plan=True)
+        c2 = ozgemm.matmul(a, b, contract=name, engine="cpu-int64")
+    assert plans[0].method == "bands" and plans[0].info()["bands"][0] > 200
+    assert measure_any(c, a, b, as_contract(name))["breaches"] == 0
+    for x, y in ((c, c2),) if name != "dd" else ((c.hi, c2.hi), (c.lo, c2.lo)):
+        assert np.array_equal(np.asarray(x).view(np.uint8), np.asarray(y).view(np.uint8))
+
+
+def test_binary128_band_split_of_the_pieces_is_exact():
+    """Each piece of a binary128 entry lies in one band, and the pieces of band r scaled by
+    2**-(E_i - r W) are exact float64 values whose sum over pieces and bands, times the scale,
+    is the entry (Fractions from the encoding)."""
+    from ozgemm.precision.operands import operand_rows
+
+    rng = np.random.default_rng(4)
+    rows = _q_rows(rng, 3, 6, -16494, 16000)
+    rows[1][2] = (False, 0, 0)
+    rows[2][0] = (True, 3, -16494)  # a subnormal with 2 significant bits
+    src = operand_rows(binary128_of(rows), np).source
+    idx, E = band_index(None, np, src)
+    for r in range(int(idx.max()) + 1):
+        pre = E - r * BAND_BITS
+        part = src.scaled(pre, np, keep=idx == r)
+        assert np.all(np.abs(part[idx == r]) < 1.0) and np.all(np.abs(part[idx == r]) >= 2.0 ** -(BAND_BITS + 53))
+        rows_val = [[sum(Fraction(float(part[c, i, j])) for c in range(3)) * Fraction(2) ** int(pre[i])
+                     for j in range(6)] for i in range(3)]
+        if r == 0:
+            total = rows_val
+        else:
+            total = [[t + v for t, v in zip(tr, vr)] for tr, vr in zip(total, rows_val)]
+    for i in range(3):
+        for j in range(6):
+            neg, sig, unit = rows[i][j]
+            assert total[i][j] == (-1 if neg else 1) * Fraction(sig) * Fraction(2) ** unit

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 import ozgemm
 from ozgemm import ContractError
 
-from conftest import assert_contract_kept
+from conftest import assert_contract_kept, binary128_of
 
 
 @st.composite
@@ -159,12 +159,80 @@ def whole_range_operands(draw, dtype):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(whole_range_operands(np.float64), st.sampled_from(["fp64", "fp64-fast", "dd", "fp64-ozaki"]))
 def test_no_wrong_answer_over_the_whole_float64_range(ab, name):
-    """Over the whole float64 range no shipped contract delivers a result outside its promise
-    (it may refuse spreads beyond what the moduli table holds)."""
+    """Over the whole float64 range every shipped contract computes the product (no refusal)
+    and keeps its promise on every entry."""
     assert_contract_kept(*ab, name)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(whole_range_operands(np.float32), st.sampled_from(["fp32", "fp32-ozaki"]))
 def test_no_wrong_answer_over_the_whole_float32_range(ab, name):
+    assert_contract_kept(*ab, name)
+
+
+@st.composite
+def binary128_operands(draw):
+    """binary128 operands anywhere in binary128's range (subnormals included) around a random
+    centre, spreads up to the whole range, 1..113 significant bits, zero entries and rows,
+    exact cancellations, and rounding ties of the products (x (1 + 2**-t), t = 53, 107, 114)."""
+    m, k, n = draw(st.integers(1, 3)), draw(st.integers(1, 5)), draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    centre = int(rng.integers(-16494 + 113, 16383))
+
+    def entry(width):
+        nb = int(rng.choice([1, 11, 53, 60, 113]))
+        sig = int(rng.integers(0, 2**62)) | (int(rng.integers(0, 2**62)) << 62)
+        sig = (sig & ((1 << nb) - 1)) | (1 << (nb - 1))
+        top = int(np.clip(centre + rng.integers(-width, width + 1), -16494 + nb, 16383))
+        return [bool(rng.random() < 0.5), sig, top - nb]
+
+    def mat(r, c):
+        width = draw(st.sampled_from([0, 4, 60, 1100, 2100, 33000]))
+        x = [[entry(width) for _ in range(c)] for _ in range(r)]
+        for row in x:
+            for e in row:
+                if rng.random() < 0.2:
+                    e[1] = 0
+        if rng.random() < 0.2:
+            for e in x[int(rng.integers(0, r))]:
+                e[1] = 0
+        return x
+    a, b = mat(m, k), mat(k, n)
+    if k >= 2 and draw(st.booleans()):  # an exact cancellation in the first entry
+        a[0][1] = [not a[0][0][0]] + a[0][0][1:]
+        b[1][0] = list(b[0][0])
+    elif k >= 2 and draw(st.booleans()):  # a tie: 2**e (1 + 2**-t), t = 53, 107 or 114
+        t = int(draw(st.sampled_from([53, 107, 114])))
+        e = int(np.clip(centre, -16494 + t + 120, 16383 - 120))
+        a[0][0], a[0][1] = [False, 1, e], [False, 1, e - t]
+        b[0][0], b[1][0] = [False, 1, 0], [False, 1, 0]
+
+    return binary128_of(a), binary128_of(b)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(binary128_operands(), st.sampled_from(["fp128", "dd", "fp64", "fp64-fast", "fp64-ozaki"]))
+def test_no_wrong_answer_over_the_whole_binary128_range(ab, name):
+    """binary128 operands over binary128's whole range (far beyond float64's): every shipped
+    contract that takes them computes the product, no refusal, within its promise."""
+    assert_contract_kept(*ab, name)
+
+
+@st.composite
+def dd_operands(draw):
+    """double-double operands over the whole float64 range: hi anywhere (subnormals
+    included), lo up to half an ulp of hi or a zero, and unnormalised pairs."""
+    a, b = draw(whole_range_operands(np.float64))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+
+    def dd(hi):
+        lo = np.ldexp(rng.integers(-2**20, 2**20, hi.shape).astype(np.float64), np.frexp(hi)[1] - 54 - 20)
+        lo[rng.random(hi.shape) < 0.3] = 0.0
+        return ozgemm.DD(hi, lo)
+    return dd(a), dd(b)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dd_operands(), st.sampled_from(["dd", "fp64", "fp64-fast", "fp64-ozaki", "fp128"]))
+def test_no_wrong_answer_for_dd_operands_over_the_whole_float64_range(ab, name):
     assert_contract_kept(*ab, name)

@@ -13,6 +13,9 @@ row's largest, W = :data:`BAND_BITS`; B^(s) likewise by columns. Every entry sit
 one band, so the split is exact and (|A||B|) = sum (|A^(r)||B^(s)|). A band's rows span at
 most W + 53 bits, which one plan always holds, so each band pair (r, s) is an ordinary CRT
 plan (:func:`ozgemm.precision.planner.make_plan`), made for the contract with one more bit.
+binary128 operands are banded from their exact integer pieces
+(:class:`~ozgemm.precision.operands.QuadPieces`) and each pair rescales its rows by its own
+power of two 2**-(E_i - r W), so no piece leaves float64's range, whatever the spread.
 
 Which pairs. A pair can only matter to entry (i, j) where row i of A^(r) and column j of
 B^(s) are non-empty, and it is at most
@@ -55,7 +58,7 @@ import numpy as np
 from .._xp import as_float64
 from ..contracts.contract import Contract, ContractError
 
-__all__ = ["BAND_BITS", "LB_WINDOW", "LB_CHUNK", "BandPair", "BandedPlan", "band_index", "band_lower_bound", "band_operands", "bands_represent", "plan_bands"]
+__all__ = ["BAND_BITS", "LB_WINDOW", "LB_CHUNK", "BandPair", "BandedPlan", "band_index", "band_lower_bound", "band_operands", "plan_bands"]
 
 #: exponent width of one band: a band's rows span at most BAND_BITS + 53 bits, i.e. a width
 #: of at most 117 bits, which the moduli table holds for any k below 2**100
@@ -86,7 +89,9 @@ class BandedPlan:
     Attributes: ``contract``; ``shape`` (m, k, n); ``bands`` (bands of A, bands of B);
     ``pairs`` the computed :class:`BandPair`; ``band_a`` / ``band_b`` the band index of every
     entry (int16, -1 for zeros; (C, r, k) for components, B's transposed); ``pa``, ``pb`` as in
-    :class:`~ozgemm.precision.planner.Plan`; ``left_out`` the pairs left out entirely.
+    :class:`~ozgemm.precision.planner.Plan`; ``left_out`` the pairs left out entirely; ``src``
+    the binary128 operands' :class:`~ozgemm.precision.operands.QuadPieces` (A's rows, B's
+    columns; None for other formats).
     """
 
     contract: Contract
@@ -99,6 +104,7 @@ class BandedPlan:
     pb: object = None
     left_out: int = 0
     widened: str = ""
+    src: tuple = field(default=(None, None), repr=False)
     pending: ClassVar[object] = None
 
     method: ClassVar[str] = "bands"
@@ -145,41 +151,54 @@ class BandedPlan:
         }
 
 
-def _exponents(x, xp):
-    """Binary exponents e (|x| in [2**(e-1), 2**e)) of the entries of ``x`` and the nonzero mask."""
-    e = xp.frexp(x)[1].astype(xp.int64)
-    return e, x != 0
+def _exponents(x, src, xp):
+    """Binary exponents e (|x| in [2**(e-1), 2**e)) of every entry (component) of ``x`` and
+    the nonzero mask; of the pieces of ``src`` (binary128, exact integers) where given."""
+    if src is not None:
+        return src.exponents(xp)
+    x = as_float64(x)
+    return xp.frexp(x)[1].astype(xp.int64), x != 0
 
 
-def band_index(x, xp):
+def band_index(x, xp, src=None):
     """Band of every entry of ``x`` (r, k) or components (C, r, k), by rows: int16, -1 for
-    zeros; and the rows' largest exponents E (r,) int64 (0 for zero rows)."""
-    e, nz = _exponents(as_float64(x), xp)
+    zeros; and the rows' largest exponents E (r,) int64 (0 for zero rows). ``src``: the
+    binary128 operand's :class:`~ozgemm.precision.operands.QuadPieces` (its pieces, exactly,
+    whatever their scale; ``x`` is then not read)."""
+    e, nz = _exponents(x, src, xp)
     lo = np.iinfo(np.int64).min
     em = xp.where(nz, e, lo)
-    E = em.max(axis=-1) if x.ndim == 2 else em.max(axis=(0, 2))
+    E = em.max(axis=-1) if e.ndim == 2 else em.max(axis=(0, 2))
     E = xp.where(E == lo, 0, E)
     idx = (E[:, None] - e) // BAND_BITS
     return xp.where(nz, idx, -1).astype(xp.int16), E
 
 
-def _lb_proxy(x, xp):
-    """|x| of float entries, or for components a lower bound of |sum_c x_c|: half the largest
-    component where the others sum to at most a quarter of it, else 0."""
+def _lb_terms(x, src, E, xp):
+    """Per entry of ``x`` (r, k) or components (C, r, k): (t, has, nonzero) with |x| >=
+    2**(E_i + t - 1) where ``has``; ``nonzero`` the entries that are not 0. Float entries:
+    their own exponent; components: half the largest where the others sum to at most a
+    quarter of it; binary128 (``src``): its leading bit."""
+    if src is not None:
+        return src.top - E[:, None], src.nz, src.nz
     if x.ndim == 2:
-        return xp.abs(as_float64(x))
-    ax = xp.abs(x)
-    mx = ax.max(axis=0)
-    return xp.where(ax.sum(axis=0) <= 1.25 * mx, 0.5 * mx, 0.0)
+        p = xp.abs(as_float64(x))
+        nonzero = p > 0
+    else:
+        ax = xp.abs(x)
+        mx = ax.max(axis=0)
+        p = xp.where(ax.sum(axis=0) <= 1.25 * mx, 0.5 * mx, 0.0)
+        nonzero = (x != 0).any(axis=0)
+    return xp.frexp(p)[1].astype(xp.int64) - E[:, None], p > 0, nonzero
 
 
-def band_lower_bound(a, b, Ea, Fb, xp):
+def band_lower_bound(a, b, Ea, Fb, xp, src=(None, None)):
     """g (m, n) int64 with (|A||B|)_ij >= 2**(Ea_i + Fb_j + g_ij - 2); g = -2**40 where none
     was found, and g = +2**40 where the entry has no nonzero term (it is exactly 0, and no band
     pair needs to be computed for it).
 
     Exact and order-free, so the same on every backend: each entry's magnitude (a lower bound
-    for components, :func:`_lb_proxy`) is rounded down to a power of two 2**(t - 1) relative to
+    for components and binary128, :func:`_lb_terms`) is rounded down to a power of two 2**(t - 1) relative to
     its row's 2**E_i, and the powers are grouped in windows of :data:`LB_WINDOW` binades,
     window x scaled up by 2**(LB_WINDOW x) into [2**-LB_WINDOW, 1). A float64 GEMM of two
     windows then sums powers of two in [2**-2 LB_WINDOW, 1) over k-chunks of at most
@@ -187,23 +206,21 @@ def band_lower_bound(a, b, Ea, Fb, xp):
     any order; the largest chunk sum G = f 2**g (f in [1/2, 1)) gives (|A||B|)_ij >= 2**(E_i +
     F_j + g - 1 - LB_WINDOW (x + y)). Window pairs go nearest first, each on the rows and
     columns with an entry still unbounded, until every entry with a nonzero term (counted by
-    one exact GEMM of the nonzero patterns) has a bound."""
-    pa_ = _lb_proxy(a, xp)
-    pb_ = _lb_proxy(b, xp)
+    one exact GEMM of the nonzero patterns) has a bound. ``src``: the binary128 operands'
+    pieces (A's rows, B's columns), as :func:`band_index` takes them."""
+    ta, ha, nza = _lb_terms(a, src[0], Ea, xp)  # t <= 0 where nonzero
+    tb, hb, nzb = (t.T for t in _lb_terms(b.T if b.ndim == 2 else b.transpose(0, 2, 1), src[1], Fb, xp))
     none = -(1 << 40)
-    m, n = pa_.shape[0], pb_.shape[1]
+    m, n = ta.shape[0], tb.shape[1]
     g = xp.full((m, n), none, dtype=xp.int64)
-    if m * n == 0 or pa_.shape[1] == 0:
+    if m * n == 0 or ta.shape[1] == 0:
         return g
-    ta = xp.frexp(pa_)[1].astype(xp.int64) - Ea[:, None]  # <= 0 where nonzero
-    one_a = xp.ones(pa_.shape, dtype=xp.float64)  # float64 powers (a Python 1.0 may give float32 on cupy)
-    one_b = xp.ones(pb_.shape, dtype=xp.float64)
-    tb = xp.frexp(pb_)[1].astype(xp.int64) - Fb[None, :]
-    wa = xp.where(pa_ > 0, (-ta) // LB_WINDOW, -1)
-    wb = xp.where(pb_ > 0, (-tb) // LB_WINDOW, -1)
+    one_a = xp.ones(ta.shape, dtype=xp.float64)  # float64 powers (a Python 1.0 may give float32 on cupy)
+    one_b = xp.ones(tb.shape, dtype=xp.float64)
+    wa = xp.where(ha, (-ta) // LB_WINDOW, -1)
+    wb = xp.where(hb, (-tb) // LB_WINDOW, -1)
     # entries with no nonzero term at all need no bound (an exact GEMM of 0/1 patterns)
-    nzl = _chunked_max(((a != 0) if a.ndim == 2 else (a != 0).any(axis=0)).astype(xp.float64),
-                       ((b != 0) if b.ndim == 2 else (b != 0).any(axis=0)).astype(xp.float64), xp)
+    nzl = _chunked_max(nza.astype(xp.float64), nzb.astype(xp.float64), xp)
     open_ = nzl > 0
     g = xp.where(open_, g, 1 << 40)  # exactly 0: every band pair adds exactly 0 there
     xs = [int(x) for x in xp.unique(wa[wa >= 0]).tolist()] if bool((wa >= 0).any()) else []
@@ -218,9 +235,8 @@ def band_lower_bound(a, b, Ea, Fb, xp):
             y = d - x
             if y not in ys:
                 continue
-            qa = xp.where(wa[rows] == x, xp.ldexp(one_a[rows], (ta[rows] - 1 + LB_WINDOW * x).astype(xp.int32)), 0.0)
-            qb = xp.where(wb[:, cols] == y, xp.ldexp(one_b[:, cols], (tb[:, cols] - 1 + LB_WINDOW * y).astype(xp.int32)),
-                          0.0)
+            qa = _window(one_a[rows], ta[rows], wa[rows] == x, x, xp)
+            qb = _window(one_b[:, cols], tb[:, cols], wb[:, cols] == y, y, xp)
             G = _chunked_max(qa, qb, xp)
             gx = xp.frexp(G)[1].astype(xp.int64) + 1 - LB_WINDOW * d
             best = xp.where((G > 0) & (gx > best), gx, best)
@@ -229,6 +245,11 @@ def band_lower_bound(a, b, Ea, Fb, xp):
         g[sub] = xp.where(found & (best > g[sub]), best, g[sub])
         open_[sub] = open_[sub] & ~found
     return g
+
+
+def _window(one, t, sel, x, xp):
+    """2**(t - 1 + LB_WINDOW x) where ``sel`` (in [2**-LB_WINDOW, 1)), else 0."""
+    return xp.where(sel, xp.ldexp(one, xp.where(sel, t - 1 + LB_WINDOW * x, 0).astype(xp.int32)), 0.0)
 
 
 def _chunked_max(x, y, xp):
@@ -241,18 +262,6 @@ def _chunked_max(x, y, xp):
     return out
 
 
-def bands_represent(a, b, pa, pb, xp) -> bool:
-    """Whether the components hold the operands' values: binary128 rows rescaled by
-    ``2**-pa`` whose pieces fell below float64's range carry a 2**-1074 stand-in
-    (:mod:`ozgemm.precision.operands`), which only a single plan's width rule covers; such
-    products (binary128 rows spanning about 960 binades or more) stay refused."""
-    tiny = 2.0 ** -1074
-    for x, p in ((a, pa), (b, pb)):
-        if p is not None and x.size and bool((xp.abs(x) == tiny).any()):
-            return False
-    return True
-
-
 def _sub_contract(contract: Contract) -> Contract:
     """The contract each band pair is planned with: one more bit, CRT, moduli from the data,
     the default exponent range (a band's width is always within it), no cost cap (the
@@ -261,11 +270,14 @@ def _sub_contract(contract: Contract) -> Contract:
                           max_gemms=None).sharpened(1)
 
 
-def plan_bands(contract: Contract, a, b, backend, pa=None, pb=None, why: str = "") -> BandedPlan:
+def plan_bands(contract: Contract, a, b, backend, pa=None, pb=None, why: str = "", src=(None, None)) -> BandedPlan:
     """Plan ``a`` (m, k) @ ``b`` (k, n) (finite; or (C, ., .) components rescaled by
     ``2**-pa`` / ``2**-pb`` as :func:`~ozgemm.precision.planner.make_plan` takes them) under
     the componentwise ``contract`` in exponent bands (module docstring). ``why``: the single
-    plan's refusal, kept in the report.
+    plan's refusal, kept in the report. ``src``: binary128 operands'
+    :class:`~ozgemm.precision.operands.QuadPieces` (A's rows, B's columns; None otherwise):
+    their bands are taken from the exact pieces and each pair scales its band's pieces by its
+    own power of two, so no piece leaves float64's range however wide the row.
 
     Raises ContractError when the contract's ``max_gemms`` is below the plan's INT8 GEMMs
     (naming them); MemoryError as the planner does."""
@@ -275,14 +287,14 @@ def plan_bands(contract: Contract, a, b, backend, pa=None, pb=None, why: str = "
     m, k = a.shape[-2:]
     n = b.shape[-1]
     bt = b.T if b.ndim == 2 else b.transpose(0, 2, 1)
-    band_a, Ea = band_index(a, xp)
-    band_b, Fb = band_index(bt, xp)
+    band_a, Ea = band_index(a, xp, src[0])
+    band_b, Fb = band_index(bt, xp, src[1])
     ca = 1 if a.ndim == 2 else a.shape[0]
     cb = 1 if b.ndim == 2 else b.shape[0]
     na = int(band_a.max()) + 1 if band_a.size else 0
     nb = int(band_b.max()) + 1 if band_b.size else 0
     P = max(na * nb, 1)
-    g = band_lower_bound(a, b, Ea, Fb, xp)
+    g = band_lower_bound(a, b, Ea, Fb, xp, src)
     # pair (r, s) is needed at (i, j) iff (r + s) W < H_ij
     H = (math.ceil(math.log2(ca * cb * max(k, 1))) + contract.bits + 4 + math.ceil(math.log2(P))) - g
     h_row = H.max(axis=1) if n else xp.zeros(m, dtype=xp.int64)
@@ -301,16 +313,17 @@ def plan_bands(contract: Contract, a, b, backend, pa=None, pb=None, why: str = "
             if rows.shape[0] == 0 or cols.shape[0] == 0:
                 left_out += 1
                 continue
-            ar, bs = _pair_operands(a, bt, band_a, band_b, r, s, rows, cols, xp)
-            p = make_plan(sub, ar, bs, backend, pa=None if pa is None else pa[rows],
-                          pb=None if pb is None else pb[cols])
+            pre_a = _pair_pre(pa, src[0], Ea, rows, r)
+            pre_b = _pair_pre(pb, src[1], Fb, cols, s)
+            ar, bs = _pair_operands(a, bt, band_a, band_b, r, s, rows, cols, xp, src, pre_a, pre_b)
+            p = make_plan(sub, ar, bs, backend, pa=pre_a, pb=pre_b)
             pairs.append(BandPair(r=r, s=s, rows=rows, cols=cols, plan=p))
     total = sum(p.plan.int8_gemms for p in pairs)
     widened = (f"exponent bands of {BAND_BITS} bits: A {na}, B {nb}; {len(pairs)} of {na * nb} band pairs "
                f"computed ({total} INT8 GEMMs, float64 lower-bound GEMMs), each with "
                f"bits = {sub.bits}" + (f" (one plan: {why})" if why else ""))
     plan = BandedPlan(contract=contract, shape=(m, k, n), bands=(na, nb), pairs=tuple(pairs), band_a=band_a,
-                      band_b=band_b, pa=pa, pb=pb, left_out=left_out, widened=widened)
+                      band_b=band_b, pa=pa, pb=pb, left_out=left_out, widened=widened, src=tuple(src))
     cap = contract.max_gemms
     if cap is not None and total > cap:
         raise ContractError(
@@ -321,21 +334,33 @@ def plan_bands(contract: Contract, a, b, backend, pa=None, pb=None, why: str = "
     return plan
 
 
-def _band_part(x, band, r, rows, xp):
-    """Rows ``rows`` of ``x`` with the entries outside band ``r`` set to 0 (an exact split)."""
+def _pair_pre(pre, src, E, rows, r):
+    """The power of two a pair's rows are rescaled by: a binary128 band's own, E_i - r W (its
+    pieces then lie in [2**-(W + 53), 1): exact in float64); else the operand's (None or P_i)."""
+    if src is not None:
+        return E[rows] - r * BAND_BITS
+    return None if pre is None else pre[rows]
+
+
+def _band_part(x, band, r, rows, xp, src=None, pre=None):
+    """Rows ``rows`` of ``x`` with the entries outside band ``r`` set to 0 (an exact split);
+    binary128 (``src``): its pieces in band ``r`` times ``2**-pre``."""
+    if src is not None:
+        return src.scaled(pre, xp, rows=rows, keep=band[:, rows] == r)
     if x.ndim == 2:  # selected by bit pattern (cupy flushes float32 subnormals in arithmetic)
         ui = xp.uint32 if x.dtype == xp.float32 else xp.uint64
         return xp.where(band[rows] == r, x[rows].view(ui), ui(0)).view(x.dtype)
     return xp.where(band[:, rows] == r, x[:, rows], 0.0)
 
 
-def _pair_operands(a, bt, band_a, band_b, r, s, rows, cols, xp):
-    ar = _band_part(a, band_a, r, rows, xp)
-    bs = _band_part(bt, band_b, s, cols, xp)
+def _pair_operands(a, bt, band_a, band_b, r, s, rows, cols, xp, src=(None, None), pre_a=None, pre_b=None):
+    ar = _band_part(a, band_a, r, rows, xp, src[0], pre_a)
+    bs = _band_part(bt, band_b, s, cols, xp, src[1], pre_b)
     return ar, (bs.T if bs.ndim == 2 else bs.transpose(0, 2, 1))
 
 
 def band_operands(plan: BandedPlan, pair: BandPair, a, b, xp):
     """The operands of one computed pair: (rows of A^(r), columns of B^(s)), as planned."""
     bt = b.T if b.ndim == 2 else b.transpose(0, 2, 1)
-    return _pair_operands(a, bt, plan.band_a, plan.band_b, pair.r, pair.s, pair.rows, pair.cols, xp)
+    return _pair_operands(a, bt, plan.band_a, plan.band_b, pair.r, pair.s, pair.rows, pair.cols, xp, plan.src,
+                          pair.plan.pa, pair.plan.pb)

@@ -16,7 +16,9 @@ see :mod:`ozgemm.precision.planner`):
   2**-1074, so the row's width — and hence its "inexact" flag — stays truthful), which the
   planner covers by taking C = 4 for these operands (per-entry error <= 3/2 + 3 * 2**-74
   <= 2 units, because the integer width never exceeds 1000 bits). The output exponent adds
-  P_i back.
+  P_i back. The pieces are also kept exactly as integers (:class:`QuadPieces`), from which
+  exponent bands (:mod:`ozgemm.precision.bands`) scale each band by its own power of two, so
+  rows wider than float64's range are computed, not refused.
 
 Non-finite entries are reported through a float64 "proxy" array of the same IEEE classes
 (NaN, +-Inf, +-0, +-1 for finite non-zero values) for the separate specials pass.
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from .._xp import ignore_fp_errors
 from ..contracts.formats import DD, Binary128, is_quad_array, quad_to_bits
 
-__all__ = ["Rows", "arrays", "as_wide", "is_wide", "operand_rows", "transpose", "complex_embedding"]
+__all__ = ["QuadPieces", "QUAD_OFFSETS", "Rows", "arrays", "as_wide", "is_wide", "operand_rows", "transpose", "complex_embedding"]
 
 
 def is_wide(x) -> bool:
@@ -66,16 +68,19 @@ def transpose(x):
 class Rows:
     """A 2-D operand prepared for row scaling.
 
-    comps : (r, k) float array (one component) or (C, r, k) float64
-    pre   : (r,) int64 power-of-two rescaling P_i already applied (x = comps_sum * 2**P_i), or None
-    proxy : (r, k) float array with each entry's IEEE class (for the specials pass)
-    cpow  : power of two >= the per-entry scaling error in half units (1, 2 or 4)
+    comps  : (r, k) float array (one component) or (C, r, k) float64
+    pre    : (r,) int64 power-of-two rescaling P_i already applied (x = comps_sum * 2**P_i), or None
+    proxy  : (r, k) float array with each entry's IEEE class (for the specials pass)
+    cpow   : power of two >= the per-entry scaling error in half units (1, 2 or 4)
+    source : the binary128 operand's :class:`QuadPieces` (None for other formats), from
+             which exponent bands take their pieces at their own scale
     """
 
     comps: object
     pre: object
     proxy: object
     cpow: int = 1
+    source: object = None
 
 
 def operand_rows(x, xp) -> Rows:
@@ -100,6 +105,56 @@ def operand_rows(x, xp) -> Rows:
     return Rows(comps=x, pre=None, proxy=x, cpow=1)
 
 
+#: bit offsets of the three pieces of a binary128 significand (53 + 53 + 7 bits)
+QUAD_OFFSETS = (60, 7, 0)
+
+
+@dataclass
+class QuadPieces:
+    """A binary128 operand (r, k) held exactly as integers: entry x = sgn * sum_c v_c *
+    2**(e_lsb + QUAD_OFFSETS[c]), v (3, r, k) uint64 < 2**53 (the pieces share x's sign;
+    truncation, so |x| >= each piece). ``nz``: finite nonzero entries (the others count as
+    0); ``top``: |x| in [2**(top - 1), 2**top) where ``nz``."""
+
+    neg: object
+    v: object
+    e_lsb: object
+    nz: object
+    top: object
+
+    def without_rows(self, bad):
+        """The operand with rows ``bad`` ((r,) bool, or None) set to zero."""
+        if bad is None:
+            return self
+        return QuadPieces(self.neg, self.v, self.e_lsb, self.nz & ~bad[:, None], self.top)
+
+    def exponents(self, xp):
+        """Binary exponents e (|piece| in [2**(e-1), 2**e)) of the pieces (3, r, k) int64 and
+        their nonzero mask."""
+        e = xp.stack([self.e_lsb + off + _bitlen64(self.v[c], xp) for c, off in enumerate(QUAD_OFFSETS)])
+        return e, (self.v != 0) & self.nz[None]
+
+    def scaled(self, pre, xp, rows=None, keep=None, standin=False):
+        """The pieces as float64 (3, r, k) times ``2**-pre`` ((r,) int64), on ``rows`` (index
+        array or None: all) and where ``keep`` ((3, r', k) bool or None: all). Exact where a
+        scaled piece is at least 2**-1022 (its lowest bit then lies within float64's range);
+        ``standin``: a nonzero piece that ``ldexp`` flushes to zero is kept as 2**-1074."""
+        sel = (lambda t: t) if rows is None else (lambda t: t[rows])
+        sh = sel(self.e_lsb) - pre[:, None]
+        neg, nz = sel(self.neg), sel(self.nz)
+        sgn = xp.where(neg, -1.0, 1.0)
+        out = []
+        for c, off in enumerate(QUAD_OFFSETS):
+            v = self.v[c] if rows is None else self.v[c][rows]
+            with ignore_fp_errors(xp):
+                y = xp.ldexp(v.astype(xp.float64), xp.clip(sh + off, -2000, 2000).astype(xp.int32))  # v < 2**53
+            if standin:
+                y = xp.where((v != 0) & (y == 0), 2.0 ** -1074, y)
+            ok = nz if keep is None else nz & keep[c]
+            out.append(xp.where(ok, sgn * y, 0.0))
+        return xp.stack(out)
+
+
 def _quad_rows(bits, xp) -> Rows:
     u = xp.uint64
     lo = bits[..., 0]
@@ -112,34 +167,26 @@ def _quad_rows(bits, xp) -> Rows:
     normal = be != 0
     h49 = frac_hi | (normal.astype(u) << u(48))
     e_lsb = xp.maximum(be, 1) - 16383 - 112  # exponent of the significand's last bit
-    p0 = (h49 << u(4)) | (lo >> u(60))  # significand bits 60..112 (<= 53 bits)
-    p1 = (lo >> u(7)) & u((1 << 53) - 1)  # bits 7..59
-    p2 = lo & u(127)  # bits 0..6
+    v = xp.stack([(h49 << u(4)) | (lo >> u(60)),  # significand bits 60..112 (<= 53 bits)
+                  (lo >> u(7)) & u((1 << 53) - 1),  # bits 7..59
+                  lo & u(127)])  # bits 0..6
     nz = ((h49 | lo) != 0) & ~special
     # top exponent: |x| < 2**top
     bl = xp.where(h49 != 0, 64 + _bitlen64(h49, xp), _bitlen64(lo, xp))
     top = e_lsb + bl
+    src = QuadPieces(neg=neg, v=v, e_lsb=e_lsb, nz=nz, top=top)
     big = xp.iinfo(xp.int64).min
     P = xp.where(nz, top, big).max(axis=1) if bits.shape[1] else xp.zeros((bits.shape[0],), dtype=xp.int64)
-    P = xp.where(P == big, 0, P)
-    sh = e_lsb - P[:, None]
-
-    def piece(v, off):
-        f = v.astype(xp.float64)  # exact: < 2**53
-        sgn = xp.where(neg, -1.0, 1.0)
-        with ignore_fp_errors(xp):
-            y = xp.ldexp(f, xp.clip(sh + off, -2000, 2000).astype(xp.int32))
-        # a non-zero piece that ldexp flushed to zero stays visible as 2**-1074: the row's
-        # width then exceeds every admissible beta (<= 1000), so the row counts as inexact
-        # and its scaling error is covered (|sentinel - piece| <= 2**-1074, 2**-74 units)
-        y = xp.where((v != 0) & (y == 0), 2.0 ** -1074, y)
-        return xp.where(nz, sgn * y, 0.0)
-
-    comps = xp.stack([piece(p0, 60), piece(p1, 7), piece(p2, 0)])
+    P = xp.where(P == big, 0, P).astype(xp.int64)
+    # a non-zero piece that ldexp flushed to zero stays visible as 2**-1074: the row's width
+    # then exceeds every admissible beta (<= 1000), so the row counts as inexact and its
+    # scaling error is covered (|sentinel - piece| <= 2**-1074, 2**-74 units); such rows
+    # (spanning ~960 binades or more) go to exponent bands, which scale pieces from ``source``
+    comps = src.scaled(P, xp, standin=True)
     one = xp.where(neg, -1.0, 1.0)
     proxy = xp.where(nz, one, xp.where(neg, -0.0, 0.0))
     proxy = xp.where(special, xp.where(nan, xp.nan, one * xp.inf), proxy)
-    return Rows(comps=comps, pre=P.astype(xp.int64), proxy=proxy, cpow=4)
+    return Rows(comps=comps, pre=P, proxy=proxy, cpow=4, source=src)
 
 
 def _bitlen64(v, xp):

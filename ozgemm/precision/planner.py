@@ -28,7 +28,12 @@ beta those moduli still allow (more accuracy at no cost).
 Normwise contracts. With a fixed moduli count, beta is the largest with M > 2 Cmax(beta);
 since na_i, nb_j <= k and 2**E_i <= 2 max|a_i,:|,
 |C - AB|_ij <= (u_f + (1+u_f) 2**(2-beta) (1 + 2**(-beta-2))) k max|A_i,:| max|B_:,j|,
-which is <= 2**-(bits-1) k max|A_i,:| max|B_:,j| whenever beta >= bits + 3.
+which is <= 2**-(bits-1) k max|A_i,:| max|B_:,j| whenever beta >= bits + 3. dd and
+binary128 operands (components, each entry's scaling error <= c/2 units, c = 2 or 4; for dd
+2**E_i <= 2 (1 + 2**-52) max|a_i,:|, E_i from hi = RN(hi + lo)): the scaling error grows to
+k 2**(E_i+F_j) c 2**-beta (1 + c 2**(-beta-2)), within the same bound whenever
+beta >= bits + 3 + log2 c (the factor 2 of slack covers the (1 + 2**-51) and (1 + u_f)), and
+Cmax takes c k 2**beta + c**2 k.
 """
 from __future__ import annotations
 
@@ -689,9 +694,6 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
         if int(nonfinite_flag.reshape(-1)[0]):  # plans without a host read of their own: read it now
             raise NonFiniteInputs()
         nonfinite_flag = None
-    if cpow > 1 and contract.bound_kind != "componentwise":
-        raise ContractError(f"contract {contract.name!r} ({contract.source}): normwise contracts take float32/"
-                            "float64 operands; use a componentwise contract for dd/binary128 operands")
     # Cmax uses S >= sum_l |a~_il||b~_lj|; normwise contracts take S = k (data-independent:
     # no device->host read), componentwise ones read the norm sums with beta.
     S = float(k)
@@ -726,12 +728,13 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     else:
         nmod = contract.moduli  # within the table (Contract checks it)
         M = moduli_product(nmod)
-        beta = max_beta_for(M, S, k)
-        if beta < contract.bits + 3:
-            need = min_moduli_for(contract.bits + 3, S, k)
+        beta = max_beta_for(M, S, k, cpow=cpow)
+        floor_ = contract.bits + 3 + (cpow.bit_length() - 1)  # components: c/2-unit scaling errors
+        if beta < floor_:
+            need = min_moduli_for(floor_, S, k, cpow)
             raise ModuliShortfall(
                 f"{where}: with {nmod} moduli and k = {k} the integer width is {beta} bits, below the "
-                f"{contract.bits + 3} the normwise bound needs. Fix: moduli = {need} (or split k).")
+                f"{floor_} the normwise bound needs. Fix: moduli = {need} (or split k).")
         widened = f"fixed: {nmod} moduli"
 
     s, t = backend.shifts(beta, sa, sb)
