@@ -827,3 +827,34 @@ def test_exponent_bands_bit_identical_to_cpu(contract):
     else:
         assert np.array_equal(c_cpu.view(np.uint8), cp.asnumpy(c_gpu).view(np.uint8))
     assert measure_any(c_cpu, a, b, as_contract(contract))["breaches"] == 0
+
+
+@pytest.mark.parametrize("contract", ["fp128", "dd", "fp64", "fp64-fast"])
+def test_binary128_beyond_float64_range_bit_identical_to_cpu(contract):
+    """binary128 rows and columns spanning far beyond float64's range (exponent bands from the
+    exact pieces; fp64-fast: a normwise plan of the pieces) give the CPU's bits on the GPU and
+    keep the contract (exact check)."""
+    from conftest import binary128_of
+    from ozgemm.contracts.contract import as_contract
+    from ozgemm.verify.audit import measure_any
+
+    rng = np.random.default_rng(21)
+
+    def rows(r, c, lo, hi):
+        return [[(bool(rng.integers(2)), int(rng.integers(1, 2**62)) << 51 | int(rng.integers(0, 2**51)),
+                  int(rng.integers(lo, hi))) for _ in range(c)] for _ in range(r)]
+    a = binary128_of(rows(7, 12, -16494, 12000))
+    b = binary128_of(rows(12, 5, -12000, 100))
+    with np.errstate(all="ignore"):
+        c_cpu, pc = ozgemm.matmul(a, b, contract=contract, return_plan=True)
+        c_gpu, pg = ozgemm.matmul(ozgemm.Binary128(cp.asarray(a.bits)), ozgemm.Binary128(cp.asarray(b.bits)),
+                                  contract=contract, return_plan=True)
+    assert pc[0].method == ("crt" if contract == "fp64-fast" else "bands")
+    if contract == "dd":
+        assert np.array_equal(c_cpu.hi, cp.asnumpy(c_gpu.hi)) and np.array_equal(c_cpu.lo, cp.asnumpy(c_gpu.lo))
+    elif contract == "fp128":
+        from ozgemm.contracts.formats import quad_to_bits
+        assert np.array_equal(quad_to_bits(c_cpu), cp.asnumpy(c_gpu.bits))
+    else:
+        assert np.array_equal(c_cpu.view(np.uint8), cp.asnumpy(c_gpu).view(np.uint8))
+    assert measure_any(c_cpu, a, b, as_contract(contract))["breaches"] == 0

@@ -137,7 +137,9 @@ def test_complex_contracts_per_part(ab, name):
 @st.composite
 def whole_range_operands(draw, dtype):
     """Entries anywhere in the format's range (subnormals included) around a random centre,
-    spreads up to the whole range, zero entries and rows, exact cancellations."""
+    spreads up to the whole range, zero entries, zero rows of A and columns of B, exact
+    cancellations and rounding ties (x (1 + 2**-t) with t one bit past the result's
+    precision: 24, 53 or 107)."""
     m, k, n = draw(st.integers(1, 3)), draw(st.integers(1, 5)), draw(st.integers(1, 3))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     lo, hi = (-1074, 1023) if dtype == np.float64 else (-149, 127)
@@ -151,13 +153,20 @@ def whole_range_operands(draw, dtype):
             x[rng.integers(0, r)] = 0.0
         return x
     a, b = mat(m, k), mat(k, n)
+    if rng.random() < 0.2:
+        b[:, rng.integers(0, n)] = 0.0
     if k >= 2 and draw(st.booleans()):
         a[0, 1], b[1, 0] = -a[0, 0], b[0, 0]
+    elif k >= 2 and draw(st.booleans()):  # a tie of the result's rounding
+        t = draw(st.sampled_from([24, 53, 107]))
+        e = int(np.clip(rng.integers(lo, hi), lo + t + 2, hi - 2))
+        a[0, 0], a[0, 1] = np.ldexp(1.0, e), np.ldexp(1.0, e - t)
+        b[0, 0] = b[1, 0] = 1.0
     return a, b
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(whole_range_operands(np.float64), st.sampled_from(["fp64", "fp64-fast", "dd", "fp64-ozaki"]))
+@given(whole_range_operands(np.float64), st.sampled_from(["fp64", "fp64-fast", "dd", "fp64-ozaki", "fp128"]))
 def test_no_wrong_answer_over_the_whole_float64_range(ab, name):
     """Over the whole float64 range every shipped contract computes the product (no refusal)
     and keeps its promise on every entry."""
