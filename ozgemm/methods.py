@@ -26,7 +26,10 @@ def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite
                  pa=None, pb=None, known=(None, None), src=(None, None)):
     """The plan of ``a @ b`` (:func:`_plan`), within the contract's ``max_gemms`` (a capped
     contract never speculates, so every plan it gets is checked here); beyond one plan's width,
-    in exponent bands (:func:`ozgemm.precision.bands.plan_bands`, which takes ``src``)."""
+    in exponent bands (:func:`ozgemm.precision.bands.plan_bands`, which takes ``src``). A
+    contract whose constant grows with k is planned as its constant-growth form for this k
+    (:meth:`~ozgemm.contracts.contract.Contract.for_k`)."""
+    contract = contract.for_k(a.shape[-1])
     try:
         p = _plan(contract, a, b, backend, force=force, nonfinite_flag=nonfinite_flag, speculate=speculate,
                   pa=pa, pb=pb, known=known)

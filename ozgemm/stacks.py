@@ -85,6 +85,7 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
     (P, m, n, 2)."""
     xp = backend.xp
     fmt = contract.fmt
+    contract = contract.for_k(a.shape[-1])  # (a constant growing with k: its form for this k)
     if xp is not np or contract.method != "crt" or not fmt.supported or contract.max_gemms is not None:
         return None  # (a cost cap: per product, each plan checked)
     m, k = a.shape[1:]

@@ -44,7 +44,7 @@ HASHES = Path(__file__).resolve().parent / "data" / "corpus_hashes.json"
 # contracts
 # --------------------------------------------------------------------------------------------
 
-SHIPPED = ("fp64", "fp64-fast", "fp32", "dd", "fp128", "fp64-ozaki", "fp32-ozaki")
+SHIPPED = ("fp64", "fp64-fast", "fp32", "dd", "fp128", "fp64-ozaki", "fp32-ozaki", "fp64-dgemm", "fp32-sgemm")
 
 
 def _contracts():

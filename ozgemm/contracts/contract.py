@@ -14,6 +14,15 @@ The promises (u_f = 2**-p is the unit roundoff of the output format, p its preci
     overflow threshold). With bits = p this is at most 3u (|A||B|)_ij, never worse than the
     classic DGEMM/SGEMM bound ``gamma_k (|A||B|)_ij``, gamma_k = ku/(1-ku), for any k >= 3
     (for k = 2 it can exceed gamma_2 ~ 2u by up to u |AB|).
+``bound_kind = "componentwise"`` with ``growth = "sqrt_k"`` (contracts ``fp64-dgemm``, ``fp32-sgemm``)
+    ``|C - AB|_ij <= u_f * |AB|_ij + sqrt(k) * 2**-bits * (|A||B|)_ij``, k the inner dimension
+    of the product planned (the number of real products summed per entry: 2k for a complex
+    product's real embedding, k + columns of C for the fused update). With bits = p this is
+    the error a conventional DGEMM/SGEMM stays within with high probability (Higham and Mary,
+    "A new approach to probabilistic rounding error analysis", SIAM J. Sci. Comput. 41(5),
+    2019: lambda sqrt(k) u), made deterministic and proven per entry; it is always stronger than
+    the worst case gamma_k (|A||B|) for k >= 2. Planned as the constant-growth contract with
+    ``bits + 1 - floor(log2(k) / 2)`` bits (:meth:`Contract.for_k`).
 ``bound_kind = "normwise"`` (contract ``fp64-fast``)
     ``|C - AB|_ij <= 2**-(bits-1) * k * max_l |A_il| * max_l |B_lj|`` (same underflow note).
 """
@@ -36,6 +45,7 @@ _METHODS = ("crt", "ozaki", "auto")
 _BOUND_KINDS = ("componentwise", "normwise")
 _SPECIALS = ("ieee", "raise")
 _SCHEDULES = ("triangular", "full", "auto")
+_GROWTHS = ("constant", "sqrt_k")
 
 
 class ContractError(ValueError):
@@ -87,6 +97,10 @@ class Contract:
         Ozaki scheme I slice-pair schedule: ``"triangular"`` (s(s+1)/2 products, a proven
         truncation term enters the bound), ``"full"`` (s**2 products, no truncation) or
         ``"auto"`` (whichever proves the bound with fewer products).
+    growth : str
+        How the componentwise constant grows with the inner dimension k: ``"constant"``
+        (2**-(bits-1), the default) or ``"sqrt_k"`` (sqrt(k) 2**-bits: the DGEMM-grade tiers;
+        see the module docstring).
     max_gemms : int, optional
         A cap on the cost: the most INT8 GEMMs of the planned product's shape (moduli or slice
         products, plus the bound GEMM; a complex product counts those of its real embedding) a
@@ -106,6 +120,7 @@ class Contract:
     slices: int | str = "auto"
     schedule: str = "auto"
     max_gemms: int | None = None
+    growth: str = "constant"
     source: str = field(default="<object>", compare=False)
 
     def __post_init__(self):
@@ -145,6 +160,10 @@ class Contract:
                                            or self.max_gemms < least):
             raise ContractError(f"{where}: key 'max_gemms' must be an integer >= {least} (no {self.bound_kind} "
                                 f"plan takes fewer INT8 GEMMs), or absent (no cap); got {self.max_gemms!r}")
+        if self.growth not in _GROWTHS:
+            raise ContractError(f"{where}: key 'growth' must be one of {_GROWTHS}, got {self.growth!r}")
+        if self.growth != "constant" and self.bound_kind != "componentwise":
+            raise ContractError(f"{where}: key 'growth' = {self.growth!r} needs bound_kind = \"componentwise\"")
         if self.schedule not in _SCHEDULES:
             raise ContractError(f"{where}: key 'schedule' must be one of {_SCHEDULES}, got {self.schedule!r}")
         if self.bound_kind == "normwise" and self.moduli == "auto" and self.method == "crt":
@@ -159,6 +178,8 @@ class Contract:
     def promise(self) -> str:
         """The promised bound as a one-line formula."""
         c = f"2^-{self.bits - 1}"
+        if self.growth == "sqrt_k":
+            return f"|C-AB| <= 2^-{self.fmt.p}*|AB| + sqrt(k)*2^-{self.bits}*(|A||B|)"
         if self.bound_kind == "componentwise":
             return f"|C-AB| <= 2^-{self.fmt.p}*|AB| + {c}*(|A||B|)"
         return f"|C-AB|_ij <= {c}*k*max|A_i,:|*max|B_:,j|"
@@ -167,7 +188,24 @@ class Contract:
         """A copy with some keys changed (validated again)."""
         src = self.source if self.source.startswith("derived from ") else f"derived from {self.source}"
         changes.setdefault("source", src)
-        return replace(self, **changes)
+        extra = 0
+        if "bits" not in changes and self.bits > self.fmt.p:  # a sharpened contract stays sharpened
+            extra, changes["bits"] = self.bits - self.fmt.p, self.fmt.p
+        c = replace(self, **changes)
+        return c.sharpened(extra) if extra else c
+
+    def for_k(self, k: int) -> "Contract":
+        """The contract the planners prove for inner dimension ``k``: itself, or for growth
+        ``"sqrt_k"`` the constant-growth contract with b = bits + 1 - floor(log2(k) / 2) bits,
+        whose constant 2**-(b-1) = 2**-bits 2**floor(log2(k)/2) <= sqrt(k) 2**-bits (b above
+        the format's precision for k < 4 is kept, as :meth:`sharpened` does; at least 2)."""
+        if self.growth == "constant":
+            return self
+        h = (max(int(k), 1).bit_length() - 1) // 2  # floor(log2(k) / 2)
+        b = max(2, self.bits + 1 - h)
+        p = self.fmt.p
+        c = self.with_(growth="constant", bits=min(b, p), source=self.source)
+        return c.sharpened(b - p) if b > p else c
 
     def sharpened(self, extra_bits: int) -> "Contract":
         """The same contract promising ``extra_bits`` more (bits may then exceed the format's

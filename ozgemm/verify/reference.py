@@ -368,6 +368,8 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
     ratio = np.zeros((m, n)) if contract is not None else None
     breaches = 0
     normwise = contract is not None and contract.bound_kind == "normwise"
+    # growth "sqrt_k": the |A||B| term is sqrt(k) 2**-bits (|A||B|): compared exactly by squares
+    sqrt_k = contract is not None and getattr(contract, "growth", "constant") == "sqrt_k"
     if normwise:
         ra = [Fraction(v) for v in ex.amax]
         cb = [Fraction(v) for v in ex.bmax]
@@ -401,7 +403,7 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
                 # format, P = max(pc, bits - 1) (integers only)
                 pc = contract.fmt.p
                 P = max(pc, contract.bits - 1)
-                bn = abs(X) * 2 ** (P - pc) + A * 2 ** (P - contract.bits + 1)
+                bn = abs(X) * 2 ** (P - pc) + (0 if sqrt_k else A * 2 ** (P - contract.bits + 1))
                 bd = 2 ** (P - e) if e - P < 0 else 1
                 if e - P > 0:
                     bn <<= (e - P)
@@ -409,6 +411,23 @@ def measure(c, ex: ExactProduct, contract=None, cr=None, fmt_name=None) -> Error
             if abs(Fraction(X) * Fraction(2) ** e) < Fraction(2) ** emin:
                 bf = Fraction(bn, bd) + Fraction(2) ** (emin_sub - 1)
                 bn, bd = bf.numerator, bf.denominator
+            if sqrt_k:  # the bound is bn/bd + sqrt(k) s, s = 2**-bits |A||B| (exact rationals)
+                s_ = Fraction(A) * Fraction(2) ** (e - contract.bits)
+                fixed = Fraction(bn, bd)
+                if err_int is None:
+                    omega = 2 ** (emax + 1) - 2 ** (emax - min(p, 53 if fmt_name == "dd" else p))
+                    gap = omega - ce * Fraction(X) * Fraction(2) ** e - fixed if ce != 0 else None
+                    ok = gap is not None and (gap <= 0 or gap * gap <= k * s_ * s_)
+                    breaches += not ok
+                    ratio[i, j] = 1.0 if ok else math.inf
+                    continue
+                err_v = Fraction(err_int) * Fraction(2) ** err_exp
+                d = err_v - fixed
+                breaches += d > 0 and d * d > k * s_ * s_
+                # reported ratio: against sqrt(k) rounded down to 2**-20 (never understated)
+                tot = fixed + s_ * Fraction(math.isqrt(k << 40), 1 << 20)
+                ratio[i, j] = float(err_v / tot) if tot else (0.0 if err_int == 0 else math.inf)
+                continue
             if err_int is None:
                 # +inf is allowed where AB + bound reaches the overflow threshold, -inf where
                 # AB - bound reaches -Omega (Omega = 2**(emax+1) - 2**(emax-p): values >= Omega
