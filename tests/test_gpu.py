@@ -763,7 +763,7 @@ def test_binary128_subnormal_row_maxima_bit_identical_and_kept(contract):
     """Rows whose largest entries are binary128 subnormals with few significant bits (the
     first float64 piece is zero): the fused statistics kernel's 7-bit magnitudes come from
     every piece, as on the CPU; the result keeps the contract against the exact product."""
-    from ozgemm.contracts.formats import quad_dtype, quad_from_bits, quad_to_bits
+    from ozgemm.contracts.formats import quad_dtype, quad_from_bits
     from ozgemm.verify.reference import exact_product, measure
 
     rng = np.random.default_rng(12)
@@ -779,13 +779,20 @@ def test_binary128_subnormal_row_maxima_bit_identical_and_kept(contract):
     want = ozgemm.matmul(a, b, contract=contract)
     got = ozgemm.matmul(ozgemm.Binary128.from_numpy(a, device=True), ozgemm.Binary128.from_numpy(b, device=True),
                         contract=contract)
-    if contract == "dd":
-        assert np.array_equal(want.hi, cp.asnumpy(got.hi)) and np.array_equal(want.lo, cp.asnumpy(got.lo))
-    elif contract == "fp128":
-        assert np.array_equal(quad_to_bits(want), cp.asnumpy(got.bits))
-    else:
-        assert np.array_equal(want.view(np.uint64), cp.asnumpy(got).view(np.uint64))
+    _assert_same_bits(want, got)
     assert measure(want, exact_product(a, b), ozgemm.load_contract(contract)).breaches == 0
+
+
+def _assert_same_bits(c_cpu, c_gpu):
+    """A CPU result (float, DD or numpy quad) and a GPU one hold the same bits."""
+    from ozgemm.contracts.formats import DD, quad_to_bits
+
+    if isinstance(c_cpu, DD):
+        assert np.array_equal(c_cpu.hi, cp.asnumpy(c_gpu.hi)) and np.array_equal(c_cpu.lo, cp.asnumpy(c_gpu.lo))
+    elif hasattr(c_gpu, "bits"):
+        assert np.array_equal(quad_to_bits(c_cpu), cp.asnumpy(c_gpu.bits))
+    else:
+        assert np.array_equal(c_cpu.view(np.uint8), cp.asnumpy(c_gpu).view(np.uint8))
 
 
 def test_dd_specials_on_device():
@@ -850,11 +857,24 @@ def test_binary128_beyond_float64_range_bit_identical_to_cpu(contract):
         c_gpu, pg = ozgemm.matmul(ozgemm.Binary128(cp.asarray(a.bits)), ozgemm.Binary128(cp.asarray(b.bits)),
                                   contract=contract, return_plan=True)
     assert pc[0].method == ("crt" if contract == "fp64-fast" else "bands")
-    if contract == "dd":
-        assert np.array_equal(c_cpu.hi, cp.asnumpy(c_gpu.hi)) and np.array_equal(c_cpu.lo, cp.asnumpy(c_gpu.lo))
-    elif contract == "fp128":
-        from ozgemm.contracts.formats import quad_to_bits
-        assert np.array_equal(quad_to_bits(c_cpu), cp.asnumpy(c_gpu.bits))
-    else:
-        assert np.array_equal(c_cpu.view(np.uint8), cp.asnumpy(c_gpu).view(np.uint8))
+    _assert_same_bits(c_cpu, c_gpu)
     assert measure_any(c_cpu, a, b, as_contract(contract))["breaches"] == 0
+
+
+@pytest.mark.parametrize("contract", ["fp64-dgemm", "fp32-sgemm"])
+def test_tiers_bit_identical_to_cpu(contract):
+    """The DGEMM/SGEMM-grade tiers plan per k on the GPU as on the CPU (same moduli, same
+    bits) and keep their sqrt(k) bound (exact check)."""
+    from ozgemm.contracts.contract import as_contract
+    from ozgemm.verify.audit import measure_any
+
+    rng = np.random.default_rng(23)
+    dt = np.float32 if contract == "fp32-sgemm" else np.float64
+    from conftest import phi_pair
+
+    a = phi_pair(rng, 96, 3000, 64, 1.0, dt)
+    c_cpu, pc = ozgemm.matmul(a[0], a[1], contract=contract, return_plan=True)
+    c_gpu, pg = ozgemm.matmul(cp.asarray(a[0]), cp.asarray(a[1]), contract=contract, return_plan=True)
+    assert pc[0].n_moduli == pg[0].n_moduli and pc[0].info()["bits"] == pg[0].info()["bits"]
+    assert np.array_equal(c_cpu.view(np.uint8), cp.asnumpy(c_gpu).view(np.uint8))
+    assert measure_any(c_cpu, a[0], a[1], as_contract(contract))["breaches"] == 0
