@@ -12,7 +12,7 @@ from .methods import execute, execute_complex, plan_product
 from .contracts.contract import Contract, as_contract
 from .contracts.formats import DD, Binary128, quad_from_bits
 from .precision.operands import arrays, as_wide, complex_embedding, is_wide, operand_rows, transpose
-from .precision.planner import Plan, WidthShortfall, confirm_plan, forget_guess
+from .precision.planner import Plan, RefineBound, WidthShortfall, confirm_plan, forget_guess
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
 
@@ -438,7 +438,7 @@ def _product_2d(a, b, contract, backend, speculate=True, reuse=None):
         if p.pending is not None:
             try:
                 ok, p = confirm_plan(p, backend)
-            except (NonFiniteInputs, WidthShortfall):  # NaN/Inf, or beyond one plan: exponent bands
+            except (NonFiniteInputs, WidthShortfall, RefineBound):  # NaN/Inf, bands, a refined bound
                 return _product_2d(a_in, b_in, contract, backend, speculate=False, reuse=reuse)
             if not ok:
                 c = execute(p, backend, a0, b0, reuse=reuse)  # the guess was wrong: the confirmed plan

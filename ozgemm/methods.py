@@ -81,7 +81,7 @@ def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=N
     crt = oz = err_crt = err_oz = None
     if contract.bound_kind == "componentwise":
         sa, sb = statistics(a, b, backend, known=known)
-        bound = componentwise_bound(crt_c, sa, sb, a.shape[1], backend)
+        bound = componentwise_bound(crt_c, sa, sb, a.shape[1], backend, operands=(a, b))
         try:
             crt = make_plan(crt_c, a, b, backend, bound=bound)
         except ModuliShortfall as exc:  # a fixed moduli count too small: Ozaki-I may still prove it

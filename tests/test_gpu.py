@@ -878,3 +878,26 @@ def test_tiers_bit_identical_to_cpu(contract):
     assert pc[0].n_moduli == pg[0].n_moduli and pc[0].info()["bits"] == pg[0].info()["bits"]
     assert np.array_equal(c_cpu.view(np.uint8), cp.asnumpy(c_gpu).view(np.uint8))
     assert measure_any(c_cpu, a[0], a[1], as_contract(contract))["breaches"] == 0
+
+
+@pytest.mark.parametrize("contract", ["fp64", "fp64-dgemm", "fp32"])
+def test_refined_lower_bound_bit_identical_to_cpu(contract):
+    """Wide spreads (phi = 2) refine the lower bound on the GPU as on the CPU: the same
+    moduli and bits, also when a speculative plan of the same shapes (from phi = 0.5 inputs)
+    has to give way to the refined one, and on the repeated call that no longer speculates."""
+    from conftest import phi_pair
+    from ozgemm.contracts.contract import as_contract
+    from ozgemm.verify.audit import measure_any
+
+    rng = np.random.default_rng(29)
+    dt = np.float32 if contract == "fp32" else np.float64
+    x0, y0 = phi_pair(rng, 64, 2000, 48, 0.5, dt)
+    x, y = phi_pair(rng, 64, 2000, 48, 2.0, dt)
+    c_cpu, pc = ozgemm.matmul(x, y, contract=contract, return_plan=True)
+    assert "refined" in pc[0].widened
+    ozgemm.matmul(cp.asarray(x0), cp.asarray(y0), contract=contract)  # a guess for these shapes
+    for _ in range(2):
+        c_gpu, pg = ozgemm.matmul(cp.asarray(x), cp.asarray(y), contract=contract, return_plan=True)
+        assert pg[0].n_moduli == pc[0].n_moduli and pg[0].beta == pc[0].beta and "refined" in pg[0].widened
+        _assert_same_bits(c_cpu, c_gpu)
+    assert measure_any(c_cpu, x, y, as_contract(contract))["breaches"] == 0

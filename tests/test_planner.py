@@ -234,3 +234,53 @@ def test_speculative_thresholds_exact_at_the_boundary():
                         checked += 1
                     assert not M > 2 * P.cmax(b, Fraction(v + 1, den), k), (nmod, k, b, col)
     assert checked > 1000
+
+
+def test_second_window_lower_bound_is_below_the_exact_magnitudes():
+    """LB2 = 2**14 qa qb^T + q1a q1b^T (units 2**-28) <= (|A~||B~|)_ij, checked with Fractions
+    on phi = 3 inputs (most entries below 2**-7 of their row maximum), and strictly above
+    2**14 LB where the 7-bit bound is 0."""
+    from fractions import Fraction
+
+    from ozgemm.kernels.numpy import NumpyBackend
+    from ozgemm.precision.planner import second_window, statistics
+    from ozgemm.verify.inputs import phi_operands
+
+    eng = NumpyBackend()
+    a, b = phi_operands(np.random.default_rng(2), 6, 300, 5, 3.0)
+    sa, sb = statistics(a, b, eng)
+    lb = eng.gemm_exact(sa.q, sb.q).astype(np.int64)
+    lb2 = lb * 2**14 + eng.gemm_exact(second_window(a, sa.E, np), second_window(b.T, sb.E, np))
+    assert (lb == 0).any() and (lb2[lb == 0] > 0).all()
+    for i in range(6):
+        for j in range(5):
+            exact = sum(abs(Fraction(float(a[i, l])) * Fraction(float(b[l, j]))) for l in range(300))
+            scale = Fraction(2) ** int(sa.E[i] + sb.E[j])
+            assert Fraction(int(lb2[i, j]), 2**28) * scale <= exact
+
+
+def test_refined_bound_saves_moduli_keeps_the_contract_and_stacks_agree(monkeypatch):
+    """phi = 2: the refined lower bound plans fewer moduli than the 7-bit one alone (counted
+    with the refinement switched off), one more INT8 GEMM is reported, the contract holds
+    (exact check) and a stack of such products gives the per-product bits."""
+    import ozgemm.precision.planner as P
+    from ozgemm.contracts.contract import as_contract
+    from ozgemm.verify.audit import measure_any
+    from ozgemm.verify.inputs import phi_operands
+
+    a, b = phi_operands(np.random.default_rng(4), 40, 2000, 30, 2.0)
+    for name in ("fp64", "fp64-dgemm", "fp32"):
+        x, y = (a.astype(np.float32), b.astype(np.float32)) if name == "fp32" else (a, b)
+        c, plans = ozgemm.matmul(x, y, contract=name, return_plan=True)
+        p = plans[0]
+        assert "refined" in p.widened and p.int8_gemms == p.n_moduli + 2
+        assert measure_any(c, x, y, as_contract(name))["breaches"] == 0
+        assert np.array_equal(c, ozgemm.matmul(x, y, contract=name, engine="cpu-int64"))
+        with monkeypatch.context() as mp:
+            mp.setattr(P, "REFINE_GAP", 10**6)
+            q = ozgemm.plan(x, y, name)
+        assert p.n_moduli < q.n_moduli and "refined" not in q.widened
+    s = np.stack([a[:10], a[10:20]])
+    cs = ozgemm.matmul(s, b)
+    for i in range(2):
+        assert np.array_equal(cs[i], ozgemm.matmul(s[i], b))

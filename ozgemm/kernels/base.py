@@ -84,9 +84,10 @@ class Backend(Protocol):
     def gemm_exact(self, a, bt):
         """Exact ``a @ bt.T`` of int8 arrays (m, k) and (n, k): an integer array (m, n)."""
 
-    def plan_scalars(self, sa, sb, lb, bits: int, k: int, u: float, flag=None):
-        """The planner's scalars from the statistics and the bound GEMM ``lb`` as a (6,) or,
-        with ``flag``, (7,) int64 array equal to :func:`ozgemm.precision.planner.plan_scalars`."""
+    def plan_scalars(self, sa, sb, lb, bits: int, k: int, u: float, flag=None, lb_shift: int = 0):
+        """The planner's scalars from the statistics and the bound GEMM ``lb`` (units of
+        2**-(14 + lb_shift)) as a (6,) or, with ``flag``, (7,) int64 array equal to
+        :func:`ozgemm.precision.planner.plan_scalars`."""
 
     def shifts(self, beta: int, sa, sb):
         """(s, t): int64 row shifts of A and column shifts of B, ``where(zero, 0, beta - E)``."""

@@ -130,8 +130,8 @@ class NumpyBackend:
         cat["exp"] = np.concatenate([p_.exp for p_ in parts], axis=ax)
         return dataclasses.replace(first, **cat)
 
-    def plan_scalars(self, sa, sb, lb, bits, k, u, flag=None):
-        return plan_scalars(sa, sb, lb, bits, k, u, np, flag=flag)
+    def plan_scalars(self, sa, sb, lb, bits, k, u, flag=None, lb_shift=0):
+        return plan_scalars(sa, sb, lb, bits, k, u, np, flag=flag, lb_shift=lb_shift)
 
     def shifts(self, beta, sa, sb):
         return (np.where(sa.zero_row, 0, beta - sa.E).astype(np.int64, copy=False),

@@ -88,7 +88,7 @@ class OzakiPlan(Plan):
     @property
     def int8_gemms(self) -> int:
         """INT8 GEMM equivalents: slice products, plus one for the componentwise bound."""
-        return self.n_products + (1 if self.contract.bound_kind == "componentwise" else 0)
+        return self.n_products + (self.bound_gemms if self.contract.bound_kind == "componentwise" else 0)
 
     @property
     def delta_norm(self):
@@ -183,7 +183,8 @@ def _componentwise(contract, bound: Bound, xp, m, k, n, w):
     how = "fixed" if fixed is not None else "auto"
     widened = (f"{how}: {s} slices x {w} bits, {sched} schedule ({g} products) prove the bound "
                f"(minimal width {beta_min}, used {beta})")
-    return _finish(contract, (m, k, n), beta, s, sched, w, sa, sb, xp, widened)
+    return _finish(contract, (m, k, n), beta, s, sched, w, sa, sb, xp, widened).evolve(
+        bound_gemms=1 + bound.refined)
 
 
 def _normwise_ok(s, sched, bits, p, w):
@@ -255,6 +256,6 @@ def make_ozaki_plan(contract: Contract, a, b, backend, force_slices: int | None 
                        f"forced: {s} slices, {sched} schedule, no bound proven")
     if contract.bound_kind == "componentwise":
         if bound is None:
-            bound = componentwise_bound(contract, sa, sb, k, backend)
+            bound = componentwise_bound(contract, sa, sb, k, backend, operands=(a, b))
         return _componentwise(contract, bound, xp, m, k, n, w)
     return _normwise(contract, xp, sa, sb, m, k, n, w)

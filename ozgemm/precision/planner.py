@@ -53,7 +53,8 @@ from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
 from .stats import LB_BITS, NORM_BITS, RowStats
 
-__all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
+__all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "RefineBound", "REFINE_GAP",
+           "second_window", "needs_refinement", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
            "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound",
            "check_width", "delta_norm", "required_beta", "plan_scalars", "KBLOCK_INT32"]
 
@@ -103,6 +104,7 @@ class Plan:
     pb: object = None
     pending: object = field(default=None, repr=False)
     key: tuple = field(default=None, repr=False)  # the speculation table's key
+    bound_gemms: int = 1  # INT8 GEMMs of the componentwise lower bound (2: refined, see Bound)
 
     method: ClassVar[str] = "crt"  # the pipeline that runs it (OzakiPlan: "ozaki")
 
@@ -147,7 +149,7 @@ class Plan:
     @property
     def int8_gemms(self) -> int:
         """INT8 GEMMs per product (one per modulus, one more for the componentwise bound)."""
-        return self.n_moduli + (1 if self.contract.bound_kind == "componentwise" else 0)
+        return self.n_moduli + (self.bound_gemms if self.contract.bound_kind == "componentwise" else 0)
 
     def scaling_error_bound(self):
         """Proven entrywise bound on ``|A'B' 2**-(s_i+t_j) - AB|`` as float64 (rounded up)."""
@@ -307,15 +309,17 @@ def _lb_upper_max(lb, ra, cb, xp):
     return (rowmax + ra).max(axis=-1)  # a scalar array; per product for stacked (P, m, n) inputs
 
 
-def plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp, flag=None):
+def plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp, flag=None, lb_shift: int = 0):
     """The six integers the componentwise planner reads from the device, as one int64 array:
     [minimal width (:func:`required_beta`), max_i n1_i(A), max_j n1_j(B), max_i n2_i(A),
     max_j n2_j(B), max_ij (LB_ij + ra_i + cb_j) (:func:`_lb_upper_max`)]; 0 for an empty side;
     with ``flag`` (a (1,) int32 array, the NaN/Inf flag) a seventh entry: flag[0].
-    A backend may fuse them into one kernel (``Backend.plan_scalars``: the CUDA backend)."""
+    ``lb_shift``: ``lb`` is in units of 2**-(14 + lb_shift) (the refined bound of
+    :class:`Bound`; the sixth entry then means nothing). A backend may fuse them into one
+    kernel (``Backend.plan_scalars``: the CUDA backend)."""
     m, n = lb.shape
     z = xp.zeros((1,), dtype=xp.int64)
-    parts = [xp.asarray(required_beta(sa, sb, lb, bits, k, u, xp), dtype=xp.int64).reshape(1),
+    parts = [xp.asarray(required_beta(sa, sb, lb, bits, k, u, xp, lb_shift), dtype=xp.int64).reshape(1),
              sa.n1_int.max(keepdims=True) if m else z, sb.n1_int.max(keepdims=True) if n else z,
              sa.n2_int.max(keepdims=True) if m else z, sb.n2_int.max(keepdims=True) if n else z,
              _lb_upper_max(lb, sa.qsum, sb.qsum, xp).reshape(1) if m and n else z]
@@ -331,7 +335,7 @@ def _ceil_log2_ratio(z, r, xp):
     return ez.astype(xp.int64) - er.astype(xp.int64) + (fz > fr).astype(xp.int64)
 
 
-def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp):
+def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp, lb_shift: int = 0):
     """Smallest integer width beta that proves the componentwise bound, per entry, then max.
 
     For entry (i, j) let G(beta) = x_i nb_j + y_j (na_i + x_i K), K = k 2**(1-bits) (valid
@@ -352,18 +356,19 @@ def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, x
     for i0 in range(0, m, rows):
         i1 = min(m, i0 + rows)
         bij = required_beta_entries(sa.width[i0:i1, None], sb.width[None, :], sa.norm1[i0:i1, None],
-                                    sb.norm1[None, :], lb[i0:i1], bits, k, u, xp).max()
+                                    sb.norm1[None, :], lb[i0:i1], bits, k, u, xp, lb_shift).max()
         best = bij if best is None else xp.maximum(best, bij)
     return xp.maximum(best, 1)
 
 
-def required_beta_entries(w, v, na, nb, lb, bits: int, k: int, u: float, xp):
+def required_beta_entries(w, v, na, nb, lb, bits: int, k: int, u: float, xp, lb_shift: int = 0):
     """The per-entry smallest widths of :func:`required_beta` (before the maximum), from the
     row widths ``w`` and 1-norm bounds ``na`` of A and the column ones ``v``, ``nb`` of B,
-    broadcast against ``lb`` (an (m, n) or a stacked (P, m, n) bound GEMM)."""
+    broadcast against ``lb`` (an (m, n) or a stacked (P, m, n) bound GEMM, in units of
+    2**-(14 + lb_shift))."""
     big = xp.int64(1 << 40)
     fac = (1.0 + u) * (1.0 + 2.0 ** -40)
-    R = xp.ldexp(lb.astype(xp.float64), -(bits - 1) - 2 * LB_BITS)
+    R = xp.ldexp(lb.astype(xp.float64), -(bits - 1) - 2 * LB_BITS - lb_shift)
     pos = R > 0
     Rs = xp.where(pos, R, 1.0)
     K = k * 2.0 ** (1 - bits)
@@ -381,6 +386,11 @@ def required_beta_entries(w, v, na, nb, lb, bits: int, k: int, u: float, xp):
     t_c = xp.minimum(xp.maximum(v, need(nb)), w)  # regime v <= beta < w
     after = xp.where(w < v, t_b, xp.where(v < w, t_c, w))
     return xp.where(t_d < lo, t_d, after)
+
+
+class RefineBound(Exception):
+    """A speculative plan whose inputs need the refined lower bound (:class:`Bound`): the
+    caller plans again without speculating."""
 
 
 class ModuliShortfall(ContractError):
@@ -491,11 +501,11 @@ def guess_key(contract: Contract, a, b):
 def speculation_guess(contract: Contract, key):
     """Moduli count to speculate on for a componentwise plan: the contract's fixed count, or the
     count the last plan of the same contract, shapes and dtypes needed; None: no guess, and
-    also when that plan's width lay beyond the device's table (the device could not confirm it,
-    every call would run twice)."""
+    also when that plan's width lay beyond the device's table or its lower bound was refined
+    (the device could not confirm it, every call would run twice)."""
     with _GUESSES_LOCK:
         last = _GUESSES.get(key)
-    if last is not None and last[1] >= SPEC_BETA_HI:
+    if last is not None and (last[1] >= SPEC_BETA_HI or not last[2]):
         return None
     if contract.moduli != "auto":
         return int(contract.moduli)
@@ -505,7 +515,8 @@ def speculation_guess(contract: Contract, key):
 def guess_for(key):
     """(moduli count, width) of the last plan recorded for ``key``, or None."""
     with _GUESSES_LOCK:
-        return _GUESSES.get(key)
+        last = _GUESSES.get(key)
+    return None if last is None else last[:2]
 
 
 def set_guess(key, nmod: int | None, beta: int = 0):
@@ -517,9 +528,9 @@ def set_guess(key, nmod: int | None, beta: int = 0):
         _remember(key, nmod, beta)
 
 
-def _remember(key, nmod: int, beta: int):
+def _remember(key, nmod: int, beta: int, speculable: bool = True):
     with _GUESSES_LOCK:
-        _GUESSES[key] = (int(nmod), int(beta))
+        _GUESSES[key] = (int(nmod), int(beta), bool(speculable))
         _GUESSES.move_to_end(key)
         while len(_GUESSES) > _GUESSES_MAX:
             _GUESSES.popitem(last=False)
@@ -577,10 +588,14 @@ def confirm_plan(plan: Plan, backend):
     and of the width the device used. Returns ``(ok, plan)``: the plan the host derives from
     them (the non-speculative plan's moduli count and width, exactly), and whether it is the
     one that ran (else the caller runs it again). Raises ContractError or NonFiniteInputs as
-    :func:`make_plan` would have."""
+    :func:`make_plan` would have, and :class:`RefineBound` where the plan made without a
+    guess refines its lower bound."""
     host = plan.pending.read()  # [6 scalars (, NaN/Inf flag), width used]
     if len(host) == 8 and host[6]:
         raise NonFiniteInputs()
+    if needs_refinement(host[:6], plan.contract.bits):  # the plan made without a guess refines its bound
+        forget_guess(plan)
+        raise RefineBound()
     sa, sb = plan.stats
     nmod, beta, widened = _componentwise_choice(plan.contract, host[:6], sa, sb, plan.shape[1], 1)
     _remember(plan.key, nmod, beta)
@@ -591,21 +606,73 @@ def confirm_plan(plan: Plan, backend):
     return ok, plan.evolve(beta=int(beta), widened=widened, pending=None, moduli=MODULI[:nmod], s=s, t=t)
 
 
+#: bits beyond the promise (``bits``) from which the minimal width is worth a second window
+#: of the lower bound (:class:`Bound`): the refinement costs one INT8 GEMM and can save
+#: several moduli; below this gap the 7-bit bound is close to exact (design.md)
+REFINE_GAP = 12
+
+
+def second_window(x, E, xp):
+    """q1 = floor(|x| 2**(14 - E_i)) where that is below 2**7, else 0, as int8 (r, k): the
+    magnitudes of the entries below 2**-7 of their row's 2**E_i (those the 7-bit q of
+    :mod:`ozgemm.precision.stats` leaves at 0), in units of 2**-14 (exact: a power-of-two
+    scaling, and any rounding of a tiny result stays below 1)."""
+    from .._xp import as_float64, ignore_fp_errors
+
+    with ignore_fp_errors(xp):
+        y = xp.floor(xp.ldexp(xp.abs(as_float64(x)), (2 * LB_BITS - E[:, None]).astype(xp.int32)))
+    return xp.where(y < (1 << LB_BITS), y, 0.0).astype(xp.int8)
+
+
 @dataclass(frozen=True)
 class Bound:
     """The componentwise planner's data-dependent part, shared by both methods: the
     statistics, the bound GEMM ``lb`` = qa qb^T (an exact lower bound of |A~||B~| in units of
-    2**-14) and the planner's scalars (:func:`plan_scalars`) as a backend array."""
+    2**-14) and the planner's scalars (:func:`plan_scalars`) as a backend array.
+
+    Refinement (``refine`` = (a (m, k), b^T (n, k), backend, bits, k, u): one-component
+    operands). q = floor(|a~| 2**7) is 0 for every entry below 2**-7 of its row's maximum;
+    where no term of an entry has both factors above that, LB_ij = 0 and the entry forces its
+    row and column to be scaled exactly (beta = their width). When the minimal width read
+    from the scalars is at least ``bits + REFINE_GAP``, :meth:`host` computes the second
+    window q1 (:func:`second_window`) and LB2 = 2**14 LB + q1a q1b^T (units 2**-28, one more
+    exact INT8 GEMM): a lower bound too, since for each term either both factors are in the
+    first window (q0a q0b 2**-14 <= |a~||b~|), or both in the second (q1a q1b 2**-28 <=
+    |a~||b~|), or the term adds 0 to both; and the minimal width from LB2 replaces host[0]. The
+    decision reads only exact scalars, so every engine makes it alike."""
 
     stats: tuple
     lb: object
     scalars: object
+    refine: tuple = field(default=None, repr=False)
+    cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def host(self):
-        """The planner's scalars on the host (the one device->host read of a componentwise plan)."""
+        """The planner's scalars on the host (the one device->host read of a componentwise
+        plan; a refined minimal width in host[0] where :attr:`refined`)."""
         from .._xp import to_numpy
 
-        return to_numpy(self.scalars)
+        if "host" not in self.cache:
+            h = to_numpy(self.scalars)
+            self.cache["refined"] = False
+            if self.refine is not None and needs_refinement(h, self.refine[3]):
+                a, bt, backend, bits, k, u = self.refine
+                xp = backend.xp
+                sa, sb = self.stats
+                lb2 = self.lb.astype(xp.int64) * (1 << (2 * LB_BITS)) + backend.gemm_exact(
+                    second_window(a, sa.E, xp), xp.ascontiguousarray(second_window(bt, sb.E, xp)))
+                h2 = to_numpy(backend.plan_scalars(sa, sb, lb2, bits, k, u, lb_shift=2 * LB_BITS))
+                h = h.copy()
+                h[0] = min(int(h[0]), int(h2[0]))
+                self.cache["refined"] = True
+            self.cache["host"] = h
+        return self.cache["host"]
+
+    @property
+    def refined(self) -> bool:
+        """Whether :meth:`host` refined the lower bound (one more INT8 GEMM)."""
+        self.host()
+        return self.cache["refined"]
 
     def minimal_width(self, contract: Contract, k: int) -> int:
         """The smallest width proving the contract's componentwise bound (:func:`required_beta`)
@@ -637,15 +704,27 @@ def statistics(a, b, backend, nonfinite_flag=None, known=(None, None)):
     return sa, sb
 
 
-def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, backend, nonfinite_flag=None) -> Bound:
-    """The bound GEMM and the planner's scalars for a componentwise contract (no host read)."""
+def needs_refinement(host, bits: int) -> bool:
+    """Whether a minimal width ``host[0]`` (no NaN/Inf flagged) is worth the second lower-bound
+    window (:class:`Bound`)."""
+    return int(host[0]) >= bits + REFINE_GAP and not (len(host) == 7 and host[6])
+
+
+def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, backend, nonfinite_flag=None,
+                        operands=None) -> Bound:
+    """The bound GEMM and the planner's scalars for a componentwise contract (no host read).
+    ``operands`` = (a (m, k), b (k, n)) of one component: the bound may be refined
+    (:class:`Bound`) when its scalars are read."""
     cpow = _cpow(sa, sb)
     lg = cpow.bit_length() - 1
     lb = backend.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
     # c/2-unit scaling errors (cpow = 2**lg): the same closed form with bits + lg and
     # k c**2 (R/c and K c, both exact powers of two; see _cpow and required_beta)
     dev = backend.plan_scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, contract.fmt.u, flag=nonfinite_flag)
-    return Bound(stats=(sa, sb), lb=lb, scalars=dev)
+    refine = None
+    if operands is not None and cpow == 1 and operands[0].ndim == 2:
+        refine = (operands[0], operands[1].T, backend, contract.bits, k, contract.fmt.u)
+    return Bound(stats=(sa, sb), lb=lb, scalars=dev, refine=refine)
 
 
 def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None, nonfinite_flag=None,
@@ -697,6 +776,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     # Cmax uses S >= sum_l |a~_il||b~_lj|; normwise contracts take S = k (data-independent:
     # no device->host read), componentwise ones read the norm sums with beta.
     S = float(k)
+    bound_gemms = 1
     where = f"contract {contract.name!r} ({contract.source})"
     key = None
     if force_moduli is not None:
@@ -708,7 +788,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
         widened = f"forced: {nmod} moduli, no bound proven"
     elif contract.bound_kind == "componentwise":
         if bound is None:
-            bound = componentwise_bound(contract, sa, sb, k, backend, nonfinite_flag)
+            bound = componentwise_bound(contract, sa, sb, k, backend, nonfinite_flag, operands=(a, b))
         key = guess_key(contract, a, b)
         guess = (speculation_guess(contract, key) if speculate and backend.speculates and cpow == 1 and m * n * k
                  and contract.max_gemms is None else None)  # (a capped plan is checked before it runs)
@@ -724,7 +804,11 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
         if nonfinite_flag is not None and host[-1]:
             raise NonFiniteInputs()
         nmod, beta, widened = _componentwise_choice(contract, host, sa, sb, k, cpow)
-        _remember(key, nmod, beta)
+        if bound.refined:
+            bound_gemms = 2
+            widened += "; lower bound refined by a second 7-bit window (one more INT8 GEMM)"
+        # a refined bound is read on the host: such products are not speculated on
+        _remember(key, nmod, beta, speculable=not bound.refined)
     else:
         nmod = contract.moduli  # within the table (Contract checks it)
         M = moduli_product(nmod)
@@ -739,4 +823,4 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
 
     s, t = backend.shifts(beta, sa, sb)
     return Plan(contract=contract, shape=(m, k, n), beta=int(beta), moduli=MODULI[:nmod], s=s, t=t,
-                E=sa.E, F=sb.E, widened=widened, stats=(sa, sb), pa=pa, pb=pb, key=key)
+                E=sa.E, F=sb.E, widened=widened, stats=(sa, sb), pa=pa, pb=pb, key=key, bound_gemms=bound_gemms)

@@ -483,15 +483,17 @@ class CudaBackend:
         return RowStats(mant=None, exp=None, E=E, width=width, norm1=norm1, q=q, zero_row=zero,
                         n1_int=n1, n2_int=n2, qsum=qsum, src=x if C == 1 else None, ncomp=C)
 
-    def plan_scalars(self, sa, sb, lb, bits, k, u, flag=None):
+    def plan_scalars(self, sa, sb, lb, bits, k, u, flag=None, lb_shift=0):
         """:func:`ozgemm.precision.planner.plan_scalars` in one kernel pass over ``lb``:
         int64 device array [minimal width, max n1 A, max n1 B, max n2 A, max n2 B, max_ij
-        (LB_ij + ra_i + cb_j)] (+ [flag[0]] with ``flag``), bit-identical to the numpy planner."""
+        (LB_ij + ra_i + cb_j)] (+ [flag[0]] with ``flag``), bit-identical to the numpy planner.
+        ``lb_shift``: ``lb`` in units of 2**-(14 + lb_shift) (int64, < 2**53): the kernel's
+        exponent offset takes bits + lb_shift, its K = k 2**(1 - bits) the contract's bits."""
         from ...precision.planner import plan_scalars
 
         m, n = lb.shape
         if m * n == 0:
-            return plan_scalars(sa, sb, lb, bits, k, u, cp, flag=flag)
+            return plan_scalars(sa, sb, lb, bits, k, u, cp, flag=flag, lb_shift=lb_shift)
         # zeros suffice: every block raises out[0] to at least 1 (plan_scalars_impl)
         out = cp.zeros((6 if flag is None else 7,), dtype=cp.uint64)
         if flag is not None:  # the NaN/Inf flag rides along in the same read (low half of out[6])
@@ -501,15 +503,15 @@ class CudaBackend:
             lb = cp.ascontiguousarray(lb, dtype=cp.int64)
         fac = (1.0 + u) * (1.0 + 2.0 ** -40)
         ld = lb.strides[0] // lb.itemsize
-        args = (lb, np.int64(ld), np.int32(m), np.int32(n), sa.width, sb.width, sa.norm1, sb.norm1, np.int32(bits),
-                np.float64(k * 2.0 ** (1 - bits)), np.float64(fac), sa.qsum, sb.qsum, sa.n1_int, sb.n1_int,
+        args = (lb, np.int64(ld), np.int32(m), np.int32(n), sa.width, sb.width, sa.norm1, sb.norm1,
+                np.int32(bits + lb_shift), np.float64(k * 2.0 ** (1 - bits)), np.float64(fac), sa.qsum, sb.qsum, sa.n1_int, sb.n1_int,
                 sa.n2_int, sb.n2_int, out)
-        if lb.dtype == cp.int32:
+        if lb.dtype == cp.int32 and not lb_shift:
             # one exact int32 k-block: the q rows have kq <= KBLOCK_INT32 entries, so ra_i = sum |q_il|
             # <= 127 kq < 2**31 and the kernel's 32-bit sums L + ra_i stay < 2**32; four columns per
             # thread, ~2 resident waves of 256-thread blocks (stats.cu)
             assert sa.q.shape[-1] <= KBLOCK_INT32
-            assert bits <= 1000  # R and the per-entry z are normal doubles (stats.cu, need_bits)
+            assert bits + lb_shift <= 1000  # R and the per-entry z are normal doubles (stats.cu, need_bits)
             grid, block = _grid2d(-(-n // 4), m)
             grid = (grid[0], min(grid[1], max(1, 2048 // grid[0])))
             vec = int(ld % 4 == 0 and lb.data.ptr % 16 == 0)
