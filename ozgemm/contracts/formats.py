@@ -146,9 +146,9 @@ class DD:
     a double-double: ``matmul`` of complex operands under the dd contract; its ``+``, ``-``,
     ``==`` and ``to_float64()`` work part by part, ordering comparisons and
     ``to_binary128()`` raise TypeError). Results of ``ozgemm.matmul(..., contract="dd")`` are hi = RN(x), lo = RN(x - hi)
-    of the exact x, so ``hi + lo == hi`` (normalised) wherever lo is a normal number; where
-    lo falls in the subnormal range (|x| < 2**-969) it can be exactly half an ulp of hi, a
-    tie. Inputs need not be normalised (they are renormalised exactly, TwoSum).
+    of the exact x, so |lo| <= ulp(hi)/2 and ``hi + lo == hi`` except where lo is exactly
+    half an ulp of hi (x - hi just below it rounds up to it; ``hi + lo`` then ties to even).
+    Inputs need not be normalised (they are renormalised exactly, TwoSum).
 
     Raises TypeError for non-arrays, masked arrays and non-float dtypes, ValueError for
     different shapes.
