@@ -84,6 +84,11 @@ class Backend(Protocol):
     def gemm_exact(self, a, bt):
         """Exact ``a @ bt.T`` of int8 arrays (m, k) and (n, k): an integer array (m, n)."""
 
+    def second_window(self, x, E):
+        """The second window of the magnitudes of ``x`` (r, k) float32/64, any layout, rows'
+        exponents ``E`` (r,): int8 (r, k) C-contiguous, equal to
+        :func:`ozgemm.precision.planner.second_window`."""
+
     def plan_scalars(self, sa, sb, lb, bits: int, k: int, u: float, flag=None, lb_shift: int = 0):
         """The planner's scalars from the statistics and the bound GEMM ``lb`` (units of
         2**-(14 + lb_shift)) as a (6,) or, with ``flag``, (7,) int64 array equal to

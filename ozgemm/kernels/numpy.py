@@ -159,6 +159,11 @@ class NumpyBackend:
             acc = blk.astype(np.float64) if acc is None else acc + blk
         return acc.astype(np.int64)
 
+    def second_window(self, x, E):
+        from ..precision.planner import second_window
+
+        return np.ascontiguousarray(second_window(x, E, np))
+
     def gemm_exact(self, a, bt):
         """Exact ``a @ bt.T`` of int8 (m, k) and (n, k) as int64 (m, n)."""
         return self._mm(a, bt)

@@ -660,7 +660,7 @@ class Bound:
                 xp = backend.xp
                 sa, sb = self.stats
                 lb2 = self.lb.astype(xp.int64) * (1 << (2 * LB_BITS)) + backend.gemm_exact(
-                    second_window(a, sa.E, xp), xp.ascontiguousarray(second_window(bt, sb.E, xp)))
+                    backend.second_window(a, sa.E), backend.second_window(bt, sb.E))
                 h2 = to_numpy(backend.plan_scalars(sa, sb, lb2, bits, k, u, lb_shift=2 * LB_BITS))
                 h = h.copy()
                 h[0] = min(int(h[0]), int(h2[0]))

@@ -83,6 +83,15 @@ def _combine_3m_kernel():
                                 "ozgemm_combine_3m")
 
 
+@functools.cache
+def _second_window_kernel():
+    """q = floor(|x| 2**(14 - e)) where below 2**7, else 0 (planner.second_window): ldexp of a
+    double is exact unless the result is subnormal, where the floor is 0 either way."""
+    return cp.ElementwiseKernel("float64 x, int64 e", "int8 q",
+                                "double y = floor(ldexp(fabs(x), (int)(14 - e))); q = y < 128.0 ? (signed char)y : 0;",
+                                "ozgemm_second_window")
+
+
 def _ceil(x, a):
     return (x + a - 1) // a * a
 
@@ -405,6 +414,15 @@ class CudaBackend:
         out = cp.zeros((N, rp, kp), dtype=x.dtype)
         out[:, :r, :k] = x
         return out
+
+    def second_window(self, x, E):
+        """:func:`ozgemm.precision.planner.second_window` in one pass (float32 widened
+        exactly first); a transposed x (the planner's b^T) is read along its rows, then the
+        int8 result transposed."""
+        x = as_float64(x)
+        if not x.flags.c_contiguous and x.T.flags.c_contiguous:
+            return cp.ascontiguousarray(_second_window_kernel()(x.T, E[None, :]).T)
+        return _second_window_kernel()(cp.ascontiguousarray(x), E[:, None])
 
     def gemm_exact(self, a, bt):
         """Exact ``a @ bt.T`` (int8). Returned as the int32 GEMM output itself (a view, no
