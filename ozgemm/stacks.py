@@ -24,8 +24,8 @@ import numpy as np
 
 from .contracts.moduli import MODULI
 from .crt.reconstruct import constants_of
-from .precision.planner import (REFINE_GAP, SPEC_BETA_HI, _lb_upper_max, ceil_sqrt, max_beta_for, moduli_product,
-                                required_beta_entries, speculative_thresholds, width_cap)
+from .precision.planner import (SPEC_BETA_HI, _lb_upper_max, ceil_sqrt, max_beta_for, moduli_product,
+                                needs_refinement, required_beta_entries, speculative_thresholds, width_cap)
 
 __all__ = ["stacked_product"]
 
@@ -108,7 +108,7 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
                                         sa.norm1.reshape(P, m, 1), sb.norm1.reshape(P, 1, n),
                                         lb, contract.bits, k, fmt.u, np)
         beta_min = np.maximum(beta_ij.max(axis=(1, 2)), 1)
-        if (beta_min >= contract.bits + REFINE_GAP).any():
+        if any(needs_refinement(np.array([b_]), contract.bits, m * n * k) for b_ in beta_min.tolist()):
             return None  # a product whose lower bound a 2-D plan refines: per-product plans
         n1a, n1b = sa.n1_int.reshape(P, m).max(axis=1), sb.n1_int.reshape(P, n).max(axis=1)
         n2a, n2b = sa.n2_int.reshape(P, m).max(axis=1), sb.n2_int.reshape(P, n).max(axis=1)

@@ -881,11 +881,15 @@ def test_tiers_bit_identical_to_cpu(contract):
 
 
 @pytest.mark.parametrize("contract", ["fp64", "fp64-dgemm", "fp32"])
-def test_refined_lower_bound_bit_identical_to_cpu(contract):
+def test_refined_lower_bound_bit_identical_to_cpu(contract, monkeypatch):
     """Wide spreads (phi = 2) refine the lower bound on the GPU as on the CPU: the same
     moduli and bits, also when a speculative plan of the same shapes (from phi = 0.5 inputs)
-    has to give way to the refined one, and on the repeated call that no longer speculates."""
+    has to give way to the refined one, and on the repeated call that no longer speculates.
+    (The size from which products refine is lowered to this test's.)"""
+    import ozgemm.precision.planner as P
     from conftest import phi_pair
+
+    monkeypatch.setattr(P, "REFINE_MIN_WORK", 0)
     from ozgemm.contracts.contract import as_contract
     from ozgemm.verify.audit import measure_any
 

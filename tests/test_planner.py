@@ -262,11 +262,15 @@ def test_second_window_lower_bound_is_below_the_exact_magnitudes():
 def test_refined_bound_saves_moduli_keeps_the_contract_and_stacks_agree(monkeypatch):
     """phi = 2: the refined lower bound plans fewer moduli than the 7-bit one alone (counted
     with the refinement switched off), one more INT8 GEMM is reported, the contract holds
-    (exact check) and a stack of such products gives the per-product bits."""
+    (exact check) and a stack of such products gives the per-product bits. (The size from
+    which products refine is lowered to this test's.)"""
     import ozgemm.precision.planner as P
     from ozgemm.contracts.contract import as_contract
     from ozgemm.verify.audit import measure_any
     from ozgemm.verify.inputs import phi_operands
+
+    assert ozgemm.plan(*phi_operands(np.random.default_rng(4), 40, 2000, 30, 2.0), "fp64").bound_gemms == 1
+    monkeypatch.setattr(P, "REFINE_MIN_WORK", 0)
 
     a, b = phi_operands(np.random.default_rng(4), 40, 2000, 30, 2.0)
     for name in ("fp64", "fp64-dgemm", "fp32"):

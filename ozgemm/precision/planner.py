@@ -53,7 +53,7 @@ from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
 from .stats import LB_BITS, NORM_BITS, RowStats
 
-__all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "RefineBound", "REFINE_GAP",
+__all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "RefineBound", "REFINE_GAP", "REFINE_MIN_WORK",
            "second_window", "needs_refinement", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
            "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound",
            "check_width", "delta_norm", "required_beta", "plan_scalars", "KBLOCK_INT32"]
@@ -593,7 +593,8 @@ def confirm_plan(plan: Plan, backend):
     host = plan.pending.read()  # [6 scalars (, NaN/Inf flag), width used]
     if len(host) == 8 and host[6]:
         raise NonFiniteInputs()
-    if needs_refinement(host[:6], plan.contract.bits):  # the plan made without a guess refines its bound
+    m_, k_, n_ = plan.shape
+    if needs_refinement(host[:6], plan.contract.bits, m_ * n_ * k_):  # the unguessed plan refines its bound
         forget_guess(plan)
         raise RefineBound()
     sa, sb = plan.stats
@@ -610,6 +611,10 @@ def confirm_plan(plan: Plan, backend):
 #: of the lower bound (:class:`Bound`): the refinement costs one INT8 GEMM and can save
 #: several moduli; below this gap the 7-bit bound is close to exact (design.md)
 REFINE_GAP = 12
+#: products of at least this many multiply-adds (m n k) refine: below it the refinement's
+#: fixed cost (a second read of the scalars, two passes, a GEMM) exceeds what the moduli it
+#: saves cost (H200: break-even at 4096^3, design.md)
+REFINE_MIN_WORK = 2**37
 
 
 def second_window(x, E, xp):
@@ -634,7 +639,8 @@ class Bound:
     operands). q = floor(|a~| 2**7) is 0 for every entry below 2**-7 of its row's maximum;
     where no term of an entry has both factors above that, LB_ij = 0 and the entry forces its
     row and column to be scaled exactly (beta = their width). When the minimal width read
-    from the scalars is at least ``bits + REFINE_GAP``, :meth:`host` computes the second
+    from the scalars is at least ``bits + REFINE_GAP`` in a product of at least
+    ``REFINE_MIN_WORK`` multiply-adds (:func:`needs_refinement`), :meth:`host` computes the second
     window q1 (:func:`second_window`) and LB2 = 2**14 LB + q1a q1b^T (units 2**-28, one more
     exact INT8 GEMM): a lower bound too, since for each term either both factors are in the
     first window (q0a q0b 2**-14 <= |a~||b~|), or both in the second (q1a q1b 2**-28 <=
@@ -655,8 +661,8 @@ class Bound:
         if "host" not in self.cache:
             h = to_numpy(self.scalars)
             self.cache["refined"] = False
-            if self.refine is not None and needs_refinement(h, self.refine[3]):
-                a, bt, backend, bits, k, u = self.refine
+            if self.refine is not None and needs_refinement(h, self.refine[3], self.refine[5]):
+                a, bt, backend, bits, k, _, u = self.refine
                 xp = backend.xp
                 sa, sb = self.stats
                 lb2 = self.lb.astype(xp.int64) * (1 << (2 * LB_BITS)) + backend.gemm_exact(
@@ -704,10 +710,12 @@ def statistics(a, b, backend, nonfinite_flag=None, known=(None, None)):
     return sa, sb
 
 
-def needs_refinement(host, bits: int) -> bool:
-    """Whether a minimal width ``host[0]`` (no NaN/Inf flagged) is worth the second lower-bound
-    window (:class:`Bound`)."""
-    return int(host[0]) >= bits + REFINE_GAP and not (len(host) == 7 and host[6])
+def needs_refinement(host, bits: int, work: int) -> bool:
+    """Whether a product of ``work`` = m n k multiply-adds whose minimal width is ``host[0]``
+    (no NaN/Inf flagged) takes the second lower-bound window (:class:`Bound`): a decision from
+    the shape and exact scalars only, the same on every engine."""
+    return (work >= REFINE_MIN_WORK and int(host[0]) >= bits + REFINE_GAP
+            and not (len(host) == 7 and host[6]))
 
 
 def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, backend, nonfinite_flag=None,
@@ -723,7 +731,8 @@ def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, 
     dev = backend.plan_scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, contract.fmt.u, flag=nonfinite_flag)
     refine = None
     if operands is not None and cpow == 1 and operands[0].ndim == 2:
-        refine = (operands[0], operands[1].T, backend, contract.bits, k, contract.fmt.u)
+        work = operands[0].shape[0] * operands[1].shape[1] * k
+        refine = (operands[0], operands[1].T, backend, contract.bits, k, work, contract.fmt.u)
     return Bound(stats=(sa, sb), lb=lb, scalars=dev, refine=refine)
 
 
