@@ -108,7 +108,7 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
                                         sa.norm1.reshape(P, m, 1), sb.norm1.reshape(P, 1, n),
                                         lb, contract.bits, k, fmt.u, np)
         beta_min = np.maximum(beta_ij.max(axis=(1, 2)), 1)
-        if any(needs_refinement(np.array([b_]), contract.bits, m * n * k) for b_ in beta_min.tolist()):
+        if needs_refinement(beta_min.max(keepdims=True), contract.bits, m * n * k):
             return None  # a product whose lower bound a 2-D plan refines: per-product plans
         n1a, n1b = sa.n1_int.reshape(P, m).max(axis=1), sb.n1_int.reshape(P, n).max(axis=1)
         n2a, n2b = sa.n2_int.reshape(P, m).max(axis=1), sb.n2_int.reshape(P, n).max(axis=1)
