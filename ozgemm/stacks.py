@@ -58,18 +58,29 @@ def _choose(contract, beta_min, nums, k):
     if (nums >= _NUM_MAX).any():
         return None
     T = _tables(k)
-    ok_n = (nums[None, :, :] <= T[:, beta_min, :]).any(axis=2)  # (49, P): N moduli prove beta_min
-    if not ok_n.any(axis=0).all():
+    # the thresholds grow with the moduli count and fall with the width: per distinct width
+    # (moduli count) of the stack, one sorted search per source gives the fewest moduli
+    # (widest width) any source allows, as the planner's exact comparisons do
+    nmod = np.full(P, len(MODULI) + 1, dtype=np.int64)
+    for b_ in np.unique(beta_min).tolist():
+        sel = beta_min == b_
+        for s in range(3):  # fewest N with nums <= T[N - 1, b_, s]
+            nmod[sel] = np.minimum(nmod[sel], np.searchsorted(T[:, b_, s], nums[sel, s], side="left") + 1)
+    if (nmod > len(MODULI)).any():
         return None  # beyond the table: the general planner refuses
-    nmod = ok_n.argmax(axis=0) + 1
     if contract.moduli != "auto":
         if (nmod > contract.moduli).any():
             return None  # a fixed count too small: the general planner refuses
         nmod = np.full(P, int(contract.moduli))
-    ok_b = (nums[:, None, :] <= T[nmod - 1]).any(axis=2)  # (P, SPEC_BETA_HI + 1), a prefix in beta
-    if ok_b[:, -1].any():
+    beta = np.full(P, -1, dtype=np.int64)
+    for n_ in np.unique(nmod).tolist():
+        sel = nmod == n_
+        for s in range(3):  # widest b with nums <= T[n_ - 1, b, s] (a prefix of the widths)
+            col = T[n_ - 1, ::-1, s]  # increasing
+            cnt = SPEC_BETA_HI + 1 - np.searchsorted(col, nums[sel, s], side="left")
+            beta[sel] = np.maximum(beta[sel], cnt - 1)
+    if (beta >= SPEC_BETA_HI).any():
         return None  # the widest width may lie beyond the table
-    beta = ok_b.sum(axis=1) - 1
     if (beta < beta_min).any():
         return None
     return nmod, beta

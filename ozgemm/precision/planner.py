@@ -373,19 +373,26 @@ def required_beta_entries(w, v, na, nb, lb, bits: int, k: int, u: float, xp, lb_
     Rs = xp.where(pos, R, 1.0)
     K = k * 2.0 ** (1 - bits)
 
-    def need(z):
+    def need(z, Rs, pos):
         # smallest beta with 2**(-beta-1) z fac <= R; z == 0 needs nothing; R == 0 needs G == 0
         zz = z * fac
         n = _ceil_log2_ratio(xp.where(zz > 0, zz, 1.0), Rs, xp) - 1
         n = xp.where(zz > 0, n, -big)
         return xp.where(pos | (zz == 0), n, big)
 
-    t_d = need((nb + na) + K)
+    t_d = need((nb + na) + K, Rs, pos)
     lo = xp.minimum(w, v)
-    t_b = xp.minimum(xp.maximum(w, need(na)), v)  # regime w <= beta < v (broadcasts to m x n)
-    t_c = xp.minimum(xp.maximum(v, need(nb)), w)  # regime v <= beta < w
-    after = xp.where(w < v, t_b, xp.where(v < w, t_c, w))
-    return xp.where(t_d < lo, t_d, after)
+    late = t_d >= lo  # entries whose width reaches a row's or column's exact regime (few, usually)
+    if not bool(late.any()):
+        return t_d
+    shape = t_d.shape
+    w_, v_, na_, nb_ = (xp.broadcast_to(x, shape)[late] for x in (w, v, na, nb))
+    Rs_, pos_ = Rs[late], pos[late]
+    t_b = xp.minimum(xp.maximum(w_, need(na_, Rs_, pos_)), v_)  # regime w <= beta < v
+    t_c = xp.minimum(xp.maximum(v_, need(nb_, Rs_, pos_)), w_)  # regime v <= beta < w
+    out = t_d.copy()
+    out[late] = xp.where(w_ < v_, t_b, xp.where(v_ < w_, t_c, w_))
+    return out
 
 
 class RefineBound(Exception):
