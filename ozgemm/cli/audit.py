@@ -285,7 +285,7 @@ def _plot(sweeps, rows, contract, path, ssweeps=None):
                    and r.plan.get("method") == "crt"), None)
         if oz:
             ax.axvline(oz.plan["n_moduli"], color=line.get_color(), ls=":", lw=0.8)
-    ax.axhline(2.0, color="k", lw=1, label="contract: 2 u|A||B| (+u|AB|)")
+    _bound_line(ax, contract, rows)
     ax.set_xlabel("number of moduli N (Ozaki scheme II)")
     ax.set_ylabel("max |C-AB| / (u |A||B|)")
     ax.set_title(f"contract {contract.name}: error vs moduli count\n(dashed: numpy.matmul; dotted: planner choice)", fontsize=9)
@@ -293,6 +293,18 @@ def _plot(sweeps, rows, contract, path, ssweeps=None):
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def _bound_line(ax, contract, rows):
+    """The contract's |A||B| constant in units of u (sqrt(k) 2**-bits for growth "sqrt_k", k of
+    the audited products)."""
+    c = 2.0 ** (contract.fmt.p - contract.bits + 1)
+    label = f"contract: 2^-{contract.bits - 1}|A||B| (+u|AB|)"
+    if getattr(contract, "growth", "constant") == "sqrt_k":
+        k = next((r.plan["shape"][1] for r in rows if r.who == "ozgemm" and r.plan and "shape" in r.plan), 1)
+        c = float(np.sqrt(k)) * 2.0 ** (contract.fmt.p - contract.bits)
+        label = f"contract: sqrt(k) 2^-{contract.bits}|A||B| (k = {k}; +u|AB|)"
+    ax.axhline(c, color="k", lw=1, label=label)
 
 
 def _plot_slices(ax, ssweeps, rows, contract):
@@ -305,7 +317,7 @@ def _plot_slices(ax, ssweeps, rows, contract):
                    and r.plan.get("method") == "ozaki"), None)
         if oz:
             ax.axvline(oz.plan["slices"], color=line.get_color(), ls=":", lw=0.8)
-    ax.axhline(2.0 ** (contract.fmt.p - contract.bits + 1), color="k", lw=1, label="contract bound (|A||B| term)")
+    _bound_line(ax, contract, rows)
     ax.set_xlabel("number of INT8 slices s (Ozaki scheme I, s(s+1)/2 products)")
     ax.set_ylabel("max |C-AB| / (u |A||B|)")
     ax.set_title(f"contract {contract.name}: error vs slice count\n(dotted: planner choice)", fontsize=9)
