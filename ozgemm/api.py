@@ -749,7 +749,11 @@ def _scaled(alpha, x, xp, what, name):
     if pow2:
         with ignore_fp_errors(xp):
             y = x * alpha
-        exact = (x == 0) | ~xp.isfinite(x) | (xp.isfinite(y) & (xp.abs(y) >= 2.0 ** -1022))
+            if x.dtype == xp.float64:  # exact unless bits fell below the subnormal range (or overflow)
+                fits = xp.isfinite(y) & (y / alpha == x)
+            else:
+                fits = xp.isfinite(y) & (xp.abs(y) >= 2.0 ** -1022)
+        exact = (x == 0) | ~xp.isfinite(x) | fits
         if bool(exact.all()):
             return y
     return DD(*_two_product(alpha, x, xp, what, name))

@@ -169,3 +169,21 @@ def test_gemm_classes_of_nonfinite_c_follow_ieee_and_keep_the_contract():
     fin = bad & ~np.isnan(want)
     assert np.array_equal(r[fin], want[fin])
     assert r[0, 1] == 2.0 * 0.0 - 1.0 and r[2, 0] == 2.0 * 1.0 - 2.0
+
+
+def test_power_of_two_factors_scale_subnormal_entries_exactly():
+    """alpha, beta = +-1 or powers of two scale subnormal float64 entries exactly where the
+    scaled value is a double (the result then follows from the exact value, Fractions)."""
+    from fractions import Fraction
+
+    tiny = np.array([[5e-324, -3 * 5e-324]])
+    ones = np.array([[1.0], [1.0]])
+    for alpha in (-1.0, 2.0, -4.0):
+        c = ozgemm.gemm(tiny, ones, alpha=alpha, contract="fp64")
+        want = Fraction(alpha) * (Fraction(5e-324) - 3 * Fraction(5e-324))
+        assert Fraction(float(c[0, 0])) == want
+    # the residual form with a subnormal c: computed (no refusal), within the dd bound
+    c = ozgemm.gemm(np.array([[1.0]]), np.array([[1.0]]), np.array([[5e-324]]), alpha=1.0, beta=-1.0, contract="dd")
+    x = 1 - Fraction(5e-324)
+    assert float(c.hi[0, 0]) == 1.0
+    assert abs(Fraction(float(c.hi[0, 0])) + Fraction(float(c.lo[0, 0])) - x) <= x / 2**105

@@ -133,8 +133,8 @@ def _componentwise(contract, bound: Bound, xp, m, k, n, w):
     fmt = contract.fmt
     u = fmt.u
     sa, sb = bound.stats
-    lb = bound.lb
     beta_min = bound.minimal_width(contract, k)  # the same exponent-range rule as CRT
+    lb, lb_shift = bound.finest()  # (the refined lower bound where the planner refined it)
     s_full = slices_for_width(beta_min, w)
     fixed = contract.slices if contract.slices != "auto" else None
     want = contract.schedule
@@ -150,7 +150,7 @@ def _componentwise(contract, bound: Bound, xp, m, k, n, w):
             options.append((n_products(s, "full"), s, "full"))
     if want in ("triangular", "auto"):
         fac = (1.0 + u) * (1.0 + 2.0 ** -40)
-        R = xp.ldexp(lb.astype(xp.float64), -(contract.bits - 1) - 2 * LB_BITS)
+        R = xp.ldexp(lb.astype(xp.float64), -(contract.bits - 1) - 2 * LB_BITS - lb_shift)
         has_zero = bool((R <= 0).any()) if R.size else False
         limit = min(options[0][0], 10**9) if options else 10**9
         cands = [fixed] if fixed is not None else range(max(s_full, 1), s_full + 12)
@@ -182,7 +182,8 @@ def _componentwise(contract, bound: Bound, xp, m, k, n, w):
     beta = _beta_for(s, w)
     how = "fixed" if fixed is not None else "auto"
     widened = (f"{how}: {s} slices x {w} bits, {sched} schedule ({g} products) prove the bound "
-               f"(minimal width {beta_min}, used {beta})")
+               f"(minimal width {beta_min}, used {beta})"
+               + ("; lower bound refined by a second 7-bit window (one more INT8 GEMM)" if bound.refined else ""))
     return _finish(contract, (m, k, n), beta, s, sched, w, sa, sb, xp, widened).evolve(
         bound_gemms=1 + bound.refined)
 

@@ -678,6 +678,7 @@ class Bound:
                 h = h.copy()
                 h[0] = min(int(h[0]), int(h2[0]))
                 self.cache["refined"] = True
+                self.cache["lb2"] = lb2
             self.cache["host"] = h
         return self.cache["host"]
 
@@ -686,6 +687,11 @@ class Bound:
         """Whether :meth:`host` refined the lower bound (one more INT8 GEMM)."""
         self.host()
         return self.cache["refined"]
+
+    def finest(self):
+        """(lower bound, lb_shift): the refined LB2 (units 2**-28, shift 14) where
+        :attr:`refined`, else the 7-bit ``lb`` (units 2**-14, shift 0)."""
+        return (self.cache["lb2"], 2 * LB_BITS) if self.refined else (self.lb, 0)
 
     def minimal_width(self, contract: Contract, k: int) -> int:
         """The smallest width proving the contract's componentwise bound (:func:`required_beta`)
