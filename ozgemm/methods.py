@@ -37,8 +37,7 @@ def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite
         if force is not None or not _bands_allowed(contract):
             raise
         # (a NaN/Inf flag was read with the planner's scalars, before its width check)
-        return plan_bands(contract, a, b, backend, pa=pa, pb=pb, why=str(exc).split(": ", 1)[-1].split(". Fix:")[0],
-                          src=src)
+        return plan_bands(contract, a, b, backend, why=str(exc).split(": ", 1)[-1].split(". Fix:")[0], src=src)
     if force is None and p.pending is None:
         check_cost(p)
     return p

@@ -88,8 +88,8 @@ class BandedPlan:
 
     Attributes: ``contract``; ``shape`` (m, k, n); ``bands`` (bands of A, bands of B);
     ``pairs`` the computed :class:`BandPair`; ``band_a`` / ``band_b`` the band index of every
-    entry (int16, -1 for zeros; (C, r, k) for components, B's transposed); ``pa``, ``pb`` as in
-    :class:`~ozgemm.precision.planner.Plan`; ``left_out`` the pairs left out entirely; ``src``
+    entry (int16, -1 for zeros; (C, r, k) for components, B's transposed); ``left_out`` the
+    pairs left out entirely; ``src``
     the binary128 operands' :class:`~ozgemm.precision.operands.QuadPieces` (A's rows, B's
     columns; None for other formats).
     """
@@ -100,8 +100,6 @@ class BandedPlan:
     pairs: tuple
     band_a: object = field(repr=False)
     band_b: object = field(repr=False)
-    pa: object = None
-    pb: object = None
     left_out: int = 0
     widened: str = ""
     src: tuple = field(default=(None, None), repr=False)
@@ -270,14 +268,14 @@ def _sub_contract(contract: Contract) -> Contract:
                           max_gemms=None).sharpened(1)
 
 
-def plan_bands(contract: Contract, a, b, backend, pa=None, pb=None, why: str = "", src=(None, None)) -> BandedPlan:
-    """Plan ``a`` (m, k) @ ``b`` (k, n) (finite; or (C, ., .) components rescaled by
-    ``2**-pa`` / ``2**-pb`` as :func:`~ozgemm.precision.planner.make_plan` takes them) under
-    the componentwise ``contract`` in exponent bands (module docstring). ``why``: the single
+def plan_bands(contract: Contract, a, b, backend, why: str = "", src=(None, None)) -> BandedPlan:
+    """Plan ``a`` (m, k) @ ``b`` (k, n) (finite; or (C, ., .) components) under the
+    componentwise ``contract`` in exponent bands (module docstring). ``why``: the single
     plan's refusal, kept in the report. ``src``: binary128 operands'
     :class:`~ozgemm.precision.operands.QuadPieces` (A's rows, B's columns; None otherwise):
-    their bands are taken from the exact pieces and each pair scales its band's pieces by its
-    own power of two, so no piece leaves float64's range however wide the row.
+    their bands are taken from the exact pieces (not from ``a`` / ``b``, their components
+    rescaled for one plan) and each pair scales its band's pieces by its own power of two, so
+    no piece leaves float64's range however wide the row.
 
     Raises ContractError when the contract's ``max_gemms`` is below the plan's INT8 GEMMs
     (naming them); MemoryError as the planner does."""
@@ -313,8 +311,8 @@ def plan_bands(contract: Contract, a, b, backend, pa=None, pb=None, why: str = "
             if rows.shape[0] == 0 or cols.shape[0] == 0:
                 left_out += 1
                 continue
-            pre_a = _pair_pre(pa, src[0], Ea, rows, r)
-            pre_b = _pair_pre(pb, src[1], Fb, cols, s)
+            pre_a = _pair_pre(src[0], Ea, rows, r)
+            pre_b = _pair_pre(src[1], Fb, cols, s)
             ar, bs = _pair_operands(a, bt, band_a, band_b, r, s, rows, cols, xp, src, pre_a, pre_b)
             p = make_plan(sub, ar, bs, backend, pa=pre_a, pb=pre_b)
             pairs.append(BandPair(r=r, s=s, rows=rows, cols=cols, plan=p))
@@ -323,7 +321,7 @@ def plan_bands(contract: Contract, a, b, backend, pa=None, pb=None, why: str = "
                f"computed ({total} INT8 GEMMs, float64 lower-bound GEMMs), each with "
                f"bits = {sub.bits}" + (f" (one plan: {why})" if why else ""))
     plan = BandedPlan(contract=contract, shape=(m, k, n), bands=(na, nb), pairs=tuple(pairs), band_a=band_a,
-                      band_b=band_b, pa=pa, pb=pb, left_out=left_out, widened=widened, src=tuple(src))
+                      band_b=band_b, left_out=left_out, widened=widened, src=tuple(src))
     cap = contract.max_gemms
     if cap is not None and total > cap:
         raise ContractError(
@@ -334,12 +332,10 @@ def plan_bands(contract: Contract, a, b, backend, pa=None, pb=None, why: str = "
     return plan
 
 
-def _pair_pre(pre, src, E, rows, r):
+def _pair_pre(src, E, rows, r):
     """The power of two a pair's rows are rescaled by: a binary128 band's own, E_i - r W (its
-    pieces then lie in [2**-(W + 53), 1): exact in float64); else the operand's (None or P_i)."""
-    if src is not None:
-        return E[rows] - r * BAND_BITS
-    return None if pre is None else pre[rows]
+    pieces then lie in [2**-(W + 53), 1): exact in float64); None for other operands."""
+    return None if src is None else E[rows] - r * BAND_BITS
 
 
 def _band_part(x, band, r, rows, xp, src=None, pre=None):
