@@ -182,10 +182,8 @@ def _componentwise(contract, bound: Bound, xp, m, k, n, w):
     beta = _beta_for(s, w)
     how = "fixed" if fixed is not None else "auto"
     widened = (f"{how}: {s} slices x {w} bits, {sched} schedule ({g} products) prove the bound "
-               f"(minimal width {beta_min}, used {beta})"
-               + ("; lower bound refined by a second 7-bit window (one more INT8 GEMM)" if bound.refined else ""))
-    return _finish(contract, (m, k, n), beta, s, sched, w, sa, sb, xp, widened).evolve(
-        bound_gemms=1 + bound.refined)
+               f"(minimal width {beta_min}, used {beta}){bound.note}")
+    return _finish(contract, (m, k, n), beta, s, sched, w, sa, sb, xp, widened).evolve(bound_gemms=bound.gemms)
 
 
 def _normwise_ok(s, sched, bits, p, w):

@@ -642,7 +642,7 @@ class Bound:
     statistics, the bound GEMM ``lb`` = qa qb^T (an exact lower bound of |A~||B~| in units of
     2**-14) and the planner's scalars (:func:`plan_scalars`) as a backend array.
 
-    Refinement (``refine`` = (a (m, k), b^T (n, k), backend, bits, k, u): one-component
+    Refinement (``refine`` = (a (m, k), b^T (n, k), backend, contract): one-component
     operands). q = floor(|a~| 2**7) is 0 for every entry below 2**-7 of its row's maximum;
     where no term of an entry has both factors above that, LB_ij = 0 and the entry forces its
     row and column to be scaled exactly (beta = their width). When the minimal width read
@@ -668,25 +668,42 @@ class Bound:
         if "host" not in self.cache:
             h = to_numpy(self.scalars)
             self.cache["refined"] = False
-            if self.refine is not None and needs_refinement(h, self.refine[3], self.refine[5]):
-                a, bt, backend, bits, k, _, u = self.refine
-                xp = backend.xp
-                sa, sb = self.stats
-                lb2 = self.lb.astype(xp.int64) * (1 << (2 * LB_BITS)) + backend.gemm_exact(
-                    backend.second_window(a, sa.E), backend.second_window(bt, sb.E))
-                h2 = to_numpy(backend.plan_scalars(sa, sb, lb2, bits, k, u, lb_shift=2 * LB_BITS))
-                h = h.copy()
-                h[0] = min(int(h[0]), int(h2[0]))
-                self.cache["refined"] = True
-                self.cache["lb2"] = lb2
+            if self.refine is not None:
+                a, bt, backend, contract = self.refine
+                m, k = a.shape
+                if needs_refinement(h, contract.bits, m * bt.shape[0] * k):
+                    h = h.copy()
+                    h[0] = min(int(h[0]), self._refined_width(a, bt, backend, contract))
             self.cache["host"] = h
         return self.cache["host"]
+
+    def _refined_width(self, a, bt, backend, contract) -> int:
+        """The minimal width from LB2 (class docstring); keeps LB2 for :meth:`finest`."""
+        from .._xp import to_numpy
+
+        xp = backend.xp
+        sa, sb = self.stats
+        lb2 = self.lb.astype(xp.int64) * (1 << (2 * LB_BITS)) + backend.gemm_exact(
+            backend.second_window(a, sa.E), backend.second_window(bt, sb.E))
+        self.cache.update(refined=True, lb2=lb2)
+        return int(to_numpy(backend.plan_scalars(sa, sb, lb2, contract.bits, a.shape[1], contract.fmt.u,
+                                                 lb_shift=2 * LB_BITS))[0])
 
     @property
     def refined(self) -> bool:
         """Whether :meth:`host` refined the lower bound (one more INT8 GEMM)."""
         self.host()
         return self.cache["refined"]
+
+    @property
+    def gemms(self) -> int:
+        """The INT8 GEMMs of this bound: 1, or 2 where :attr:`refined`."""
+        return 1 + self.refined
+
+    @property
+    def note(self) -> str:
+        """What a plan's report adds for this bound ("" unless :attr:`refined`)."""
+        return "; lower bound refined by a second 7-bit window (one more INT8 GEMM)" if self.refined else ""
 
     def finest(self):
         """(lower bound, lb_shift): the refined LB2 (units 2**-28, shift 14) where
@@ -744,8 +761,7 @@ def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, 
     dev = backend.plan_scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, contract.fmt.u, flag=nonfinite_flag)
     refine = None
     if operands is not None and cpow == 1 and operands[0].ndim == 2:
-        work = operands[0].shape[0] * operands[1].shape[1] * k
-        refine = (operands[0], operands[1].T, backend, contract.bits, k, work, contract.fmt.u)
+        refine = (operands[0], operands[1].T, backend, contract)
     return Bound(stats=(sa, sb), lb=lb, scalars=dev, refine=refine)
 
 
@@ -826,9 +842,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
         if nonfinite_flag is not None and host[-1]:
             raise NonFiniteInputs()
         nmod, beta, widened = _componentwise_choice(contract, host, sa, sb, k, cpow)
-        if bound.refined:
-            bound_gemms = 2
-            widened += "; lower bound refined by a second 7-bit window (one more INT8 GEMM)"
+        bound_gemms, widened = bound.gemms, widened + bound.note
         # a refined bound is read on the host: such products are not speculated on
         _remember(key, nmod, beta, speculable=not bound.refined)
     else:
