@@ -11,7 +11,7 @@ from .kernels import get_backend
 from .methods import execute, execute_complex, plan_product
 from .contracts.contract import Contract, as_contract
 from .contracts.formats import DD, Binary128, quad_from_bits
-from .precision.operands import arrays, as_wide, complex_embedding, is_wide, operand_rows, transpose
+from .precision.operands import arrays, as_wide, complex_embedding, ieee_classes, is_wide, operand_rows, transpose
 from .precision.planner import Plan, RefineBound, WidthShortfall, confirm_plan, forget_guess
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
@@ -842,8 +842,7 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, contract=None, engine=None, retur
         with ignore_fp_errors(xp):
             # AB's class: its finite entries enter as 0 (a finite value never changes the class
             # of a NaN/Inf C entry), its non-finite ones by the term-by-term rule; no product runs
-            pa = operand_rows(a, xp).proxy if is_wide(a) else as_float64(a)
-            pb = operand_rows(transpose(b2), xp).proxy.T if is_wide(b2) else as_float64(b2)
+            pa, pb = ieee_classes(a, xp), ieee_classes(b2, xp)
             bad_r, bad_c = ~xp.isfinite(pa).all(axis=1), ~xp.isfinite(pb).all(axis=0)
             ab = patch_nonfinite(xp.zeros((m, n)), pa, pb, bad_r, bad_c, xp)
             cls = alpha * ab + beta * (c2.hi + c2.lo if isinstance(c2, DD) else as_float64(c2))
@@ -860,7 +859,7 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, contract=None, engine=None, retur
 def _finite(x, xp):
     """Finite entries of a 2-D operand, by the classes the specials pass uses (a DD's class is
     that of hi + lo, so a finite pair whose sum overflows is not finite)."""
-    return xp.isfinite(operand_rows(x, xp).proxy if is_wide(x) else x)
+    return xp.isfinite(ieee_classes(x, xp))
 
 
 def _patch(r, where, cls, xp):

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._xp import ignore_fp_errors
+from .._xp import as_float64, ignore_fp_errors
 from ..contracts.formats import DD, Binary128, is_quad_array, quad_to_bits
 
-__all__ = ["QuadPieces", "QUAD_OFFSETS", "Rows", "arrays", "as_wide", "is_wide", "operand_rows", "transpose", "complex_embedding"]
+__all__ = ["QuadPieces", "QUAD_OFFSETS", "Rows", "ieee_classes", "arrays", "as_wide", "is_wide", "operand_rows", "transpose", "complex_embedding"]
 
 
 def is_wide(x) -> bool:
@@ -81,6 +81,13 @@ class Rows:
     proxy: object
     cpow: int = 1
     source: object = None
+
+
+def ieee_classes(x, xp):
+    """The IEEE classes of a 2-D operand's entries, any orientation, as a float64 array of its
+    shape: a float operand widened exactly, a dd/binary128 one as its :class:`Rows` proxy (the
+    class of hi + lo; NaN, +-Inf, +-0, +-1) — what the specials pass reads."""
+    return operand_rows(x, xp).proxy if is_wide(x) else as_float64(x)
 
 
 def operand_rows(x, xp) -> Rows:

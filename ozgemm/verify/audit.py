@@ -103,7 +103,7 @@ def reference(a, b, fmt="binary64") -> Reference:
     """The exact :class:`Reference` of ``a @ b`` (numpy or cupy operands) in format ``fmt``."""
     from .._xp import to_numpy
     from ..contracts.formats import DD, Binary128
-    from ..precision.operands import as_wide, is_wide, operand_rows, transpose
+    from ..precision.operands import as_wide, ieee_classes, is_wide, transpose
 
     a, b = _real_if_complex(as_wide(a), as_wide(b))
     if is_wide(a) or is_wide(b):  # host copies; classes from the operands' proxies
@@ -115,8 +115,7 @@ def reference(a, b, fmt="binary64") -> Reference:
             return to_numpy(x)
 
         a, b = host(a), host(b)
-        pa = operand_rows(a, np).proxy
-        pb = operand_rows(transpose(b), np).proxy.T
+        pa, pb = ieee_classes(a, np), ieee_classes(b, np)
         ra = np.isfinite(pa).all(axis=1)
         cb = np.isfinite(pb).all(axis=0)
         ex = cr = None
