@@ -8,40 +8,28 @@ choices as array operations on exact integers (the moduli thresholds of
 :func:`ozgemm.precision.planner.speculative_thresholds`, the same exact comparisons as
 :func:`~ozgemm.precision.planner.max_beta_for`), and per moduli count one residue pass, one
 batched set of exact integer GEMMs, one reconstruction and one rounding — through the
-backend's own residues (``backend.scaled_residues``, ``residue_products``,
-``reconstruct_exponents``: the CPU engine's primes below 2**20, as the 2-D path). Results
-are bit-identical to the per-product calls (the same exact integers, rounded once by the
-same code).
+backend's stack phases (``Backend.stack_scalars``, ``stack_residues``, ``stack_products``,
+``stack_reconstruct``: on the CPU its primes below 2**20 and stacked BLAS GEMMs, on the GPU
+strided-batched INT8 GEMMs and kernels with one grid row per product). Results are
+bit-identical to the per-product calls (the same exact integers, rounded once by the same
+code).
 
-The stacked path covers finite float32/float64 operands under CRT contracts on the numpy
-backend; anything else (NaN/Inf, dd/binary128 operands, Ozaki scheme I, widths beyond the
-threshold tables, refusals, plans requested) returns None and the caller computes product
-by product, where the same rules raise or handle it.
+The stacked path covers finite float32/float64 operands under CRT contracts (on the GPU:
+float results, k <= 131071); anything else (NaN/Inf, dd/binary128 operands, Ozaki scheme I,
+widths beyond the threshold tables, refusals, refined lower bounds, plans requested) returns
+None and the caller computes product by product, where the same rules raise or handle it.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .contracts.moduli import MODULI
-from .crt.reconstruct import constants_of
-from .precision.planner import (SPEC_BETA_HI, _lb_upper_max, ceil_sqrt, max_beta_for, moduli_product,
-                                needs_refinement, required_beta_entries, speculative_thresholds, width_cap)
+from .precision.planner import (SPEC_BETA_HI, ceil_sqrt, max_beta_for, moduli_product, needs_refinement,
+                                speculative_thresholds, width_cap)
 
 __all__ = ["stacked_product"]
 
 _NUM_MAX = 1 << 61  # the threshold tables are exact for numerators below their 2**62 clamp
-
-
-def _repeat(st, P: int):
-    """Row statistics of one operand repeated for P products (views where numpy allows)."""
-    import dataclasses
-
-    def rep(x):
-        return None if x is None else np.concatenate([x] * P, axis=0) if x.ndim > 1 else np.tile(x, P)
-
-    return dataclasses.replace(st, mant=st.mant, exp=st.exp, E=rep(st.E), width=rep(st.width), norm1=rep(st.norm1),
-                               q=rep(st.q), zero_row=rep(st.zero_row), n1_int=rep(st.n1_int),
-                               n2_int=rep(st.n2_int), qsum=rep(st.qsum))
 
 
 def _tables(k: int):
@@ -97,94 +85,75 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
     xp = backend.xp
     fmt = contract.fmt
     contract = contract.for_k(a.shape[-1])  # (a constant growing with k: its form for this k)
-    if xp is not np or contract.method != "crt" or not fmt.supported or contract.max_gemms is not None:
+    if contract.method != "crt" or not fmt.supported or contract.max_gemms is not None:
         return None  # (a cost cap: per product, each plan checked)
     m, k = a.shape[1:]
     n = b.shape[2]
     P = b.shape[0] if a_shared else a.shape[0]
-    if P < 2 or not (m and n and k) or (a_shared and b_shared):
+    if P < 2 or not (m and n and k) or (a_shared and b_shared) or not backend.stack_supports(fmt, k):
         return None
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+    flag = xp.zeros((1,), dtype=xp.int32) if backend.flags_nonfinite else None
+    if flag is None and not (xp.isfinite(a).all() and xp.isfinite(b).all()):
         return None
-    sa = backend.row_stats(a.reshape(a.shape[0] * m, k))
-    sb = backend.row_stats(b.transpose(0, 2, 1).reshape(b.shape[0] * n, k))
-    if a_shared:  # one A: its per-row statistics repeated for every product
-        sa = _repeat(sa, P)
-    if b_shared:  # one B: its per-column statistics repeated for every product
-        sb = _repeat(sb, P)
+    shared = "a" if a_shared else ("b" if b_shared else None)
+    sa = backend.row_stats(a.reshape(a.shape[0] * m, k), nonfinite=flag)
+    sb = backend.row_stats(xp.ascontiguousarray(b.transpose(0, 2, 1)).reshape(b.shape[0] * n, k), nonfinite=flag)
     if contract.bound_kind == "componentwise":
-        qa, qb = sa.q.reshape(P, m, k), sb.q.reshape(P, n, k)
-        lb = backend.gemm_exact(qa, qb)  # (P, m, n), exact
-        beta_ij = required_beta_entries(sa.width.reshape(P, m, 1), sb.width.reshape(P, 1, n),
-                                        sa.norm1.reshape(P, m, 1), sb.norm1.reshape(P, 1, n),
-                                        lb, contract.bits, k, fmt.u, np)
-        beta_min = np.maximum(beta_ij.max(axis=(1, 2)), 1)
+        sc = backend.stack_scalars(sa, sb, (P, m, n, a_shared, b_shared), contract.bits, k, fmt.u, flag)
+        if sc is None:
+            return None  # NaN/Inf: per product, where the special-value rules apply
+        beta_min = sc[:, 0]
         if needs_refinement(beta_min.max(keepdims=True), contract.bits, m * n * k):
             return None  # a product whose lower bound a 2-D plan refines: per-product plans
-        n1a, n1b = sa.n1_int.reshape(P, m).max(axis=1), sb.n1_int.reshape(P, n).max(axis=1)
-        n2a, n2b = sa.n2_int.reshape(P, m).max(axis=1), sb.n2_int.reshape(P, n).max(axis=1)
-        ub = _lb_upper_max(lb, sa.qsum.reshape(P, m), sb.qsum.reshape(P, n), np)  # (P,)
-        cs = [ceil_sqrt(x * y) for x, y in zip(n2a.tolist(), n2b.tolist())]  # exact Python integers
+        cs = [ceil_sqrt(x * y) for x, y in zip(sc[:, 3].tolist(), sc[:, 4].tolist())]  # exact Python integers
         if max(cs) >= _NUM_MAX:
             return None
-        nums = np.stack([np.minimum(n1a, n1b), np.array(cs, dtype=np.int64), ub + k], axis=1).astype(np.int64)
-        chosen = _choose(contract, beta_min.astype(np.int64), nums, k)
+        nums = np.stack([np.minimum(sc[:, 1], sc[:, 2]), np.array(cs, dtype=np.int64), sc[:, 5] + k], axis=1)
+        chosen = _choose(contract, beta_min.astype(np.int64), nums.astype(np.int64), k)
         if chosen is None:
             return None
         nmod, beta = chosen
     else:
+        if flag is not None and int(flag.get()[0]):
+            return None
         N = int(contract.moduli)
         b0 = max_beta_for(moduli_product(N), float(k), k)
         if b0 < contract.bits + 3:
             return None
         nmod, beta = np.full(P, N), np.full(P, b0)
-    s = np.where(sa.zero_row.reshape(P, m), 0, beta[:, None] - sa.E.reshape(P, m)).astype(np.int64)
-    t = np.where(sb.zero_row.reshape(P, n), 0, beta[:, None] - sb.E.reshape(P, n)).astype(np.int64)
-    # workspace: residues and their float copies, products, reconstruction limbs (as the 2-D path)
-    need = 0
-    for N in np.unique(nmod).tolist():
-        mods = backend.residue_moduli(N)
-        L, N_ = constants_of(mods).limbs, len(mods)
-        cnt = int((nmod == N).sum())
-        need = max(need, cnt * (8 * N_ * (m + n) * k + 8 * (2 * N_ + 2 * L + 6) * m * n))
-    if need > backend.memory_budget():
+    Pa, Pb = a.shape[0], b.shape[0]
+    beta_d = xp.asarray(beta)
+    s = xp.where(sa.zero_row.reshape(Pa, m), 0, beta_d[:, None] - sa.E.reshape(Pa, m)).astype(xp.int64)
+    t = xp.where(sb.zero_row.reshape(Pb, n), 0, beta_d[:, None] - sb.E.reshape(Pb, n)).astype(xp.int64)
+    need = max(backend.stack_workspace(N, int((nmod == N).sum()), m, n, k) for N in np.unique(nmod).tolist())
+    if need > backend.workspace_budget()[0]:
         return None
     if fmt.name == "dd":
-        out = np.empty((2, P, m, n))
+        out = xp.empty((2, P, m, n))
     elif fmt.name == "binary128":
-        out = np.empty((P, m, n, 2), dtype=np.uint64)
+        out = xp.empty((P, m, n, 2), dtype=xp.uint64)
     else:
-        out = np.empty((P, m, n), dtype=fmt.dtype)
+        out = xp.empty((P, m, n), dtype=fmt.dtype)
     groups = {}
     for p_, key in enumerate(zip(nmod.tolist(), beta.tolist())):
-        groups.setdefault(key if (a_shared or b_shared) else (key[0], None), []).append(p_)
-    for (N, bw), members in groups.items():
+        groups.setdefault(key if shared else (key[0], None), []).append(p_)
+    for (N, _), members in groups.items():
         idx = np.array(members)
-        Q = idx.size
         moduli = backend.residue_moduli(N)  # the backend's own, as the 2-D path
-        NR = len(moduli)
-        if a_shared:  # one GEMM per modulus for the group: (m, k) x (k, Q n)
-            ra_ = backend.scaled_residues(sa.mant[:m], sa.exp[:m], s[idx[0]], N)  # (N, m, k)
-            rb_ = backend.scaled_residues(sb.mant.reshape(P, n, k)[idx].reshape(Q * n, k),
-                                          sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), N)
-            c = backend.residue_products(ra_, rb_, moduli).reshape(NR, m, Q, n).transpose(0, 2, 1, 3)
-        else:
-            ra_ = backend.scaled_residues(sa.mant.reshape(P, m, k)[idx].reshape(Q * m, k),
-                                          sa.exp.reshape(P, m, k)[idx].reshape(Q * m, k), s[idx].reshape(-1), N)
-            if b_shared:  # one GEMM per modulus for the group: (Q m, k) x (k, n)
-                rb_ = backend.scaled_residues(sb.mant[:n], sb.exp[:n], t[idx[0]], N)  # (N, n, k)
-                c = backend.residue_products(ra_, rb_, moduli).reshape(NR, Q, m, n)
-            else:
-                rb_ = backend.scaled_residues(sb.mant.reshape(P, n, k)[idx].reshape(Q * n, k),
-                                              sb.exp.reshape(P, n, k)[idx].reshape(Q * n, k), t[idx].reshape(-1), N)
-                c = backend.residue_products(ra_.reshape(NR, Q, m, k), rb_.reshape(NR, Q, n, k), moduli)
+        # a shared operand: its residues once for the group (one width), its shifts those of
+        # the group's first product (every product of the group has the same width)
+        sel = xp.asarray(idx)
+        s_, t_ = s[sel[:1]] if shared == "a" else s[sel], t[sel[:1]] if shared == "b" else t[sel]
+        ra_ = backend.stack_residues(sa, None if shared == "a" else idx, s_, N)
+        rb_ = backend.stack_residues(sb, None if shared == "b" else idx, t_, N)
+        c = backend.stack_products(ra_, rb_, moduli, shared)
         del ra_, rb_
-        e = -(s[idx][:, :, None] + t[idx][:, None, :])
-        r = backend.reconstruct_exponents(c, N, e, fmt)
+        r = backend.stack_reconstruct(c, s_, t_, N, fmt, shared)
         del c
-        if fmt.name == "dd":
-            out[:, idx] = r
+        if idx.size == P:
+            out = r
+        elif fmt.name == "dd":
+            out[:, sel] = r
         else:
-            out[idx] = r
+            out[sel] = r
     return out
-

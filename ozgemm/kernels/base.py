@@ -20,7 +20,10 @@ Phases, in pipeline order (Ozaki scheme II, :mod:`ozgemm.crt.pipeline`; Ozaki sc
 7b. complex: both parts     :meth:`Backend.reconstruct_round_3m`
 7. reconstruction + rounding :meth:`Backend.reconstruct_round`
 
-plus the workspace tiling of the product over rows of A (:meth:`Backend.row_tiles`).
+plus the workspace tiling of the product over rows of A (:meth:`Backend.row_tiles`), and
+the same phases over a whole stack of products for :mod:`ozgemm.stacks`
+(:meth:`Backend.stack_scalars`, :meth:`Backend.stack_residues`,
+:meth:`Backend.stack_products`, :meth:`Backend.stack_reconstruct`).
 """
 from __future__ import annotations
 
@@ -154,3 +157,31 @@ class Backend(Protocol):
         (:meth:`residue_products`) without rounding: (mag (L, m, n) uint64 base-2**32 limbs
         of |C'|, neg (m, n) bool) — what the band pipeline sums
         (:func:`ozgemm.crt.pipeline.execute_bands`)."""
+
+    # -- stacks (ozgemm.stacks): every phase once over a stack of products -------------
+    def stack_supports(self, fmt, k: int) -> bool:
+        """Whether a stack with results in ``fmt`` and inner dimension ``k`` runs as one
+        computation here (otherwise it is computed product by product)."""
+
+    def stack_workspace(self, n_moduli: int, Q: int, m: int, n: int, k: int) -> int:
+        """Bytes of workspace a group of ``Q`` products of m x k x n takes."""
+
+    def stack_scalars(self, sa, sb, shape, bits: int, k: int, u: float, flag=None):
+        """Per product the planner's six scalars (:meth:`plan_scalars`) as a host int64
+        (P, 6) array, or None when ``flag`` (the statistics' NaN/Inf flag) is set; ``shape`` =
+        (P, m, n, a_shared, b_shared), ``sa``/``sb`` the statistics of the stacked rows of A and
+        columns of B (one product's when shared)."""
+
+    def stack_residues(self, st, sel, shift, n_moduli: int):
+        """Residues (N, Q, r', k') of the products ``sel`` (host indices; None: the one
+        product of a shared operand) of the operand whose statistics are ``st``, scaled by
+        ``shift`` (Q, r); the padding r' >= r, k' >= k is the backend's."""
+
+    def stack_products(self, ra, rb, moduli, shared=None):
+        """The exact products of :meth:`stack_residues`, pairwise per product (``shared``
+        None), or against the one B ("b") or the one A ("a"), for :meth:`stack_reconstruct`."""
+
+    def stack_reconstruct(self, c, s, t, n_moduli: int, fmt, shared=None):
+        """The products' results (the storage of ``fmt`` for (Q, m, n)) from
+        :meth:`stack_products`, with row shifts ``s`` (Q or 1, m) and column shifts ``t``
+        (Q or 1, n): reconstructed exactly and rounded once."""

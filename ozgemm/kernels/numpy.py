@@ -29,8 +29,8 @@ import numpy as np
 from ..crt.moduli import garner_constants, wide_moduli
 from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
-from ..precision.planner import plan_scalars
-from ..precision.stats import row_stats, split_float
+from ..precision.planner import plan_scalars, stack_plan_scalars
+from ..precision.stats import repeat_stats, row_stats, split_float
 
 __all__ = ["NumpyBackend", "SGEMM_EXACT_K", "DGEMM_EXACT_K", "available_memory"]
 
@@ -288,6 +288,58 @@ class NumpyBackend:
             np.floor(t, out=t)
             t *= -float(p)
             x += t
+
+    # -- stacks (ozgemm.stacks) ---------------------------------------------------------
+    def stack_supports(self, fmt, k):
+        """Every result format and k run as stacks here."""
+        return True
+
+    def stack_workspace(self, n_moduli, Q, m, n, k):
+        """Bytes a group of ``Q`` products takes: float64 residues, products and the
+        reconstruction's limbs (as :meth:`row_tiles` counts a 2-D product)."""
+        mods = self.residue_moduli(n_moduli)
+        N, L = len(mods), constants_of(mods).limbs
+        return Q * (8 * N * (m + n) * k + 8 * (2 * N + 2 * L + 6) * m * n)
+
+    def stack_scalars(self, sa, sb, shape, bits, k, u, flag=None):
+        """Per product of a stack, the planner's six scalars as int64 (P, 6)
+        (:func:`~ozgemm.precision.planner.stack_plan_scalars` over one stacked bound GEMM);
+        ``shape`` = (P, m, n, a_shared, b_shared), a shared operand's statistics repeated."""
+        P, m, n, a_sh, b_sh = shape
+        sa = repeat_stats(sa, P, np) if a_sh else sa
+        sb = repeat_stats(sb, P, np) if b_sh else sb
+        lb = self.gemm_exact(sa.q.reshape(P, m, k), sb.q.reshape(P, n, k))
+        return stack_plan_scalars(sa, sb, lb, bits, k, u, np)
+
+    def stack_residues(self, st, sel, shift, n_moduli):
+        """Residues (N, Q, r, k) of the products ``sel`` (indices, or None: the one product of a
+        shared operand) from the exact decomposition in ``st``, scaled by ``shift`` (Q, r)."""
+        Q, r = shift.shape
+        k = st.mant.shape[-1]
+        mant, exp = st.mant.reshape(-1, r, k), st.exp.reshape(-1, r, k)
+        if sel is None:
+            mant, exp = mant[:1], exp[:1]
+        elif not (len(sel) == mant.shape[0] and (np.diff(sel) == 1).all()):
+            mant, exp = mant[sel], exp[sel]
+        res = self.scaled_residues(mant.reshape(Q * r, k), exp.reshape(Q * r, k), shift.reshape(-1), n_moduli)
+        return res.reshape(res.shape[0], Q, r, k)
+
+    def stack_products(self, ra, rb, moduli, shared=None):
+        """Residues (N, Q, m, n) of the products: pairwise (``shared`` None), every A against
+        the one B ("b": one GEMM of Q m rows), or the one A against every B ("a")."""
+        N, Qa, m, k = ra.shape
+        Qb, n = rb.shape[1:3]
+        if shared is None:
+            return self.residue_products(ra, rb, moduli)
+        if shared == "b":
+            return self.residue_products(ra.reshape(N, Qa * m, k), rb.reshape(N, n, k), moduli).reshape(N, Qa, m, n)
+        c = self.residue_products(ra.reshape(N, m, k), rb.reshape(N, Qb * n, k), moduli)
+        return c.reshape(N, m, Qb, n).transpose(0, 2, 1, 3)
+
+    def stack_reconstruct(self, c, s, t, n_moduli, fmt, shared=None):
+        """The products' results (the storage of ``fmt`` for (Q, m, n)) scaled by
+        2**-(s_zi + t_zj), ``s`` (Q or 1, m), ``t`` (Q or 1, n)."""
+        return self.reconstruct_exponents(c, n_moduli, -(s[:, :, None] + t[:, None, :]), fmt)
 
     def reconstruct_exponents(self, c, n_moduli, e, fmt):
         """:func:`~ozgemm.crt.reconstruct.reconstruct_round` of residues ``c`` from

@@ -328,6 +328,19 @@ def plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp
     return xp.concatenate(parts)
 
 
+def stack_plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp):
+    """:func:`plan_scalars` of every product of a stack at once: ``lb`` (P, m, n) the stacked
+    bound GEMM, ``sa`` / ``sb`` the statistics of the P m rows of A and P n columns of B
+    (products after one another). Returns int64 (P, 6), row p the six scalars of product p."""
+    P, m, n = lb.shape
+    beta_ij = required_beta_entries(sa.width.reshape(P, m, 1), sb.width.reshape(P, 1, n), sa.norm1.reshape(P, m, 1),
+                                    sb.norm1.reshape(P, 1, n), lb, bits, k, u, xp)
+    return xp.stack([xp.maximum(beta_ij.max(axis=(1, 2)), 1),
+                     sa.n1_int.reshape(P, m).max(axis=1), sb.n1_int.reshape(P, n).max(axis=1),
+                     sa.n2_int.reshape(P, m).max(axis=1), sb.n2_int.reshape(P, n).max(axis=1),
+                     _lb_upper_max(lb, sa.qsum.reshape(P, m), sb.qsum.reshape(P, n), xp)], axis=1).astype(xp.int64)
+
+
 def _ceil_log2_ratio(z, r, xp):
     """ceil(log2(z / r)) for positive float64 arrays, exactly (frexp and one comparison)."""
     fz, ez = xp.frexp(z)

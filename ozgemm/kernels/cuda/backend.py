@@ -44,6 +44,8 @@ _GEMM_SPLIT_OUT, _GEMM_ROWS = 8192 * 8192, 4096
 _OVERLAP_TILES, _OVERLAP_MIN_ROWS = 2, 8192
 _ONE_I32, _ZERO_I32 = np.array(1, dtype=np.int32), np.array(0, dtype=np.int32)  # host alpha/beta
 _PAD = 16
+_ROW_PAD = 4  # rows of a stack's products: the INT8 GEMM's multiple
+_I64_0 = np.int64(0)
 _THREADS = 256
 
 
@@ -315,6 +317,13 @@ def _reduced(c, n_moduli, dtype):
     return (c.astype(cp.int64, copy=False) % mods).astype(dtype, copy=False)
 
 
+def _stats_from(st, off):
+    """The per-row statistics from row ``off`` on (the rows of a stack's later products)."""
+    import dataclasses
+
+    return dataclasses.replace(st, **{f: getattr(st, f)[off:] for f in ("width", "norm1", "qsum", "n1_int", "n2_int")})
+
+
 class CudaBackend:
     """Every phase of :class:`~ozgemm.kernels.base.Backend` on NVIDIA GPUs (module docstring)."""
 
@@ -519,11 +528,18 @@ class CudaBackend:
                                         cp.cuda.get_current_stream().ptr)
         if lb.dtype not in (cp.int32, cp.int64) or lb.strides[1] != lb.itemsize:
             lb = cp.ascontiguousarray(lb, dtype=cp.int64)
+        self._plan_scalars_launch(sa, sb, lb, m, n, bits, k, u, lb_shift, out)
+        return out.view(cp.int64)
+
+    def _plan_scalars_launch(self, sa, sb, lb, m, n, bits, k, u, lb_shift, out, batch=(1, 0, 0, 0, 0)):
+        """The plan_scalars kernels over ``lb`` (rows of stride ``lb.strides[-2]``); ``batch``:
+        (products, lb stride, A-side stride, B-side stride, out stride), one grid z per product."""
         fac = (1.0 + u) * (1.0 + 2.0 ** -40)
-        ld = lb.strides[0] // lb.itemsize
+        ld = lb.strides[-2] // lb.itemsize
+        nb = batch[0]
         args = (lb, np.int64(ld), np.int32(m), np.int32(n), sa.width, sb.width, sa.norm1, sb.norm1,
                 np.int32(bits + lb_shift), np.float64(k * 2.0 ** (1 - bits)), np.float64(fac), sa.qsum, sb.qsum, sa.n1_int, sb.n1_int,
-                sa.n2_int, sb.n2_int, out)
+                sa.n2_int, sb.n2_int, out) + tuple(np.int64(x) for x in batch[1:])
         if lb.dtype == cp.int32 and not lb_shift:
             # one exact int32 k-block: the q rows have kq <= KBLOCK_INT32 entries, so ra_i = sum |q_il|
             # <= 127 kq < 2**31 and the kernel's 32-bit sums L + ra_i stay < 2**32; four columns per
@@ -531,15 +547,14 @@ class CudaBackend:
             assert sa.q.shape[-1] <= KBLOCK_INT32
             assert bits + lb_shift <= 1000  # R and the per-entry z are normal doubles (stats.cu, need_bits)
             grid, block = _grid2d(-(-n // 4), m)
-            grid = (grid[0], min(grid[1], max(1, 2048 // grid[0])))
-            vec = int(ld % 4 == 0 and lb.data.ptr % 16 == 0)
+            grid = (grid[0], min(grid[1], max(1, 2048 // (grid[0] * nb))), nb)
+            vec = int(ld % 4 == 0 and lb.data.ptr % 16 == 0 and batch[1] % 4 == 0)
             _fn("plan_scalars_i32")(grid, block, args + (np.int32(vec),))
         else:
             # rows per thread: enough blocks to fill the device, one atomic per block and scalar
             grid, block = _grid2d(n, m)
-            grid = (grid[0], min(grid[1], max(1, 8192 // grid[0])))
+            grid = (grid[0], min(grid[1], max(1, 8192 // (grid[0] * nb))), nb)
             _fn("plan_scalars")(grid, block, args)
-        return out.view(cp.int64)
 
     def shifts(self, beta, sa, sb):
         """The planner's row shifts of A and column shifts of B, ``where(zero_row, 0, beta - E)``
@@ -666,7 +681,7 @@ class CudaBackend:
             f(grid, block,
               (c, np.int64(ldc), np.int64(sc), cp.ascontiguousarray(s, dtype=cp.int64),
                cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n), out,
-               np.int64(out.strides[0] // out.itemsize)))
+               np.int64(out.strides[0] // out.itemsize), np.int32(1), _I64_0, _I64_0, _I64_0, _I64_0))
         return out
 
     def residue_moduli(self, n_moduli):
@@ -727,6 +742,128 @@ class CudaBackend:
         if i0 or i1 != r:  # (a view costs host time: only for a tile of the rows)
             x, shift = x[..., i0:i1, :], shift[i0:i1]
         return self.residues_multi(x, shift, n_moduli, _ceil(i1 - i0, _PAD), _ceil(k, _PAD))
+
+    # -- stacks (ozgemm.stacks) ---------------------------------------------------------
+    def stack_supports(self, fmt, k):
+        """Stacks run here with float results and one exact int32 k-block (``k`` <=
+        KBLOCK_INT32); dd/binary128 results and longer k are computed product by product."""
+        return fmt.name in ("binary64", "binary32") and _ceil(k, _PAD) <= KBLOCK_INT32
+
+    def stack_workspace(self, n_moduli, Q, m, n, k):
+        """Bytes a group of ``Q`` products takes: padded residues of both operands, the int32
+        products and the result."""
+        mp, np_, kp = _ceil(m, _ROW_PAD), _ceil(n, _ROW_PAD), _ceil(k, _PAD)
+        return Q * (n_moduli * ((mp + np_) * kp + 4 * mp * np_) + 8 * (mp + np_) * k + 8 * m * n)
+
+    def _gemm_pairs_i32(self, a, bt):
+        """c[z] = a[z] @ bt[z].T exactly for int8 (B, mp, kp) and (B, np, kp) (C-contiguous, mp,
+        np multiples of 4, kp <= KBLOCK_INT32 a multiple of 16): one strided-batched call per
+        65535 products, int32 (B, mp, np)."""
+        B, mp, kp = a.shape
+        np_ = bt.shape[1]
+        c = cp.empty((B, mp, np_), dtype=cp.int32)
+        handle = cp.cuda.device.get_cublas_handle()
+        self._cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
+        one, zero = _ONE_I32.ctypes.data, _ZERO_I32.ctypes.data
+        for z0 in range(0, B, 65535):
+            z1 = min(B, z0 + 65535)
+            self._cublas.gemmStridedBatchedEx(
+                handle, _OP_T, _OP_N, np_, mp, kp,
+                one, bt.data.ptr + z0 * bt.strides[0], _CUDA_R_8I, bt.strides[1], bt.strides[0],
+                a.data.ptr + z0 * a.strides[0], _CUDA_R_8I, a.strides[1], a.strides[0],
+                zero, c.data.ptr + z0 * c.strides[0], _CUDA_R_32I, np_, mp * np_, z1 - z0,
+                _CUBLAS_COMPUTE_32I, _GEMM_DEFAULT)
+        return c
+
+    def stack_scalars(self, sa, sb, shape, bits, k, u, flag=None):
+        """Per product of a stack, the planner's six scalars (:meth:`plan_scalars`) as a host
+        int64 (P, 6) array, or None when ``flag`` (the statistics' NaN/Inf flag) is set.
+        ``shape`` = (P, m, n, a_shared, b_shared); ``sa``, ``sb``: statistics of the rows of A
+        (P m, or m when shared) and of the columns of B (P n, or n). One bound GEMM (batched,
+        or one 2-D GEMM against a shared operand) and one batched plan_scalars launch."""
+        P, m, n, a_sh, b_sh = shape
+        if a_sh or b_sh:
+            lb = self.gemm_exact(sa.q, sb.q)  # (P m, n) or (m, P n), a view of the padded output
+            ld = lb.strides[0] // lb.itemsize
+            batch = (P, m * ld, m, 0) if b_sh else (P, n, 0, n)
+        else:
+            mp, np_, kp = _ceil(m, _ROW_PAD), _ceil(n, _ROW_PAD), _ceil(k, _PAD)
+            lb = self._gemm_pairs_i32(self._pad(sa.q.reshape(P, m, k), mp, kp), self._pad(sb.q.reshape(P, n, k), np_, kp))
+            batch = (P, mp * np_, m, n)
+        out = cp.zeros((P, 8), dtype=cp.uint64)
+        for z0 in range(0, P, 65535):  # (grid z per product)
+            z1 = min(P, z0 + 65535)
+            sa_, sb_ = (_stats_from(st, z0 * b) if b else st for st, b in ((sa, batch[2]), (sb, batch[3])))
+            lb_ = cp.ndarray(lb.shape, lb.dtype, lb.data + z0 * batch[1] * lb.itemsize, strides=lb.strides)
+            self._plan_scalars_launch(sa_, sb_, lb_, m, n, bits, k, u, 0, out[z0:], (z1 - z0,) + batch[1:] + (8,))
+        host = out.view(cp.int64).get()[:, :6]
+        if flag is not None and int(flag.get()[0]):
+            return None
+        return host
+
+    def stack_residues(self, st, sel, shift, n_moduli):
+        """Residues (N, Q, rp, kp) int8 of the products ``sel`` (host indices, or None: the one
+        product of a shared operand) of an operand whose statistics ``st`` kept its float rows
+        (``st.src``, products after one another), scaled by ``shift`` (Q, r); rows padded per
+        product to rp (a multiple of 4) with zero rows, k to kp (a multiple of 16)."""
+        Q, r = shift.shape
+        x = st.src
+        k = x.shape[1]
+        x3 = x.reshape(-1, r, k)
+        if sel is None:
+            x3 = x3[:1]
+        elif not (len(sel) == x3.shape[0] and (np.diff(sel) == 1).all()):
+            x3 = x3[cp.asarray(sel)]
+        rp, kp = _ceil(r, _ROW_PAD), _ceil(k, _PAD)
+        shift = cp.ascontiguousarray(shift, dtype=cp.int64)
+        if rp != r:  # zero rows (residues 0) up to the padded row count of each product
+            xp_ = cp.zeros((Q, rp, k), dtype=x3.dtype)
+            xp_[:, :r] = x3
+            sp = cp.zeros((Q, rp), dtype=cp.int64)
+            sp[:, :r] = shift
+            x3, shift = xp_, sp
+        res = self.residues_padded(x3.reshape(Q * rp, k), shift.reshape(-1), n_moduli, Q * rp, kp)
+        return res.reshape(n_moduli, Q, rp, kp)
+
+    def stack_products(self, ra, rb, moduli, shared=None):
+        """The exact int32 products of :meth:`stack_residues`: ``shared`` None: ra[:, z] @
+        rb[:, z].T for every product z (strided-batched), "b": every product against the one B
+        (one GEMM of Q mp rows per modulus), "a": the one A against every B (one GEMM of Q np
+        columns)."""
+        N = ra.shape[0]
+        if shared is None:
+            _, Q, mp, kp = ra.shape
+            return self._gemm_pairs_i32(ra.reshape(N * Q, mp, kp), rb.reshape(N * Q, rb.shape[2], kp)).reshape(
+                N, Q, mp, rb.shape[2])
+        a2, b2 = ra.reshape(N, -1, ra.shape[-1]), rb.reshape(N, -1, rb.shape[-1])
+        c = cp.empty((N, a2.shape[1], b2.shape[1]), dtype=cp.int32)
+        self._gemm_batched_i32(a2, b2, c)
+        return c
+
+    def stack_reconstruct(self, c, s, t, n_moduli, fmt, shared=None):
+        """The products' results (Q, m, n) from :meth:`stack_products`, shifts ``s`` (Q or 1,
+        m) and ``t`` (Q or 1, n): the reconstruction kernel of :meth:`reconstruct_round`, one
+        grid z per product."""
+        m, n = s.shape[1], t.shape[1]
+        if shared == "a":  # (N, mp, Q np): product z at columns z np
+            Q = t.shape[0]
+            np_ = c.shape[2] // Q
+            ldc, cbs = c.shape[2], np_
+        else:  # (N, Q, mp, np) or (N, Q mp, np)
+            Q = s.shape[0]
+            ldc = c.shape[-1]
+            cbs = c[0].size // Q
+        dtype = cp.float64 if fmt.name == "binary64" else cp.float32
+        out = cp.empty((Q, m, n), dtype=dtype)
+        if Q * m * n:
+            f = _fn("crt_round_f64" if dtype == cp.float64 else "crt_round_f32", n_moduli)
+            grid, block = _grid2d(n, m)
+            grid = (grid[0], max(1, min(grid[1], 65536 // (grid[0] * min(Q, 65535)))), min(Q, 65535))
+            f(grid, block, (c, np.int64(ldc), np.int64(c[0].size), cp.ascontiguousarray(s, dtype=cp.int64),
+                            cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n), out, np.int64(n),
+                            np.int32(Q), np.int64(cbs), np.int64(m if s.shape[0] > 1 else 0),
+                            np.int64(n if t.shape[0] > 1 else 0), np.int64(m * n)))
+        return out
 
     @contextlib.contextmanager
     def row_tiles(self, plan, a_components=1, concurrent=True, products=1):

@@ -451,22 +451,32 @@ __device__ __forceinline__ void store_bits(float* o, u32 b) { *o = __uint_as_flo
 template <typename OUT_T, int P, int EMIN_SUB, int BEINF, int SIGN>
 __device__ __forceinline__ void crt_round_impl(const int* __restrict__ c, i64 ldc, i64 sc,
                                                const i64* __restrict__ s, const i64* __restrict__ t,
-                                               int m, int n, OUT_T* __restrict__ out, i64 ldo) {
+                                               int m, int n, OUT_T* __restrict__ out, i64 ldo, int nb,
+                                               i64 cbs, i64 sbs, i64 tbs, i64 obs) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
-    const i64 tj = t[j];
-    for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < m; i += gridDim.y * blockDim.y) {
-        u32 x[NLIMB];
-        const bool neg = crt_limbs(c, sc, (i64)i * ldc + j, x);
-        store_bits(out + (i64)i * ldo + j, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + tj)));
+    for (int z = blockIdx.z; z < nb; z += gridDim.z) {
+        const int* cz = c + z * cbs;
+        const i64* sz = s + z * sbs;
+        OUT_T* oz = out + z * obs;
+        const i64 tj = t[z * tbs + j];
+        for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < m; i += gridDim.y * blockDim.y) {
+            u32 x[NLIMB];
+            const bool neg = crt_limbs(cz, sc, (i64)i * ldc + j, x);
+            store_bits(oz + (i64)i * ldo + j, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(sz[i] + tj)));
+        }
     }
 }
 
+// A stack of nb products (grid z, grid-stride): product z reads c + z cbs, s + z sbs, t + z tbs
+// and writes out + z obs (a stride 0 shares one operand's shifts, e.g. a broadcast B).
 #define CRT_ROUND_KERNEL(NAME, OUT_T, P, EMIN_SUB, BEINF, SIGN)                                    \
     extern "C" __global__ void NAME(const int* __restrict__ c, i64 ldc, i64 sc,                    \
                                     const i64* __restrict__ s, const i64* __restrict__ t,          \
-                                    int m, int n, OUT_T* __restrict__ out, i64 ldo) {              \
-        crt_round_impl<OUT_T, P, EMIN_SUB, BEINF, SIGN>(c, ldc, sc, s, t, m, n, out, ldo);         \
+                                    int m, int n, OUT_T* __restrict__ out, i64 ldo, int nb,        \
+                                    i64 cbs, i64 sbs, i64 tbs, i64 obs) {                          \
+        crt_round_impl<OUT_T, P, EMIN_SUB, BEINF, SIGN>(c, ldc, sc, s, t, m, n, out, ldo, nb, cbs, \
+                                                        sbs, tbs, obs);                            \
     }
 
 CRT_ROUND_KERNEL(crt_round_f64, double, 53, -1074, 2047, 63)

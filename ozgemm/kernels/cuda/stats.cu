@@ -577,9 +577,23 @@ __device__ __forceinline__ void plan_scalars_impl(const i64* __restrict__ lb, i6
         const i64* __restrict__ vb, const double* __restrict__ na, const double* __restrict__ nb,   \
         int bits, double K, double fac, const i64* __restrict__ ra, const i64* __restrict__ cb,    \
         const i64* __restrict__ n1a, const i64* __restrict__ n1b, const i64* __restrict__ n2a,     \
-        const i64* __restrict__ n2b, unsigned long long* __restrict__ out
+        const i64* __restrict__ n2b, unsigned long long* __restrict__ out, i64 lbb, i64 abs_, i64 bbs, \
+        i64 outs
+
+// A stack of products (grid z): product z reads lb + z lbb, its A-side arrays (wa, na, ra, n1a,
+// n2a) at z abs_, its B-side arrays at z bbs (a stride 0: a broadcast operand's statistics) and
+// writes out + z outs.
+#define PLAN_SCALARS_BATCH                                                                          \
+    {                                                                                               \
+        const i64 z = blockIdx.z;                                                                   \
+        lb += z * lbb;                                                                              \
+        wa += z * abs_; na += z * abs_; ra += z * abs_; n1a += z * abs_; n2a += z * abs_;           \
+        vb += z * bbs; nb += z * bbs; cb += z * bbs; n1b += z * bbs; n2b += z * bbs;                \
+        out += z * outs;                                                                            \
+    }
 
 extern "C" __global__ void plan_scalars(PLAN_SCALARS_ARGS(i64)) {
+    PLAN_SCALARS_BATCH
     plan_scalars_impl(lb, ldlb, m, n, wa, vb, na, nb, bits, K, fac, ra, cb, n1a, n1b, n2a, n2b, out);
 }
 
@@ -623,6 +637,7 @@ __device__ __forceinline__ u64 rbits(int L, u64 eoff52) {
 }
 
 extern "C" __global__ void plan_scalars_i32(PLAN_SCALARS_ARGS(int), int vec) {
+    PLAN_SCALARS_BATCH
     const int j0 = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int i_first = blockIdx.y * blockDim.y + threadIdx.y;
     i64 best = 1, ub = 0, m1a = 0, m1b = 0, m2a = 0, m2b = 0;
