@@ -49,10 +49,10 @@ def test_gpu_stack_bit_identical_to_cpu_products(contract, ashape, bshape, stack
     a = phi_matrix(rng, ashape, 0.5, dt)
     b = phi_matrix(rng, bshape, 2.0, dt)
     if a.ndim == 3 and a.shape[0] > 1:
-        a[1] *= dt(2.0 ** 20)  # a product needing a wider width
+        a[1] *= dt.type(2.0 ** 20)  # a product needing a wider width
         a[-1, 0] = 0.0  # a zero row
     if b.ndim == 3 and b.shape[0] > 1:
-        b[2] *= dt(2.0 ** -30)  # another width
+        b[2] *= dt.type(2.0 ** -30)  # another width
     want = _cpu_loop(a, b, contract)
     got = ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=contract)
     assert stacked == [True]
