@@ -4,7 +4,8 @@ call, on the CPU (or the GPU with --device gpu). Prints its context and a table;
 both are checked bit-identical.
 
 Run: python benchmarks/prepare_bench.py [--n 2000] [--cols 1] [--contract dd] [--reps 5] [--device cpu|gpu]
-(--cols: the columns of x; --cols 4096 --n 4096 --contract fp64 is a square product)
+(--cols: the columns of x; --cols 4096 --n 4096 --contract fp64 is a square product; the
+residual is timed for --cols 1)
 """
 import argparse
 import platform
@@ -54,24 +55,25 @@ def main(argv=None):
     plain = timed(lambda x: ozgemm.matmul(A, x, contract=args.contract))
     prep = timed(lambda x: ozgemm.matmul(P, x))
     same = all(_same(ozgemm.matmul(A, x, contract=args.contract), ozgemm.matmul(P, x)) for x in xs[:2])
-    # the residual b - A x of iterative refinement: gemm, and [A | b] prepared once times [-x; 1]
-    bvec = xp.asarray(phi_matrix(rng, (args.n, args.cols), args.phi))
-    Pab = ozgemm.prepare(xp.concatenate([A, bvec], axis=1), args.contract)
-    one = xp.eye(args.cols)
-    res_gemm = timed(lambda x: ozgemm.gemm(A, x, bvec, alpha=-1.0, beta=1.0, contract=args.contract))
-    res_prep = timed(lambda x: ozgemm.matmul(Pab, xp.concatenate([-x, one])))
-    same_r = _same(ozgemm.gemm(A, xs[0], bvec, alpha=-1.0, beta=1.0, contract=args.contract),
-                   ozgemm.matmul(Pab, xp.concatenate([-xs[0], one])))
-    dot2 = timed(lambda x: _dot2_residual(np.asarray(A), np.asarray(x)[:, 0], np.asarray(bvec)[:, 0])) \
-        if args.device == "cpu" and args.cols == 1 else float("nan")
+    if args.cols == 1:  # the residual b - A x of iterative refinement: gemm, and [A | b] prepared @ [-x; 1]
+        bvec = xp.asarray(phi_matrix(rng, (args.n, 1), args.phi))
+        Pab = ozgemm.prepare(xp.concatenate([A, bvec], axis=1), args.contract)
+        one = xp.ones((1, 1))
+        res_gemm = timed(lambda x: ozgemm.gemm(A, x, bvec, alpha=-1.0, beta=1.0, contract=args.contract))
+        res_prep = timed(lambda x: ozgemm.matmul(Pab, xp.concatenate([-x, one])))
+        same_r = _same(ozgemm.gemm(A, xs[0], bvec, alpha=-1.0, beta=1.0, contract=args.contract),
+                       ozgemm.matmul(Pab, xp.concatenate([-xs[0], one])))
+        dot2 = timed(lambda x: _dot2_residual(np.asarray(A), np.asarray(x)[:, 0], np.asarray(bvec)[:, 0])) \
+            if args.device == "cpu" else float("nan")
     print(f"ozgemm prepare bench — {args.device}: {platform.processor() or platform.machine()}, numpy {np.__version__}, "
           f"python {platform.python_version()}")
     print(f"input: A = (rand-0.5)*exp(phi*randn), phi={args.phi}, seed 0, {args.n} x {args.n}; a new x "
           f"({args.n} x {args.cols}) per call; contract {args.contract}; timing: whole matmul call, median of {args.reps}")
     print(f"{'n':>6} {'contract':>8} {'unprepared s':>13} {'prepared s':>11} {'speed-up':>9} {'prepare s':>10} bit-identical")
     print(f"{args.n:6d} {args.contract:>8} {plain:13.4f} {prep:11.4f} {plain / prep:9.1f} {t_prep:10.4f} {same}")
-    print(f"residual b - A x: gemm {res_gemm:.4f} s; [A | b] prepared @ [-x; 1] {res_prep:.4f} s (bit-identical "
-          f"{same_r}); numpy Dot2 (TwoProduct + cascaded TwoSum) {dot2:.4f} s")
+    if args.cols == 1:
+        print(f"residual b - A x: gemm {res_gemm:.4f} s; [A | b] prepared @ [-x; 1] {res_prep:.4f} s (bit-identical "
+              f"{same_r}); numpy Dot2 (TwoProduct + cascaded TwoSum) {dot2:.4f} s")
 
 
 def _dot2_residual(A, x, b):

@@ -9,6 +9,24 @@ def rng():
     return np.random.default_rng(12345)
 
 
+@pytest.fixture
+def stacked(monkeypatch):
+    """Records whether each stacked computation (ozgemm.stacks) ran as one pass (True) or
+    fell back to the per-product path (False)."""
+    import ozgemm.stacks
+
+    seen = []
+    real = ozgemm.stacks.stacked_product
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        seen.append(out is not None)
+        return out
+
+    monkeypatch.setattr(ozgemm.stacks, "stacked_product", spy)
+    return seen
+
+
 def phi_pair(rng, m, k, n, phi, dtype=np.float64):
     return phi_operands(rng, m, k, n, phi, dtype)
 

@@ -5,23 +5,7 @@ import numpy as np
 import pytest
 
 import ozgemm
-import ozgemm.stacks
 from ozgemm.verify.inputs import phi_matrix
-
-
-@pytest.fixture
-def stacked(monkeypatch):
-    """Records whether each stacked computation ran as one pass (True) or fell back (False)."""
-    seen = []
-    real = ozgemm.stacks.stacked_product
-
-    def spy(*args, **kw):
-        out = real(*args, **kw)
-        seen.append(out is not None)
-        return out
-
-    monkeypatch.setattr(ozgemm.stacks, "stacked_product", spy)
-    return seen
 
 
 def _bits(x):

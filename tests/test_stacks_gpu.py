@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import ozgemm
-import ozgemm.stacks
 from ozgemm._xp import gpu_available
 from ozgemm.verify.inputs import phi_matrix
 
@@ -14,21 +13,6 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="n
 
 if gpu_available():
     import cupy as cp
-
-
-@pytest.fixture
-def stacked(monkeypatch):
-    """Records whether each stacked computation ran as one pass (True) or fell back (False)."""
-    seen = []
-    real = ozgemm.stacks.stacked_product
-
-    def spy(*args, **kw):
-        out = real(*args, **kw)
-        seen.append(out is not None)
-        return out
-
-    monkeypatch.setattr(ozgemm.stacks, "stacked_product", spy)
-    return seen
 
 
 def _cpu_loop(a, b, contract):
