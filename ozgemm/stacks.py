@@ -21,6 +21,8 @@ None and the caller computes product by product, where the same rules raise or h
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .contracts.moduli import MODULI
@@ -125,9 +127,18 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
     beta_d = xp.asarray(beta)
     s = xp.where(sa.zero_row.reshape(Pa, m), 0, beta_d[:, None] - sa.E.reshape(Pa, m)).astype(xp.int64)
     t = xp.where(sb.zero_row.reshape(Pb, n), 0, beta_d[:, None] - sb.E.reshape(Pb, n)).astype(xp.int64)
+    expand = shared is not None and not backend.stack_shares_operands
     need = max(backend.stack_workspace(N, int((nmod == N).sum()), m, n, k) for N in np.unique(nmod).tolist())
+    if expand:  # the shared operand's rows copied for every product
+        need += P * (m if shared == "a" else n) * k * 8
     if need > backend.workspace_budget()[0]:
         return None
+    if expand:  # a backend where each group costs launches: the shared operand as P operands,
+        # so that the products group by moduli count only (their shifts already per product)
+        r, st = (m, sa) if shared == "a" else (n, sb)
+        st = dataclasses.replace(st, src=xp.broadcast_to(st.src.reshape(1, r, k), (P, r, k)).reshape(P * r, k))
+        sa, sb = (st, sb) if shared == "a" else (sa, st)
+        shared = None
     if fmt.name == "dd":
         out = xp.empty((2, P, m, n))
     elif fmt.name == "binary128":

@@ -56,6 +56,11 @@ class Backend(Protocol):
                             (the plan's moduli count guessed, confirmed after queuing)
     flags_nonfinite : bool  :meth:`row_stats` sets the NaN/Inf flag it is given (the
                             separate non-finite pass is then needed only when it is set)
+    stack_shares_operands : bool
+                            a stack's shared (broadcast) operand is kept once and its
+                            residues computed once per width group (True), or copied for
+                            every product so that products group by moduli count only
+                            (False: where each group costs kernel launches)
     """
 
     name: str
@@ -63,6 +68,7 @@ class Backend(Protocol):
     speculates: bool
 
     flags_nonfinite: bool
+    stack_shares_operands: bool
 
     def workspace_budget(self) -> tuple:
         """(tile budget, hard limit): bytes of workspace one product may use."""

@@ -73,6 +73,7 @@ class NumpyBackend:
     xp = np
     speculates = False
     flags_nonfinite = False
+    stack_shares_operands = True  # a shared operand's residues once per width group
 
     #: bytes of workspace one call may use; None: half of the memory the OS reports available
     memory_budget_bytes = None
