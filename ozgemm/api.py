@@ -11,7 +11,7 @@ from .kernels import get_backend
 from .methods import execute, execute_complex, plan_product
 from .contracts.contract import Contract, as_contract
 from .contracts.formats import DD, Binary128, quad_from_bits
-from .precision.operands import arrays, as_wide, complex_embedding, ieee_classes, is_wide, operand_rows, transpose
+from .precision.operands import arrays, as_wide, ieee_classes, is_wide, operand_rows, transpose
 from .precision.planner import Plan, RefineBound, WidthShortfall, confirm_plan, forget_guess
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
@@ -472,7 +472,7 @@ def _complex_plan(a, b, contract, backend):
     returns (A, B, A0, B0, bad_rows, bad_cols, plan) of the embedding."""
     m, k = a.shape
     n = b.shape[1]
-    ae, be = complex_embedding(a, b, backend.xp)
+    ae, be = backend.complex_embedding(a, b)
     ae, be, a0, b0, bad_r, bad_c, p = _plan_2d(ae, be, contract, backend)
     p = p.evolve(widened=f"{p.widened}; complex {m}x{k}x{n}: planned as its real embedding "
                          f"{m}x{2 * k}x{2 * n}" + (f", run as 3 INT8 GEMMs of {m}x{k}x{n} per modulus"

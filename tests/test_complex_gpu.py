@@ -84,3 +84,34 @@ def test_gpu_bench_complex_full_error(capsys):
                  "--reps", "2", "--block", "16"]) == 0
     out = capsys.readouterr().out
     assert "ZGEMM" in out and "full" in out
+
+
+@pytest.mark.parametrize("dts", [(np.complex64, np.complex64), (np.complex128, np.complex128),
+                                 (np.complex64, np.complex128), (np.float32, np.complex64),
+                                 (np.complex64, np.float32), (np.float64, np.complex128)])
+def test_embedding_on_device_equals_numpy_bit_for_bit(dts):
+    """The backend's embedding (fused kernels where both operands have one complex dtype, the
+    array expressions otherwise) holds numpy's bits, float32 subnormals and signed zeros
+    included (a flush-to-zero negation or widening would lose them)."""
+    from ozgemm.kernels import get_backend
+    from ozgemm.precision.operands import complex_embedding
+
+    rng = np.random.default_rng(11)
+    tiny = {np.complex64: np.float32(2.0 ** -140), np.float32: np.float32(2.0 ** -140)}
+
+    def operand(shape, dt):
+        x = rng.standard_normal(shape) * tiny.get(dt, 1.0)
+        if np.dtype(dt).kind == "c":
+            x = x + 1j * rng.standard_normal(shape) * tiny.get(dt, 1.0)
+            x.flat[0] = complex(0.0, -0.0)
+        return x.astype(dt)
+
+    a, b = operand((5, 7), dts[0]), operand((7, 3), dts[1])
+    A, B = complex_embedding(a, b, np)
+    gA, gB = get_backend("cuda").complex_embedding(cp.asarray(a), cp.asarray(b))
+    for want, got in ((A, gA), (B, gB)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(want.view(np.uint8), cp.asnumpy(got).view(np.uint8))
+    if np.dtype(dts[0]).kind == "c" and np.dtype(dts[1]).kind == "c":
+        contract = "fp32" if dts == (np.complex64, np.complex64) else "fp64"
+        _same(ozgemm.matmul(a, b, contract=contract), ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=contract))

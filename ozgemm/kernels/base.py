@@ -164,6 +164,11 @@ class Backend(Protocol):
         of |C'|, neg (m, n) bool) — what the band pipeline sums
         (:func:`ozgemm.crt.pipeline.execute_bands`)."""
 
+    def complex_embedding(self, a, b):
+        """The real embedding of a complex product, equal to
+        :func:`ozgemm.precision.operands.complex_embedding` (A = [Ar | Ai], B = [[Br, Bi],
+        [-Bi, Br]])."""
+
     # -- stacks (ozgemm.stacks): every phase once over a stack of products -------------
     def stack_supports(self, fmt, k: int) -> bool:
         """Whether a stack with results in ``fmt`` and inner dimension ``k`` runs as one

@@ -30,6 +30,7 @@ from ..crt.moduli import garner_constants, wide_moduli
 from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
 from ..precision.planner import plan_scalars, stack_plan_scalars
+from ..precision.operands import complex_embedding
 from ..precision.stats import repeat_stats, row_stats, split_float
 
 __all__ = ["NumpyBackend", "SGEMM_EXACT_K", "DGEMM_EXACT_K", "available_memory"]
@@ -289,6 +290,10 @@ class NumpyBackend:
             np.floor(t, out=t)
             t *= -float(p)
             x += t
+
+    def complex_embedding(self, a, b):
+        """:func:`ozgemm.precision.operands.complex_embedding` (the array expressions)."""
+        return complex_embedding(a, b, np)
 
     # -- stacks (ozgemm.stacks) ---------------------------------------------------------
     def stack_supports(self, fmt, k):

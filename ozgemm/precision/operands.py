@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .._xp import as_float64, ignore_fp_errors
 from ..contracts.formats import DD, Binary128, is_quad_array, quad_to_bits
 
@@ -227,16 +229,28 @@ def complex_embedding(a, b, xp):
         else xp.float64
     m, k = a.shape
     n = b.shape[1]
+
+    def part(x):  # float32 parts widened exactly (a cupy cast would flush subnormals)
+        return as_float64(x) if dt == xp.float64 else x
+
     A = xp.empty((m, 2 * k), dtype=dt)
-    A[:, :k] = a.real
-    A[:, k:] = a.imag if a.dtype.kind == "c" else 0
+    A[:, :k] = part(a.real)
+    A[:, k:] = part(a.imag) if a.dtype.kind == "c" else 0
     B = xp.empty((2 * k, 2 * n), dtype=dt)
-    B[:k, :n] = b.real
-    B[k:, n:] = b.real
+    B[:k, :n] = part(b.real)
+    B[k:, n:] = B[:k, :n]
     if b.dtype.kind == "c":
-        B[:k, n:] = b.imag
-        B[k:, :n] = -b.imag
+        B[:k, n:] = part(b.imag)
+        B[k:, :n] = _negated(B[:k, n:], xp)
     else:
         B[:k, n:] = 0
         B[k:, :n] = 0
     return A, B
+
+
+def _negated(x, xp):
+    """-x exactly: the sign bit flipped as an integer (a cupy float32 negation is compiled with
+    flush-to-zero and would turn subnormals into zeros)."""
+    if xp is np or x.dtype != xp.float32:
+        return -x
+    return (xp.ascontiguousarray(x).view(xp.uint32) ^ xp.uint32(0x80000000)).view(xp.float32)

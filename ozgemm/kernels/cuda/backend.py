@@ -94,6 +94,26 @@ def _second_window_kernel():
                                 "ozgemm_second_window")
 
 
+@functools.cache
+def _embed_kernels():
+    """The complex embedding's blocks moved as bit patterns (integer moves, the sign flipped by
+    an XOR: no float instruction, so CuPy's flush-to-zero compilation cannot touch float32
+    subnormals). ``pairs``: the (re, im) words of a C-contiguous complex array."""
+    a = cp.ElementwiseKernel(
+        "raw U pairs, int64 k", "raw U A",
+        "const long long r = i / k, l = i - r * k;"
+        "A[r * 2 * k + l] = pairs[2 * i]; A[r * 2 * k + k + l] = pairs[2 * i + 1];",
+        "ozgemm_embed_a")
+    b = cp.ElementwiseKernel(
+        "raw U pairs, int64 k, int64 n", "raw U B",
+        "const long long l = i / n, j = i - l * n, w = 2 * n;"
+        "const U sign = ((U)1) << (sizeof(U) * 8 - 1);"
+        "const U re = pairs[2 * i], im = pairs[2 * i + 1];"
+        "B[l * w + j] = re; B[l * w + n + j] = im; B[(k + l) * w + j] = im ^ sign; B[(k + l) * w + n + j] = re;",
+        "ozgemm_embed_b")
+    return a, b
+
+
 def _ceil(x, a):
     return (x + a - 1) // a * a
 
@@ -743,6 +763,27 @@ class CudaBackend:
         if i0 or i1 != r:  # (a view costs host time: only for a tile of the rows)
             x, shift = x[..., i0:i1, :], shift[i0:i1]
         return self.residues_multi(x, shift, n_moduli, _ceil(i1 - i0, _PAD), _ceil(k, _PAD))
+
+    def complex_embedding(self, a, b):
+        """:func:`ozgemm.precision.operands.complex_embedding`, each complex operand in one
+        pass that reads it once and writes its blocks (the generic array expressions read B
+        four times); a real operand, or parts of two widths, through the generic expressions."""
+        from ...precision.operands import complex_embedding
+
+        if a.dtype.kind != "c" or a.dtype != b.dtype:  # (a real operand, or parts to widen)
+            return complex_embedding(a, b, cp)
+        dt = cp.float32 if a.dtype == cp.complex64 else cp.float64
+        u = cp.uint32 if dt == cp.float32 else cp.uint64
+        m, k = a.shape
+        n = b.shape[1]
+        ka, kb = _embed_kernels()
+        A = cp.empty((m, 2 * k), dtype=dt)
+        B = cp.empty((2 * k, 2 * n), dtype=dt)
+        if m * k:
+            ka(cp.ascontiguousarray(a).view(u), np.int64(k), A.view(u), size=m * k)
+        if k * n:
+            kb(cp.ascontiguousarray(b).view(u), np.int64(k), np.int64(n), B.view(u), size=k * n)
+        return A, B
 
     # -- stacks (ozgemm.stacks) ---------------------------------------------------------
     def stack_supports(self, fmt, k):
