@@ -16,7 +16,6 @@ exposing ``gm_worksize`` and ``gm_zgemm``): ``--gemmul8 path/to/gmshim.so`` and 
         gm:f16 gm:f17 gm:a16 gm:a17 --gemmul8 .peers/gemmul8/gmshim.so
 """
 import argparse
-import ctypes
 import json
 import sys
 
@@ -24,6 +23,7 @@ import cupy as cp
 
 import ozgemm
 from ozgemm.cli.bench_gpu import full_max_errors, gpu_context
+from ozgemm.cli.peers import GEMMul8
 
 
 def main(argv=None):
@@ -41,11 +41,7 @@ def main(argv=None):
     if any(c.startswith("gm:") for c in a.configs):
         if not a.gemmul8 or a.dtype != "complex128":
             p.error("gm:* configurations need --gemmul8 SO and complex128 (GEMMul8's ZGEMM)")
-        shim = ctypes.CDLL(a.gemmul8)
-        shim.gm_worksize.restype = ctypes.c_size_t
-        shim.gm_worksize.argtypes = [ctypes.c_size_t] * 3 + [ctypes.c_uint, ctypes.c_int]
-        shim.gm_zgemm.argtypes = [ctypes.c_size_t] * 3 + [ctypes.c_void_p] * 3 + [ctypes.c_uint, ctypes.c_int,
-                                                                                  ctypes.c_void_p]
+        shim = GEMMul8(a.gemmul8)
     u = 2.0 ** -53 if a.dtype == "complex128" else 2.0 ** -24
     ctx = gpu_context()
     print(f"{ctx['gpu']}, CUDA runtime {ctx['cuda_runtime']}, cuBLAS {ctx['cublas']}, CuPy {ctx['cupy']}; "
@@ -60,19 +56,12 @@ def main(argv=None):
         base = None
         for cfg in a.configs:
             kind, _, opt = cfg.partition(":")
-            work = None
             if kind == "native":
                 fn = lambda: A @ B  # noqa: E731
             elif kind == "oz":
                 fn = lambda opt=opt: ozgemm.matmul(A, B, contract=opt)  # noqa: E731
             elif kind == "gm":
-                nm, fast = int(opt[1:]), opt[0] == "f"
-                work = cp.empty(shim.gm_worksize(n, n, n, nm, 1), dtype=cp.uint8)
-                C = cp.empty((n, n), dtype=A.dtype)
-
-                def fn(C=C, nm=nm, fast=fast, work=work):
-                    shim.gm_zgemm(n, n, n, A.data.ptr, B.data.ptr, C.data.ptr, nm, int(fast), work.data.ptr)
-                    return C
+                fn = shim.runner(A, B, opt)
             else:
                 p.error(f"unknown configuration {cfg!r}")
             fn()
@@ -93,7 +82,7 @@ def main(argv=None):
                    "x_native": base / t if base else None, "max_err_u": err}
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
-            del work
+            del fn
             cp.get_default_memory_pool().free_all_blocks()
     print(f"{'n':>6} {'config':>10} {'ms':>9} {'TFLOPS':>7} {'x native':>8} {'max err (u)':>11}")
     for r in rows:

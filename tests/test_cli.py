@@ -202,3 +202,29 @@ def test_fmt_num_table_cells():
     assert fmt_num(29185908173352096.0) == "2.92e+16"
     assert fmt_num(float("inf")) == "inf" and fmt_num(float("nan")) == "nan"
     assert fmt_num(7) == "7"
+
+
+def test_gemmul8_options_checked_before_any_work(capsys, tmp_path):
+    """--gemmul8 needs the GPU and a loadable shim; configurations are fN / aN: exit 2 with one
+    line each (GEMMul8 itself is never part of ozgemm)."""
+    from ozgemm.cli.peers import GEMMul8, parse_config
+
+    assert parse_config("f15") == (15, True) and parse_config("a7") == (7, False)
+    for bad in ("f", "x15", "f1", "a21", "f15x"):
+        try:
+            parse_config(bad)
+        except ValueError as exc:
+            assert bad in str(exc)
+        else:
+            raise AssertionError(bad)
+    missing = tmp_path / "no_such_shim.so"
+    try:
+        GEMMul8(str(missing))
+    except ValueError as exc:
+        assert str(missing) in str(exc)
+    else:
+        raise AssertionError("a missing shim loaded")
+    for argv in (["--gemmul8", str(missing)], ["--device", "gpu", "--gemmul8-configs", "f15", "q9"]):
+        rc = main(["bench", "--sizes", "8", "--reps", "1", *argv])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.startswith("ozgemm bench: ") and "Traceback" not in err, (argv, err)

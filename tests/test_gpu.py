@@ -905,3 +905,26 @@ def test_refined_lower_bound_bit_identical_to_cpu(contract, monkeypatch):
         assert pg[0].n_moduli == pc[0].n_moduli and pg[0].beta == pc[0].beta and "refined" in pg[0].widened
         _assert_same_bits(c_cpu, c_gpu)
     assert measure_any(c_cpu, x, y, as_contract(contract))["breaches"] == 0
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("OZGEMM_GEMMUL8"),
+                    reason="needs a GEMMul8 shim ($OZGEMM_GEMMUL8, see ozgemm.cli.peers)")
+def test_bench_times_gemmul8_side_by_side(capsys, tmp_path):
+    """ozgemm bench --device gpu with a GEMMul8 shim: its rows measured on the same inputs with
+    the same error measures, results close to the exact product."""
+    import json
+
+    pytest.importorskip("gmpy2")
+    from ozgemm.cli import main
+
+    js = tmp_path / "b.json"
+    assert main(["bench", "--device", "gpu", "--sizes", "256", "--contracts", "fp64", "--full", "--reps", "2",
+                 "--block", "16", "--gemmul8-configs", "f15", "a15", "--json", str(js)]) == 0
+    rows = json.loads(js.read_text())["rows"]
+    peers = [r for r in rows if r.get("peer") == "GEMMul8"]
+    assert {(r["config"], r["phi"]) for r in peers} == {("f15", 0.5), ("a15", 0.5), ("f15", 2.0), ("a15", 2.0)}
+    for r in peers:
+        assert r["ozgemm_s"] > 0 and r["oz_full_max_err_u"] is not None
+        if r["phi"] == 0.5:  # (GEMMul8's accuracy at 15 moduli on mild inputs: within a few u)
+            assert r["oz_full_max_err_u"] < 100
+    assert "GEMMul8 f15" in capsys.readouterr().out

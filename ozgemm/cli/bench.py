@@ -43,6 +43,12 @@ def register(sub):
     p.add_argument("--full", action="store_true",
                    help="GPU: also the max error over the whole output (ozgemm and native), against ozgemm's "
                         "dd result of the same product")
+    p.add_argument("--gemmul8", metavar="SO", default=os.environ.get("OZGEMM_GEMMUL8") or None,
+                   help="GPU: also time GEMMul8 (a shim library built by the user, see ozgemm.cli.peers) on the "
+                        "same inputs, with the same error measures [$OZGEMM_GEMMUL8]")
+    p.add_argument("--gemmul8-configs", nargs="+", metavar="CFG",
+                   help="GEMMul8 configurations fN (fast, N moduli) / aN (accurate) [per dtype: "
+                        "float64 f14-f16 a14-a16, float32 f6-f8 a7 a8, complex128 f15-f17 a16 a17]")
     p.add_argument("--json", metavar="PATH")
     p.set_defaults(func=run_bench)
 
@@ -104,6 +110,15 @@ def _check_args(args):
         try:
             as_contract(name)
         except ContractError as exc:
+            raise _BadArgument(str(exc)) from None
+    if getattr(args, "gemmul8", None) and args.device != "gpu":
+        raise _BadArgument("--gemmul8 times GEMMul8 on the GPU: it needs --device gpu")
+    from .peers import parse_config
+
+    for cfg in getattr(args, "gemmul8_configs", None) or []:
+        try:
+            parse_config(cfg)
+        except ValueError as exc:
             raise _BadArgument(str(exc)) from None
     if args.json is not None and (not args.json or os.path.isdir(args.json) or unwritable_folder(args.json)):
         raise _BadArgument(f"cannot write --json {args.json!r}: not a file path in an existing, writable folder")

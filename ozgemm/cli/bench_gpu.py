@@ -153,6 +153,35 @@ def full_max_errors(a, b, results, u) -> list:
     return worst
 
 
+def _peer_rows(peer, a, b, contract, row, ref, args, configs, flop) -> list:
+    """GEMMul8's rows (module :mod:`ozgemm.cli.peers`) for the inputs of ``row``: the same
+    timing, the same block reference and whole-output measure; its figures go in the table's
+    "oz" columns, its name in the contract column."""
+    import cupy as cp
+
+    from ..verify.audit import sampled_accuracy
+
+    n = a.shape[0]
+    out = []
+    for cfg in configs:
+        fn = peer.runner(a, b, cfg)
+        t = _time(fn, args.reps)
+        c = fn()
+        acc = sampled_accuracy(a, b, c, contract, args.block, ref)
+        full = full_max_errors(a, b, [c], 2.0 ** -contract.fmt.p)[0] if getattr(args, "full", False) else None
+        out.append({**{k: row[k] for k in ("n", "phi", "seed", "complex", "native_s", "native_tflops",
+                                            "nat_max_err_u", "nat_med_err_u", "nat_cr", "nat_full_max_err_u")},
+                    "contract": f"GEMMul8 {cfg}", "peer": "GEMMul8", "config": cfg, "moduli": int(cfg[1:]),
+                    "beta": None, "ozgemm_s": t, "ozgemm_tflops": flop * n**3 / t / 1e12, "speedup": row["native_s"] / t,
+                    "phases": {}, "gemm_share": float("nan"), "oz_max_err_u": acc["max_err_u"],
+                    "oz_med_err_u": acc["median_err_u"], "oz_cr": acc["correctly_rounded"],
+                    "oz_breaches": None, "oz_full_max_err_u": full})
+        print(f"  GEMMul8 {cfg} n={n}: {t * 1e3:.2f} ms", file=sys.stderr)
+        del fn, c
+        cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
 def _emulation(sizes, phi, seed, reps, block):
     env = dict(os.environ, CUBLAS_EMULATE_DOUBLE_PRECISION="1", CUBLAS_EMULATION_STRATEGY="EAGER")
     try:
@@ -173,11 +202,18 @@ def run_gpu_bench(args) -> int:
     from ..contracts.contract import as_contract
     from ..kernels import get_backend
     from ..methods import execute, execute_complex, plan_product
-    from ..precision.operands import complex_embedding
+
+    from .peers import DEFAULT_CONFIGS, GEMMul8
 
     ctx = gpu_context()
     eng = get_backend("cuda")
     rows = []
+    try:
+        peer = GEMMul8(args.gemmul8) if getattr(args, "gemmul8", None) else None
+    except ValueError as exc:
+        print(f"ozgemm bench: {exc}", file=sys.stderr)
+        return 2
+    peer_done = set()
     phis = [args.phi] + ([2.0] if args.phi != 2.0 else [])
     emu = {}
     cplx = getattr(args, "complex", False)
@@ -198,7 +234,7 @@ def run_gpu_bench(args) -> int:
                 eng.synchronize()
                 t0 = time.perf_counter()
                 if cplx:  # the real embedding's plan, then the three-product form
-                    ae, be = complex_embedding(a, b, cp)
+                    ae, be = eng.complex_embedding(a, b)
                     p = plan_product(contract, ae, be, eng)
                     eng.synchronize()
                     tm["plan"] = time.perf_counter() - t0
@@ -242,6 +278,11 @@ def run_gpu_bench(args) -> int:
                     acc_e = sampled_accuracy(a, b, blk, contract, args.block, ref) if blk.size else None
                     row["emu_max_err_u"] = acc_e["max_err_u"] if acc_e else None
                 rows.append(row)
+                key = (str(a.dtype), n, phi)
+                if peer is not None and peer.supports(a.dtype) and key not in peer_done:
+                    peer_done.add(key)
+                    rows += _peer_rows(peer, a, b, contract, row, ref, args,
+                                       args.gemmul8_configs or DEFAULT_CONFIGS[str(a.dtype)], flop)
                 print(f"  {contract.name} n={n} phi={phi}: ozgemm {t_oz * 1e3:.2f} ms ({row['ozgemm_tflops']:.1f} TF), "
                       f"native {t_nat * 1e3:.2f} ms ({row['native_tflops']:.1f} TF)", file=sys.stderr)
                 del a, b, c
@@ -253,14 +294,15 @@ def run_gpu_bench(args) -> int:
     print(f"input: (rand-0.5)*exp(phi*randn) generated on the device{kind}, seed {args.seed}, square n; timing: CUDA events, "
           f"whole call, median of {args.reps} after warm-up; accuracy on the top-left {args.block}x{args.block} block vs "
           "the exact product, err in u*(|A||B|)_ij (u of the output format); full: max over the whole output "
-          "against ozgemm's dd result (--full)")
-    print(f"{'contract':9} {'n':>6} {'phi':>4} {'mod':>3} {'oz ms':>9} {'oz TF':>6} {'nat TF':>6} {'x nat':>5} "
+          "against ozgemm's dd result (--full)" + (f"; GEMMul8 rows ({peer.path}): its figures in the oz columns"
+                                                    if peer is not None else ""))
+    print(f"{'contract':12} {'n':>6} {'phi':>4} {'mod':>3} {'oz ms':>9} {'oz TF':>6} {'nat TF':>6} {'x nat':>5} "
           f"{'emu TF':>6} {'gemm%':>5} {'oz max':>8} {'oz CR%':>6} {'nat max':>8} {'emu max':>8} {'oz full':>8} "
           f"{'nat full':>8}  phases ms (plan/res/gemm/rec)"
           "  INT8 GEMMs alone ms (residue + bound) and share of the call")
     for r in rows:
         ph = r["phases"]
-        print(f"{r['contract']:9} {r['n']:>6} {r['phi']:>4} {r['moduli']:>3} {r['ozgemm_s'] * 1e3:>9.2f} "
+        print(f"{r['contract']:12} {r['n']:>6} {r['phi']:>4} {r['moduli']:>3} {r['ozgemm_s'] * 1e3:>9.2f} "
               f"{r['ozgemm_tflops']:>6.1f} {r['native_tflops']:>6.1f} {r['speedup']:>5.2f} "
               f"{(r.get('emu_tflops') or float('nan')):>6.1f} {100 * r['gemm_share']:>5.1f} {fmt_num(r['oz_max_err_u']):>8} "
               f"{100 * r['oz_cr']:>6.2f} {fmt_num(r['nat_max_err_u']):>8} {fmt_num(r.get('emu_max_err_u')):>8} "
