@@ -307,8 +307,8 @@ def run_gpu_bench(args) -> int:
               f"{(r.get('emu_tflops') or float('nan')):>6.1f} {100 * r['gemm_share']:>5.1f} {fmt_num(r['oz_max_err_u']):>8} "
               f"{100 * r['oz_cr']:>6.2f} {fmt_num(r['nat_max_err_u']):>8} {fmt_num(r.get('emu_max_err_u')):>8} "
               f"{fmt_num(r['oz_full_max_err_u']):>8} {fmt_num(r['nat_full_max_err_u']):>8}  "
-              f"{ph.get('plan', 0) * 1e3:.1f}/{ph.get('residues', 0) * 1e3:.1f}/{ph.get('gemms', 0) * 1e3:.1f}/"
-              f"{ph.get('reconstruction', 0) * 1e3:.1f}"
+              + (f"{ph.get('plan', 0) * 1e3:.1f}/{ph.get('residues', 0) * 1e3:.1f}/{ph.get('gemms', 0) * 1e3:.1f}/"
+                 f"{ph.get('reconstruction', 0) * 1e3:.1f}" if ph else "-")
               + (f"  {r['int8_gemm_s'] * 1e3:.1f} + {r['bound_gemm_s'] * 1e3:.1f} = {100 * r['int8_share']:.1f} %"
                  if "int8_share" in r else ""))
     if args.json:
