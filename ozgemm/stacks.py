@@ -94,6 +94,9 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
     P = b.shape[0] if a_shared else a.shape[0]
     if P < 2 or not (m and n and k) or (a_shared and b_shared) or not backend.stack_supports(fmt, k):
         return None
+    Pa, Pb = a.shape[0], b.shape[0]
+    if 8 * P * m * n + 2 * (Pa * m + Pb * n) * k > backend.workspace_budget()[0]:
+        return None  # the stacked statistics and bound GEMM alone exceed the workspace: per product
     flag = xp.zeros((1,), dtype=xp.int32) if backend.flags_nonfinite else None
     if flag is None and not (xp.isfinite(a).all() and xp.isfinite(b).all()):
         return None
@@ -123,7 +126,6 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
         if b0 < contract.bits + 3:
             return None
         nmod, beta = np.full(P, N), np.full(P, b0)
-    Pa, Pb = a.shape[0], b.shape[0]
     beta_d = xp.asarray(beta)
     s = xp.where(sa.zero_row.reshape(Pa, m), 0, beta_d[:, None] - sa.E.reshape(Pa, m)).astype(xp.int64)
     t = xp.where(sb.zero_row.reshape(Pb, n), 0, beta_d[:, None] - sb.E.reshape(Pb, n)).astype(xp.int64)

@@ -56,3 +56,18 @@ def test_stack_with_nonfinite_or_wide_operands_takes_the_per_product_path():
     d = ozgemm.DD(rng.standard_normal((4, 3, 5)))
     got = ozgemm.matmul(d, b, contract="dd")
     assert all(np.array_equal(got.hi[i], ozgemm.matmul(d[i], b, contract="dd").hi) for i in range(4))
+
+
+def test_stack_beyond_the_workspace_runs_product_by_product(stacked, monkeypatch):
+    """A stack whose statistics and bound GEMM alone exceed the backend's workspace is not
+    stacked (no allocation of them): the per-product path computes it, with the same bits."""
+    from ozgemm.kernels import get_backend
+
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((50, 40, 2)), rng.standard_normal((50, 2, 40))  # many outputs, short k
+    want = ozgemm.matmul(a, b)
+    assert stacked == [True]
+    monkeypatch.setattr(get_backend("cpu"), "memory_budget_bytes", 100_000)  # one product fits, 8 P m n not
+    got = ozgemm.matmul(a, b)
+    assert stacked == [True, False]
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
