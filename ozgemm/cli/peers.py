@@ -1,8 +1,9 @@
 """GEMMul8 timed next to ozgemm in one process (``ozgemm bench --device gpu --gemmul8 SO``).
 
 GEMMul8 (RIKEN-RCCS; Ozaki, Uchino, Imamura, "Ozaki Scheme II: A GEMM-oriented emulation of
-floating-point matrix multiplication using an integer modular technique", 2025) is the
-reference C++/CUDA library of Ozaki scheme II. ozgemm does not ship or build it: ``SO`` is a
+floating-point matrix multiplication using an integer modular technique", arXiv:2504.08009,
+2025) is the reference C++/CUDA library of Ozaki scheme II. ozgemm does not ship or build it:
+``SO`` is a
 shared library built by the user (for example from the shim of the project's workspace,
 ``peers/gemmul8``) that exports, with C linkage and row-major operands on the device::
 
