@@ -3,9 +3,9 @@
 GEMMul8 (RIKEN-RCCS; Ozaki, Uchino, Imamura, "Ozaki Scheme II: A GEMM-oriented emulation of
 floating-point matrix multiplication using an integer modular technique", arXiv:2504.08009,
 2025) is the reference C++/CUDA library of Ozaki scheme II. ozgemm does not ship or build it:
-``SO`` is a
-shared library built by the user (for example from the shim of the project's workspace,
-``peers/gemmul8``) that exports, with C linkage and row-major operands on the device::
+``SO`` is a shared library built by the user (for example from the shim of the project's
+workspace, ``peers/gemmul8``) that exports, with C linkage and row-major operands on the
+device::
 
     size_t gm_worksize(size_t m, size_t n, size_t k, unsigned moduli, int complex);
     int gm_dgemm(size_t m, size_t n, size_t k, const double *A, const double *B, double *C,
