@@ -15,7 +15,7 @@ bit-identical to the per-product calls (the same exact integers, rounded once by
 code).
 
 The stacked path covers finite float32/float64 operands under CRT contracts (on the GPU:
-float results, k <= 131071); anything else (NaN/Inf, dd/binary128 operands, Ozaki scheme I,
+float results, k <= 131056); anything else (NaN/Inf, dd/binary128 operands, Ozaki scheme I,
 widths beyond the threshold tables, refusals, refined lower bounds, plans requested) returns
 None and the caller computes product by product, where the same rules raise or handle it.
 """

@@ -868,33 +868,25 @@ class CudaBackend:
         return res.reshape(n_moduli, Q, rp, kp)
 
     def stack_products(self, ra, rb, moduli, shared=None):
-        """The exact int32 products of :meth:`stack_residues`: ``shared`` None: ra[:, z] @
-        rb[:, z].T for every product z (strided-batched), "b": every product against the one B
-        (one GEMM of Q mp rows per modulus), "a": the one A against every B (one GEMM of Q np
-        columns)."""
-        N = ra.shape[0]
-        if shared is None:
-            _, Q, mp, kp = ra.shape
-            return self._gemm_pairs_i32(ra.reshape(N * Q, mp, kp), rb.reshape(N * Q, rb.shape[2], kp)).reshape(
-                N, Q, mp, rb.shape[2])
-        a2, b2 = ra.reshape(N, -1, ra.shape[-1]), rb.reshape(N, -1, rb.shape[-1])
-        c = cp.empty((N, a2.shape[1], b2.shape[1]), dtype=cp.int32)
-        self._gemm_batched_i32(a2, b2, c)
-        return c
+        """The exact int32 products ra[:, z] @ rb[:, z].T of :meth:`stack_residues` for every
+        product z, strided-batched (this backend copies a shared operand per product,
+        :attr:`stack_shares_operands`, so ``shared`` is None)."""
+        if shared is not None:
+            raise ValueError("the CUDA backend copies a stack's shared operand per product (stack_shares_operands)")
+        N, Q, mp, kp = ra.shape
+        return self._gemm_pairs_i32(ra.reshape(N * Q, mp, kp), rb.reshape(N * Q, rb.shape[2], kp)).reshape(
+            N, Q, mp, rb.shape[2])
 
     def stack_reconstruct(self, c, s, t, n_moduli, fmt, shared=None):
-        """The products' results (Q, m, n) from :meth:`stack_products`, shifts ``s`` (Q or 1,
-        m) and ``t`` (Q or 1, n): the reconstruction kernel of :meth:`reconstruct_round`, one
-        grid z per product."""
+        """The products' results (Q, m, n) from :meth:`stack_products` ((N, Q, mp, np) int32),
+        shifts ``s`` (Q, m) and ``t`` (Q, n): the reconstruction kernel of
+        :meth:`reconstruct_round`, one grid z per product."""
+        if shared is not None:
+            raise ValueError("the CUDA backend copies a stack's shared operand per product (stack_shares_operands)")
         m, n = s.shape[1], t.shape[1]
-        if shared == "a":  # (N, mp, Q np): product z at columns z np
-            Q = t.shape[0]
-            np_ = c.shape[2] // Q
-            ldc, cbs = c.shape[2], np_
-        else:  # (N, Q, mp, np) or (N, Q mp, np)
-            Q = s.shape[0]
-            ldc = c.shape[-1]
-            cbs = c[0].size // Q
+        Q = s.shape[0]
+        ldc = c.shape[-1]
+        cbs = c[0].size // Q
         dtype = cp.float64 if fmt.name == "binary64" else cp.float32
         out = cp.empty((Q, m, n), dtype=dtype)
         if Q * m * n:
