@@ -25,6 +25,7 @@ import dataclasses
 
 import numpy as np
 
+from ._xp import to_numpy
 from .contracts.moduli import MODULI
 from .precision.planner import (SPEC_BETA_HI, ceil_sqrt, max_beta_for, moduli_product, needs_refinement,
                                 speculative_thresholds, width_cap)
@@ -119,7 +120,7 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
             return None
         nmod, beta = chosen
     else:
-        if flag is not None and int(flag.get()[0]):
+        if flag is not None and int(to_numpy(flag)[0]):
             return None
         N = int(contract.moduli)
         b0 = max_beta_for(moduli_product(N), float(k), k)
@@ -141,15 +142,10 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
         st = dataclasses.replace(st, src=xp.broadcast_to(st.src.reshape(1, r, k), (P, r, k)).reshape(P * r, k))
         sa, sb = (st, sb) if shared == "a" else (sa, st)
         shared = None
-    if fmt.name == "dd":
-        out = xp.empty((2, P, m, n))
-    elif fmt.name == "binary128":
-        out = xp.empty((P, m, n, 2), dtype=xp.uint64)
-    else:
-        out = xp.empty((P, m, n), dtype=fmt.dtype)
     groups = {}
     for p_, key in enumerate(zip(nmod.tolist(), beta.tolist())):
         groups.setdefault(key if shared else (key[0], None), []).append(p_)
+    out = None
     for (N, _), members in groups.items():
         idx = np.array(members)
         moduli = backend.residue_moduli(N)  # the backend's own, as the 2-D path
@@ -163,10 +159,12 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
         del ra_, rb_
         r = backend.stack_reconstruct(c, s_, t_, N, fmt, shared)
         del c
-        if idx.size == P:
-            out = r
-        elif fmt.name == "dd":
+        if len(groups) == 1:  # the group's result is the stack's
+            return r
+        if fmt.name == "dd":
+            out = xp.empty((2, P, m, n)) if out is None else out
             out[:, sel] = r
         else:
+            out = xp.empty((P, m, n) + r.shape[3:], dtype=r.dtype) if out is None else out
             out[sel] = r
     return out
