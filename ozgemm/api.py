@@ -12,7 +12,8 @@ from .methods import execute, execute_complex, plan_product
 from .contracts.contract import Contract, as_contract
 from .contracts.formats import DD, Binary128, quad_from_bits
 from .precision.operands import arrays, as_wide, ieee_classes, is_wide, operand_rows, transpose
-from .precision.planner import Plan, RefineBound, WidthShortfall, confirm_plan, forget_guess
+from .precision.planner import (Plan, RefineBound, WidthShortfall, confirm_plan, forget_guess, guess_key,
+                                speculation_guess)
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
 
@@ -407,41 +408,62 @@ def _known(reuse, a, b, backend):
     return sa, sb
 
 
-def _product_2d(a, b, contract, backend, speculate=True, reuse=None):
+class _SpeculationFailed(Exception):
+    """A speculative product failed before its plan was confirmed (its guess is forgotten)."""
+
+
+def _guess_holds(plan) -> bool:
+    """Whether the planner would still speculate on ``plan``'s moduli count (a recorded
+    product replays only then)."""
+    return speculation_guess(plan.contract, plan.key) == plan.n_moduli
+
+
+def _product_2d(a, b, contract, backend, speculate=True, reuse=None, record=False):
     """One 2-D product; returns (C, Plan).
 
     With ``speculate`` the plan may be speculative (its moduli count guessed from the last plan
     of the same shapes): the product is queued first and the plan confirmed afterwards, so the
     GPU does not wait for the host at the planner's read; a wrong guess runs the product again
-    with the confirmed plan, and inputs with NaN/Inf take the non-speculative path."""
+    with the confirmed plan, and inputs with NaN/Inf take the non-speculative path. With
+    ``record`` (the plan is not handed to the caller) the backend may replay the speculative
+    product from a recording (:meth:`~ozgemm.kernels.base.Backend.recorded`)."""
     m, k = a.shape
     n = b.shape[1]
     if _is_complex(a) or _is_complex(b):
         return _complex_product_2d(a, b, contract, backend)
     a_in, b_in = a, b
     xp = backend.xp
-    a, b, a0, b0, bad_r, bad_c, p = _plan_2d(a, b, contract, backend, speculate=speculate, reuse=reuse)
     fmt = contract.fmt
-    if k == 0 or m == 0 or n == 0:
-        c = empty_result(m, n, fmt, xp)
-        c[...] = 0
-    else:
+
+    def run(x, y):
+        x, y, x0, y0, br, bc, q = _plan_2d(x, y, contract, backend, speculate=speculate, reuse=reuse)
+        if k == 0 or m == 0 or n == 0:
+            c = empty_result(m, n, fmt, xp)
+            c[...] = 0
+            return q, c, (x, y, x0, y0, br, bc)
         try:
-            c = execute(p, backend, a0, b0, reuse=reuse)
+            return q, execute(q, backend, x0, y0, reuse=reuse), (x, y, x0, y0, br, bc)
         except Exception:
-            if p.pending is None:
+            if q.pending is None:
                 raise
-            # the speculative product failed before its plan was confirmed (e.g. out of memory
-            # with a guess of more moduli than needed): forget the guess, plan as without one
-            forget_guess(p)
+            # e.g. out of memory with a guess of more moduli than needed: forget the guess
+            forget_guess(q)
+            raise _SpeculationFailed() from None
+
+    try:
+        if record and speculate and reuse is None:
+            p, c, (a, b, a0, b0, bad_r, bad_c) = backend.recorded(guess_key(contract, a, b), run, a, b, _guess_holds)
+        else:
+            p, c, (a, b, a0, b0, bad_r, bad_c) = run(a, b)
+    except _SpeculationFailed:  # plan as without a guess
+        return _product_2d(a_in, b_in, contract, backend, speculate=False, reuse=reuse)
+    if p.pending is not None:
+        try:
+            ok, p = confirm_plan(p, backend)
+        except (NonFiniteInputs, WidthShortfall, RefineBound):  # NaN/Inf, bands, a refined bound
             return _product_2d(a_in, b_in, contract, backend, speculate=False, reuse=reuse)
-        if p.pending is not None:
-            try:
-                ok, p = confirm_plan(p, backend)
-            except (NonFiniteInputs, WidthShortfall, RefineBound):  # NaN/Inf, bands, a refined bound
-                return _product_2d(a_in, b_in, contract, backend, speculate=False, reuse=reuse)
-            if not ok:
-                c = execute(p, backend, a0, b0, reuse=reuse)  # the guess was wrong: the confirmed plan
+        if not ok:
+            c = execute(p, backend, a0, b0, reuse=reuse)  # the guess was wrong: the confirmed plan
     return _patch_specials(c, fmt, a, b, bad_r, bad_c, xp), p
 
 
@@ -653,7 +675,7 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
     for idx in (itertools.product(*[range(d) for d in batch]) if res is None else ()):
         ia = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (a2.ndim - 2):], a2.shape[:-2]))
         ib = tuple(i if s != 1 else 0 for i, s in zip(idx[len(idx) - (b2.ndim - 2):], b2.shape[:-2]))
-        c, p = _product_2d(a2[ia], b2[ib], contract, eng, reuse=reuse)
+        c, p = _product_2d(a2[ia], b2[ib], contract, eng, reuse=reuse, record=not return_plan)
         if not batch and fmt.name in ("binary32", "binary64") and c.dtype == dtype and c.flags.c_contiguous:
             res = c  # one 2-D product: keep its result (no copy of m x n values)
         else:

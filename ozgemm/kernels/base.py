@@ -14,6 +14,7 @@ Phases, in pipeline order (Ozaki scheme II, :mod:`ozgemm.crt.pipeline`; Ozaki sc
 2. row/column statistics    :meth:`Backend.row_stats`
 3. bound GEMM + scalars     :meth:`Backend.gemm_exact`, :meth:`Backend.plan_scalars`
 4. shifts                   :meth:`Backend.shifts`, :meth:`Backend.speculative_shifts`
+   (phases 2-7 of a small speculative product may be replayed: :meth:`Backend.recorded`)
 5. scaling + residues       :meth:`Backend.residues`
 6. exact integer GEMMs      :meth:`Backend.residue_products` (complex products, three-product
                             form: also :meth:`Backend.add_residues`)
@@ -111,6 +112,13 @@ class Backend(Protocol):
         thresholds ``table`` (:func:`~ozgemm.precision.planner.speculative_thresholds`);
         ``pending.read()`` returns the host values [scalars..., width]. Only where
         :attr:`speculates`."""
+
+    def recorded(self, key, run, a, b, valid):
+        """``run(a, b)``: one speculative 2-D product (planning and pipeline queued with no
+        host read; returns ``(plan, C, extra)``), or its replay from a recording of the same
+        ``key`` (contract, shapes, dtypes) with ``plan.pending`` already read, bit for bit the
+        same result (CUDA: graphs of small products, :mod:`ozgemm.kernels.cuda.graphs`).
+        ``valid(plan)``: whether a recorded plan's guessed moduli count still holds."""
 
     # -- product phases ----------------------------------------------------------------
     def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True,

@@ -23,16 +23,13 @@ from ...precision.rounding import empty_result
 from ...crt.moduli import garner_constants
 from ...crt.reconstruct import crt_reconstruct
 from ...precision.stats import RowStats
+from . import cublas
+from .graphs import Recorder
 from .source import kernel_source
 from ...precision.planner import KBLOCK_INT32
 
 __all__ = ["CudaBackend"]
 
-_CUDA_R_8I = 3
-_CUDA_R_32I = 10
-_CUBLAS_COMPUTE_32I = 72
-_OP_N, _OP_T = 0, 1
-_GEMM_DEFAULT = -1
 # INT8 GEMMs with more than _GEMM_SPLIT_OUT outputs run in chunks of _GEMM_ROWS rows of A
 _GEMM_SPLIT_OUT, _GEMM_ROWS = 8192 * 8192, 4096
 # products with at least _OVERLAP_MIN_ROWS rows of A and at most _GEMM_SPLIT_OUT outputs run as
@@ -42,8 +39,10 @@ _GEMM_SPLIT_OUT, _GEMM_ROWS = 8192 * 8192, 4096
 # processes; slower at 4096 and for fp32 at 16384 (row-chunked GEMMs), hence the bounds
 # (docs/design.md)
 _OVERLAP_TILES, _OVERLAP_MIN_ROWS = 2, 8192
-_ONE_I32, _ZERO_I32 = np.array(1, dtype=np.int32), np.array(0, dtype=np.int32)  # host alpha/beta
 _PAD = 16
+# speculative products of at most this many multiply-adds replay a CUDA graph: at n <= 2048 the
+# host's launches decide an eager call's time (docs/design.md, "Small products: CUDA graphs")
+_GRAPH_MAX_WORK = 2048 ** 3
 _ROW_PAD = 4  # rows of a stack's products: the INT8 GEMM's multiple
 _I64_0 = np.int64(0)
 _THREADS = 256
@@ -164,25 +163,33 @@ def _pow2_table(n: int):
 
 class _PendingRead:
     """A few int64 device values copied to pinned host memory on the current stream behind an
-    event: ``read()`` waits for that copy only, not for the work queued after it."""
+    event: ``read()`` waits for that copy only, not for the work queued after it. While the
+    stream captures a CUDA graph (:mod:`.graphs`) the copy is recorded and no event is: the
+    replay waits for the graph and reads :meth:`host_buffer`. ``keep``: device arrays the
+    queued work reads (kept alive with it)."""
 
-    def __init__(self, dev):
-        self._dev = dev  # kept alive until the copy is done
+    def __init__(self, dev, keep=()):
+        self._dev, self._keep = dev, keep  # kept alive until the copy is done
         self._mem = cp.cuda.alloc_pinned_memory(dev.nbytes)
         self._host = np.frombuffer(self._mem, dtype=np.int64, count=dev.size)
         stream = cp.cuda.get_current_stream()
         cp.cuda.runtime.memcpyAsync(self._mem.ptr, dev.data.ptr, dev.nbytes, cp.cuda.runtime.memcpyDeviceToHost,
                                     stream.ptr)
-        self._done = stream.record(cp.cuda.Event(disable_timing=True))
+        self._done = None if stream.is_capturing() else stream.record(cp.cuda.Event(disable_timing=True))
 
     def read(self):
         self._done.synchronize()
         self._dev = None
         return self._host.copy()
 
+    def host_buffer(self):
+        """The pinned host array the copy writes."""
+        return self._host
+
     def __del__(self):  # never hand the pinned buffer back while the copy may still write it
         try:
-            self._done.synchronize()
+            if self._done is not None:
+                self._done.synchronize()
         except Exception:  # interpreter shutdown
             pass
 
@@ -355,18 +362,26 @@ class CudaBackend:
 
     def __init__(self, memory_fraction: float = 0.6, overlap_tiles: int = _OVERLAP_TILES,
                  overlap_min_rows: int = _OVERLAP_MIN_ROWS, gemm_split_out: int = _GEMM_SPLIT_OUT,
-                 gemm_rows: int = _GEMM_ROWS):
+                 gemm_rows: int = _GEMM_ROWS, graph_max_work: int = _GRAPH_MAX_WORK):
         """``memory_fraction``: share of the free device memory a product's workspace may use;
         ``overlap_tiles`` / ``overlap_min_rows``: row tiles on side streams from that many rows
         of A (1: one stream); ``gemm_split_out`` / ``gemm_rows``: INT8 GEMMs with more outputs
-        run in chunks of that many rows of A. The defaults are the H200 measurements'."""
-        from cupy_backends.cuda.libs import cublas
-
-        self._cublas = cublas
+        run in chunks of that many rows of A; ``graph_max_work``: speculative products of at most
+        that many multiply-adds are replayed from CUDA graphs (:mod:`.graphs`; 0: never). The
+        defaults are the H200 measurements'."""
         self.memory_fraction = memory_fraction
         self.overlap_tiles, self.overlap_min_rows = int(overlap_tiles), int(overlap_min_rows)
         self.gemm_split_out, self.gemm_rows = int(gemm_split_out), int(gemm_rows)
         self.gemm_path = "cublas-int8"
+        self._recorder = Recorder(graph_max_work) if graph_max_work else None
+
+    def recorded(self, key, run, a, b, valid):
+        """:meth:`Backend.recorded`: 2-D C-contiguous float32/float64 products of at most
+        ``graph_max_work`` multiply-adds (one exact int32 k-block) replay a CUDA graph from their
+        second call of a kind on (:class:`.graphs.Recorder`)."""
+        if self._recorder is None or not self._recorder.eligible(a, b, KBLOCK_INT32 // _PAD * _PAD):
+            return run(a, b)
+        return self._recorder.run(key, run, a, b, valid)
 
     def workspace_budget(self):
         """(tile budget, hard limit) in bytes: ``memory_fraction`` of the free device memory
@@ -399,12 +414,7 @@ class CudaBackend:
         c (N, mp, np) int32; kb <= KBLOCK_INT32, mp, np, kb multiples of 4."""
         N, mp, kb = a.shape
         np_ = bt.shape[1]
-        handle = cp.cuda.device.get_cublas_handle()
-        # the GEMMs run on the current stream, like every other kernel of the product (the
-        # handle keeps whichever stream was set last, e.g. by another library's call)
-        self._cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
-        one, zero = _ONE_I32.ctypes.data, _ZERO_I32.ctypes.data
-        # column-major view: C^T (np x mp, ld np) = Bt (kb x np, ld kb)^T * A (kb x mp, ld kb).
+        h = cublas.handle()
         # One call per modulus: measured 1248 TOPS against 1186 for one strided-batched call
         # over the moduli at n = 16384 on the H200. Large outputs go in
         # chunks of _GEMM_ROWS rows of A: 1370 TOPS against 1263 whole at 16384^3, while whole
@@ -412,13 +422,7 @@ class CudaBackend:
         rows = self.gemm_rows if mp * np_ > self.gemm_split_out and np_ >= self.gemm_rows else mp
         for q in range(N):
             for r0 in range(0, mp, rows):
-                r1 = min(mp, r0 + rows)
-                self._cublas.gemmStridedBatchedEx(
-                    handle, _OP_T, _OP_N, np_, r1 - r0, kb,
-                    one, bt.data.ptr + q * bt.strides[0], _CUDA_R_8I, bt.strides[1], bt.strides[0],
-                    a.data.ptr + q * a.strides[0] + r0 * a.strides[1], _CUDA_R_8I, a.strides[1], a.strides[0],
-                    zero, c.data.ptr + q * c.strides[0] + r0 * c.strides[1], _CUDA_R_32I, np_,
-                    mp * np_, 1, _CUBLAS_COMPUTE_32I, _GEMM_DEFAULT)
+                cublas.gemm_i8(h, a, bt, c, q, 1, r0, min(mp, r0 + rows))
 
     def _gemm_exact_padded(self, a, bt):
         """Exact products of padded (N, mp, kp) x (N, np, kp) int8 -> int32 or int64."""
@@ -609,7 +613,7 @@ class CudaBackend:
                                                         np.int64(beta), out) + spec_args)
         if spec is None:
             return out[:m], out[m:m + n], None
-        return out[:m], out[m:m + n], _PendingRead(out[m + n:])
+        return out[:m], out[m:m + n], _PendingRead(out[m + n:], keep=(tab,))
 
     # -- fused phases ------------------------------------------------------------------
     def residues_padded(self, x, shift, n_moduli, rp, kp):
@@ -804,17 +808,9 @@ class CudaBackend:
         B, mp, kp = a.shape
         np_ = bt.shape[1]
         c = cp.empty((B, mp, np_), dtype=cp.int32)
-        handle = cp.cuda.device.get_cublas_handle()
-        self._cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
-        one, zero = _ONE_I32.ctypes.data, _ZERO_I32.ctypes.data
+        h = cublas.handle()
         for z0 in range(0, B, 65535):
-            z1 = min(B, z0 + 65535)
-            self._cublas.gemmStridedBatchedEx(
-                handle, _OP_T, _OP_N, np_, mp, kp,
-                one, bt.data.ptr + z0 * bt.strides[0], _CUDA_R_8I, bt.strides[1], bt.strides[0],
-                a.data.ptr + z0 * a.strides[0], _CUDA_R_8I, a.strides[1], a.strides[0],
-                zero, c.data.ptr + z0 * c.strides[0], _CUDA_R_32I, np_, mp * np_, z1 - z0,
-                _CUBLAS_COMPUTE_32I, _GEMM_DEFAULT)
+            cublas.gemm_i8(h, a, bt, c, z0, min(B, z0 + 65535) - z0, 0, mp)
         return c
 
     def stack_scalars(self, sa, sb, shape, bits, k, u, flag=None):

@@ -1,0 +1,130 @@
+"""Small products replayed from CUDA graphs (ozgemm.kernels.cuda.graphs): every replay gives the
+CPU engine's bits for its own operands — new values, a wrong moduli guess, NaN/Inf, other
+streams, memory churn between replays — and keeps the contract against the exact product.
+Skipped cleanly where CuPy or a CUDA GPU is missing."""
+import gc
+
+import numpy as np
+import pytest
+
+import ozgemm
+from ozgemm._xp import gpu_available
+from ozgemm.verify.inputs import phi_matrix
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU")]
+
+if gpu_available():
+    import cupy as cp
+
+    from ozgemm.kernels.cuda import graphs
+
+
+@pytest.fixture
+def replays(monkeypatch):
+    """Counts graph replays and recordings; a fresh recorder state per test."""
+    from ozgemm.kernels import get_backend
+
+    eng = get_backend("cuda")
+    eng._recorder._local.__dict__.clear()
+    seen = {"replays": 0, "recorded": 0}
+    replay, init = graphs._Graph.replay, graphs._Graph.__init__
+
+    def spy_replay(self, a, b):
+        seen["replays"] += 1
+        return replay(self, a, b)
+
+    def spy_init(self, *args):
+        init(self, *args)
+        seen["recorded"] += 1
+
+    monkeypatch.setattr(graphs._Graph, "replay", spy_replay)
+    monkeypatch.setattr(graphs._Graph, "__init__", spy_init)
+    yield seen
+    eng._recorder._local.__dict__.clear()
+
+
+def _same_bits(got, want):
+    return got.dtype == want.dtype and np.array_equal(cp.asnumpy(got).view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("contract,dtype,shape", [("fp64", np.float64, (96, 130, 70)),
+                                                  ("fp64-dgemm", np.float64, (64, 300, 64)),
+                                                  ("fp32", np.float32, (100, 64, 37)),
+                                                  ("fp32-sgemm", np.float32, (48, 48, 48)),
+                                                  ("fp64", np.float32, (33, 65, 17))])
+def test_replays_give_the_cpu_engines_bits(contract, dtype, shape, replays):
+    m, k, n = shape
+    rng = np.random.default_rng(m + k + n)
+    for i in range(5):
+        a = phi_matrix(rng, (m, k), 0.5, dtype)
+        b = phi_matrix(rng, (k, n), 0.5, dtype)
+        a *= dtype(2.0 ** (7 * i))  # other exponents, the same spread
+        got = ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=contract)
+        assert _same_bits(got, ozgemm.matmul(a, b, contract=contract)), i
+    assert replays["recorded"] == 1 and replays["replays"] >= 3
+
+
+def test_a_wrong_guess_on_replay_runs_the_confirmed_plan(replays):
+    rng = np.random.default_rng(5)
+    m = k = n = 64
+    for phi in (0.5, 0.5, 0.5, 4.0, 4.0, 0.5):  # the wide spread needs more moduli than recorded
+        a, b = phi_matrix(rng, (m, k), phi), phi_matrix(rng, (k, n), phi)
+        got = ozgemm.matmul(cp.asarray(a), cp.asarray(b))
+        assert _same_bits(got, ozgemm.matmul(a, b)), phi
+    assert replays["replays"] >= 2
+
+
+def test_nonfinite_inputs_on_replay_follow_numpy(replays):
+    rng = np.random.default_rng(9)
+    for i in range(4):
+        a, b = phi_matrix(rng, (40, 50), 0.5), phi_matrix(rng, (50, 30), 0.5)
+        if i == 3:
+            a[3, 7], b[11, 2], b[0, 5] = np.nan, np.inf, -np.inf
+        got = ozgemm.matmul(cp.asarray(a), cp.asarray(b))
+        want = ozgemm.matmul(a, b)
+        assert _same_bits(got, want), i
+    with np.errstate(invalid="ignore"):
+        ref = a @ b
+    assert np.array_equal(np.isnan(cp.asnumpy(got)), np.isnan(ref))
+    assert replays["replays"] >= 2
+
+
+def test_replays_survive_memory_churn_and_other_streams(replays):
+    rng = np.random.default_rng(11)
+    for i in range(6):
+        a, b = phi_matrix(rng, (128, 256), 1.0), phi_matrix(rng, (256, 96), 1.0)
+        junk = [cp.random.random((1 << 16,)) for _ in range(20)] + [np.random.rand(4096) for _ in range(50)]
+        del junk
+        gc.collect()
+        cp.get_default_memory_pool().free_all_blocks()
+        stream = cp.cuda.Stream(non_blocking=True) if i % 2 else cp.cuda.Stream.null
+        with stream:
+            got = ozgemm.matmul(cp.asarray(a), cp.asarray(b))
+            stream.synchronize()
+        assert _same_bits(got, ozgemm.matmul(a, b)), i
+    assert replays["replays"] >= 3
+
+
+def test_replayed_result_keeps_the_contract_against_the_exact_product(replays):
+    from ozgemm.verify.reference import exact_product, measure
+
+    rng = np.random.default_rng(13)
+    for i in range(3):
+        a, b = phi_matrix(rng, (24, 200), 2.0), phi_matrix(rng, (200, 24), 2.0)
+        c = cp.asnumpy(ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract="fp64-dgemm"))
+        assert measure(c, exact_product(a, b), ozgemm.load_contract("fp64-dgemm")).breaches == 0
+    assert replays["replays"] >= 1
+
+
+def test_no_recording_where_it_would_not_replay_the_same_work(replays):
+    """Non-contiguous operands, mixed dtypes, a plan asked for, products beyond the size bound:
+    eager every time (and still the CPU engine's bits)."""
+    rng = np.random.default_rng(17)
+    a, b = phi_matrix(rng, (50, 40), 0.5), phi_matrix(rng, (40, 30), 0.5)
+    want = ozgemm.matmul(a, b)
+    for _ in range(3):
+        assert _same_bits(ozgemm.matmul(cp.asfortranarray(cp.asarray(a)), cp.asarray(b)), want)
+        c, plans = ozgemm.matmul(cp.asarray(a), cp.asarray(b), return_plan=True)
+        assert _same_bits(c, want) and plans[0].pending is None
+        ozgemm.matmul(cp.asarray(a, dtype=cp.float32), cp.asarray(b))
+    assert replays == {"replays": 0, "recorded": 0}
