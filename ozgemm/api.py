@@ -451,7 +451,7 @@ def _product_2d(a, b, contract, backend, speculate=True, reuse=None, record=Fals
             raise _SpeculationFailed() from None
 
     try:
-        if record and speculate and reuse is None:
+        if record and speculate and reuse is None and not (is_wide(a) or is_wide(b)):
             p, c, (a, b, a0, b0, bad_r, bad_c) = backend.recorded(guess_key(contract, a, b), run, a, b, _guess_holds)
         else:
             p, c, (a, b, a0, b0, bad_r, bad_c) = run(a, b)

@@ -17,8 +17,9 @@ launch and the host's confirmation (docs/design.md, "Small products: CUDA graphs
 
 Memory: every buffer the recorded work uses comes from a memory pool owned by the graph, so
 nothing else can reuse it while the graph lives; a bounded number of graphs is kept per
-thread, least recently used dropped first. A graph is recorded on the second call of the
-same kind (a one-off product keeps no memory).
+thread, least recently used dropped first. A graph is recorded (not run) after the second
+call of the same kind, which runs eagerly with a guess and so has uploaded everything the
+recording reads; replays start with the third (a one-off product keeps no memory).
 """
 from __future__ import annotations
 
@@ -130,13 +131,14 @@ class Recorder:
                 seen.popitem(last=False)
             return run(a, b)
         del seen[key]
+        out = run(a, b)  # eager (it also uploads what the recording reads, e.g. the guess's table)
         try:
             g = _Graph(run, a, b)
         except Exception:  # a phase that cannot be recorded (a host read, ...): eager, and not again
             g = None
         graphs[key] = g
         self._trim(graphs)
-        return run(a, b) if g is None else g.replay(a, b)
+        return out
 
     def _trim(self, graphs):
         while len(graphs) > 4 * self.max_graphs or (
