@@ -58,7 +58,7 @@ class _Graph:
                 cublas.handle()  # bound to the capturing stream before the capture begins
                 self.stream.begin_capture()
                 try:
-                    self.plan, self.c = run(self.a, self.b)
+                    self.plan, self.c, self.extra = run(self.a, self.b)
                 finally:
                     graph = self.stream.end_capture()  # ends (and discards) a failed capture too
         if self.plan.pending is None:
@@ -68,8 +68,9 @@ class _Graph:
         self.nbytes = self.pool.total_bytes()
 
     def replay(self, a, b):
-        """(plan, c) of ``a @ b``: inputs copied in, one launch, the result copied out, the
-        planner's host values read."""
+        """(plan, c, extra) of ``a @ b`` as ``run`` returns them: inputs copied in, one launch,
+        the result copied out, the planner's host values read (``extra``: run's other values,
+        the recording's own arrays)."""
         stream = cp.cuda.get_current_stream()
         with self.lock:
             self.a.data.copy_from_device_async(a.data, a.nbytes, stream)
@@ -78,7 +79,7 @@ class _Graph:
             c = self.c.copy()
             stream.synchronize()
             host = self.host.copy()
-        return self.plan.evolve(pending=_Read(host)), c
+        return self.plan.evolve(pending=_Read(host)), c, self.extra
 
 
 class Recorder:
@@ -110,7 +111,7 @@ class Recorder:
                 and not cp.cuda.get_current_stream().is_capturing())
 
     def run(self, key, run, a, b, valid):
-        """``run(a, b)`` -> (plan, c) of a speculative product, or its replay (module docstring).
+        """``run(a, b)`` -> (plan, c, extra) of a speculative product, or its replay (module docstring).
         ``key``: the product's kind (contract, shapes, dtypes); ``valid(plan)``: whether a
         recorded plan's guess is still the one the planner would make."""
         graphs, seen = self._state()
