@@ -513,9 +513,8 @@ _GUESSES_LOCK = threading.Lock()
 
 
 def guess_key(contract: Contract, a, b):
-    """The speculation table's key of a product: contract, shapes and dtypes."""
-    return (contract.name, contract.source, contract.bits, contract.exponent_range, contract.moduli,
-            tuple(a.shape), tuple(b.shape), str(a.dtype), str(b.dtype))
+    """The speculation table's key of a product: the contract (every field), shapes and dtypes."""
+    return (contract, tuple(a.shape), tuple(b.shape), str(a.dtype), str(b.dtype))
 
 
 def speculation_guess(contract: Contract, key):

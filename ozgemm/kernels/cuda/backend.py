@@ -158,7 +158,7 @@ def _side_streams(device: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _pow2_table(n: int):
+def _pow2_table(n: int, device: int):
     from ...crt.residues import pow2_mod_table
 
     return pow2_mod_table(garner_constants(n).moduli, _POW2_WIDTH - 1, cp).astype(cp.int16)
@@ -181,6 +181,9 @@ class _PendingRead:
         self._done = None if stream.is_capturing() else stream.record(cp.cuda.Event(disable_timing=True))
 
     def read(self):
+        if self._done is None:
+            raise RuntimeError("ozgemm: a product cannot be recorded into the caller's CUDA graph (stream capture): "
+                               "its plan is confirmed on the host after the product is queued")
         self._done.synchronize()
         self._dev = None
         return self._host.copy()
@@ -318,7 +321,8 @@ class _Tiles:
         return (self._conc and nt > 1 and m >= b.overlap_min_rows
                 and self._plan.contract.fmt.name in ("binary64", "binary32") and self._comp == 1
                 and mp_all * np_ <= b.gemm_split_out
-                and 2 * _ceil(-(-m // nt), _PAD) * per_row <= budget)
+                and 2 * _ceil(-(-m // nt), _PAD) * per_row <= budget
+                and not cp.cuda.get_current_stream().is_capturing())  # side streams are shared
 
     def __iter__(self):
         b, plan = self._b, self._plan
@@ -638,7 +642,7 @@ class CudaBackend:
         out = cp.empty((n_moduli, rp, kp), dtype=cp.int8)
         if not rp * kp:
             return out
-        tab = _pow2_table(n_moduli)
+        tab = _pow2_table(n_moduli, cp.cuda.runtime.getDevice())
         if ldc is not None:
             # rows of x = columns of a row-major matrix, read in place (crt.cu scaled_residues_cols)
             f = _fn("scaled_residues_cols", n_moduli)

@@ -23,20 +23,26 @@ _ZERO = ctypes.c_int32(0)
 
 @functools.lru_cache(maxsize=None)
 def _lib():
-    """libcublas as cupy loaded it (its path read from the process's mappings), else by soname."""
+    """libcublas as cupy loaded it: among the process's mappings, the one of cupy's CUDA major
+    version (another library may have loaded another one), else the first, else by soname."""
     from cupy_backends.cuda.libs import cublas  # noqa: F401  (loads the library)
 
-    path = None
+    major = cp.cuda.runtime.runtimeGetVersion() // 1000
+    paths = []
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
-                name = line.rsplit(None, 1)[-1]
-                if "/libcublas.so" in name:
-                    path = name
-                    break
+                fields = line.rstrip("\n").split(None, 5)
+                path = fields[5].removesuffix(" (deleted)") if len(fields) == 6 else ""
+                if "/libcublas.so" in path and path not in paths:
+                    paths.append(path)
     except OSError:
         pass
-    lib = ctypes.CDLL(path or f"libcublas.so.{cp.cuda.runtime.runtimeGetVersion() // 1000}")
+    paths.sort(key=lambda p: f"libcublas.so.{major}" not in p)  # cupy's major first (stable)
+    try:
+        lib = ctypes.CDLL(paths[0] if paths else f"libcublas.so.{major}")
+    except OSError as exc:
+        raise ImportError(f"ozgemm: cannot load the cuBLAS library cupy uses ({exc})") from None
     v, i, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
     lib.cublasGemmStridedBatchedEx.argtypes = [v, i, i, i, i, i, v, v, i, i, ll, v, i, i, ll, v, v, i, i, ll, i, i, i]
     lib.cublasGemmStridedBatchedEx.restype = i

@@ -51,6 +51,7 @@ class _Graph:
         self.pool = cp.cuda.MemoryPool()
         self.stream = cp.cuda.Stream(non_blocking=True)
         self.lock = threading.Lock()
+        self.last = None  # the stream of the last replay
         with cp.cuda.using_allocator(self.pool.malloc):
             self.a = cp.empty(a.shape, dtype=a.dtype)
             self.b = cp.empty(b.shape, dtype=b.dtype)
@@ -73,6 +74,11 @@ class _Graph:
         the recording's own arrays)."""
         stream = cp.cuda.get_current_stream()
         with self.lock:
+            if self.last is not None and self.last.ptr != stream.ptr:
+                # work queued after the last replay on another stream may still read the
+                # buffers (a wrong guess's rerun reads the inputs and statistics): wait for it
+                stream.wait_event(self.last.record())
+            self.last = stream
             self.a.data.copy_from_device_async(a.data, a.nbytes, stream)
             self.b.data.copy_from_device_async(b.data, b.nbytes, stream)
             self.graph.launch(stream)
@@ -133,10 +139,14 @@ class Recorder:
             return run(a, b)
         del seen[key]
         out = run(a, b)  # eager (it also uploads what the recording reads, e.g. the guess's table)
-        try:
-            g = _Graph(run, a, b)
-        except Exception:  # a phase that cannot be recorded (a host read, ...): eager, and not again
-            g = None
+        g = None
+        if out[0].pending is not None:  # a speculative product (others read the host mid-way)
+            try:
+                g = _Graph(run, a, b)
+            except Exception:  # a phase that cannot be recorded (a host read, ...): eager, and not again
+                g = None
+            if g is not None and (g.plan.n_moduli != out[0].n_moduli or g.nbytes > self.max_bytes):
+                g = None  # another guess than the eager call's (its tables unchecked), or too large to keep
         graphs[key] = g
         self._trim(graphs)
         return out
