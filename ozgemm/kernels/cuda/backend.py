@@ -1,6 +1,7 @@
 """The CUDA backend (CuPy): INT8 Tensor-Core GEMMs through cuBLAS, fused RawModule kernels.
 
-* INT8 GEMMs: ``cublasGemmStridedBatchedEx`` (batch 1, one call per modulus) with CUDA_R_8I
+* INT8 GEMMs: ``cublasGemmStridedBatchedEx`` (:mod:`.cublas`; one call over all moduli up to
+  2048^2 outputs, else one per modulus) with CUDA_R_8I
   inputs, CUDA_R_32I output and CUBLAS_COMPUTE_32I, both operands K-contiguous (the "TN"
   layout, the fast one on Hopper: see docs/design.md). Every k-block is <= 131071, so each
   int32 result is exact (|sum| <= k 2**14 < 2**31); longer k is split and the blocks are
@@ -32,7 +33,7 @@ __all__ = ["CudaBackend"]
 
 # INT8 GEMMs with more than _GEMM_SPLIT_OUT outputs run in chunks of _GEMM_ROWS rows of A; up to
 # _GEMM_BATCH_OUT outputs, one strided-batched call covers every modulus (H200, whole fp64 call
-# replayed from a graph: 2048 0.85 -> 0.70 ms, 1024 0.35 -> 0.29 ms; docs/design.md)
+# replayed from a graph: 2048 1.02 -> 0.86 ms, 1024 0.36 -> 0.30 ms; docs/design.md)
 _GEMM_SPLIT_OUT, _GEMM_ROWS = 8192 * 8192, 4096
 _GEMM_BATCH_OUT = 2048 * 2048
 # products with at least _OVERLAP_MIN_ROWS rows of A and at most _GEMM_SPLIT_OUT outputs run as
@@ -387,8 +388,8 @@ class CudaBackend:
 
     def recorded(self, key, run, a, b, valid):
         """:meth:`Backend.recorded`: 2-D C-contiguous float32/float64 products of at most
-        ``graph_max_work`` multiply-adds (one exact int32 k-block) replay a CUDA graph from their
-        second call of a kind on (:class:`.graphs.Recorder`)."""
+        ``graph_max_work`` multiply-adds (one exact int32 k-block) are recorded into a CUDA graph on
+        the second call of a kind and replay it from the third (:class:`.graphs.Recorder`)."""
         if self._recorder is None or not self._recorder.eligible(a, b, KBLOCK_INT32 // _PAD * _PAD):
             return run(a, b)
         return self._recorder.run(key, run, a, b, valid)
