@@ -215,7 +215,7 @@ def _compile_selected(request, test_name, ref_cfg):
     """Compile, in one module per dtype, the kernels (and their reference twins) of the
     parametrized cases of ``test_name`` that this pytest run selects (after -k/-m selection)."""
     names = {}
-    for item in request.session.items:
+    for item in request.node.listchain()[0].items:  # the root node's collected, selected items
         if getattr(item, "originalname", None) != test_name or not hasattr(item, "callspec"):
             continue
         p = item.callspec.params
