@@ -404,6 +404,56 @@ def test_residues_of_column_major_rows(dt, columns):
         assert np.array_equal(got, want), (k, n, N)
 
 
+def _scaled_integers(x, shift):
+    """round-half-up(x_il 2**s_i) of the rows of x as Python integers (Fractions)."""
+    from fractions import Fraction
+
+    return [[(Fraction(float(v)) * Fraction(2) ** int(shift[i]) + Fraction(1, 2)).__floor__() for v in row]
+            for i, row in enumerate(x)]
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("columns", [True, False])
+def test_residues_of_two_parts_and_their_sum(dt, columns):
+    """The three-product form's residues in one pass (crt.cu scaled_residues_pair and
+    scaled_residues_cols_pair) against Python integers: both parts X', Y' of one scaling and
+    X' + Y', as views of one wider matrix like the embedding's parts (rows of one stride, or
+    columns read in place), with tiles of rows, moduli counts around the column kernel's batch
+    of 4, padding, shifted and rounded entries, subnormals, zeros and entries beyond the
+    FP64 split (|x 2^s| >= 2^61)."""
+    from ozgemm.contracts.moduli import MODULI
+    from ozgemm.kernels.cuda import backend as kc
+    from ozgemm.kernels import get_backend
+
+    eng = get_backend("cuda")
+    rng = np.random.default_rng(23)
+    for r, k, N, (i0, i1) in (((45, 70, 9, (0, 45)), (33, 300, 16, (0, 33)), (5, 7, 8, (1, 4)),
+                              (40, 70, 17, (16, 40)), (20, 37, 12, (0, 20)), (17, 20, 5, (3, 17)))):
+        wide = ((rng.random((r, 2 * k + 3)) - 0.5) * np.exp2(rng.integers(-30, 30, (r, 2 * k + 3)))).astype(dt)
+        wide[0, :3] = [0.0, -0.0, (1.4e-45 if dt == np.float32 else 5e-324)]
+        wide[1, k:k + 2] = [-0.0, 2.0**40]
+        wide[:, 1] = 0.0
+        shift = rng.integers(-5, 80, r).astype(np.int64)
+        shift[1] = 30  # 2**40 * 2**30 >= 2**61: the integer split
+        x, y = wide[:, :k], wide[:, k:2 * k]
+        if columns:  # rows of x^T: the columns of a row-major (k, r) matrix, read in place
+            dev = cp.asarray(np.ascontiguousarray(wide.T))
+            xd, yd = dev[:k].T, dev[k:2 * k].T
+        else:
+            dev = cp.asarray(wide)
+            xd, yd = dev[:, :k], dev[:, k:2 * k]
+        assert (kc._columns_ld(xd) is not None) == (columns and dt == np.float64)
+        rx, ry, rs = (cp.asnumpy(v) for v in eng.residues_3m(xd, yd, cp.asarray(shift), N, i0, i1))
+        rp, kp = -(-(i1 - i0) // 16) * 16, -(-k // 16) * 16
+        X = _scaled_integers(x[i0:i1].astype(np.float64), shift[i0:i1])
+        Y = _scaled_integers(y[i0:i1].astype(np.float64), shift[i0:i1])
+        for q, m in enumerate(MODULI[:N]):
+            for got, vals in ((rx, X), (ry, Y), (rs, [[u + v for u, v in zip(a, b)] for a, b in zip(X, Y)])):
+                want = np.zeros((rp, kp), dtype=np.int64)
+                want[:i1 - i0, :k] = [[(v + m // 2) % m - m // 2 for v in row] for row in vals]
+                assert np.array_equal(got[q], want), (r, k, N, q, columns)
+
+
 @pytest.mark.parametrize("columns", [True, False])
 def test_residues_fp_split_edges(columns):
     """The FP64 split of crt.cu (split_scaled_fp) and its integer fallback against Python

@@ -151,7 +151,7 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None):
 
     the embedding's integer product is [P1 - P2 | P3 - P1 - P2]. Every product is exact, so
     this identity loses nothing (unlike floating-point 3M), and the residues of Ar' + Ai' are
-    the sums of those of Ar' and Ai' modulo each m_q (:meth:`Backend.add_residues`): the sums
+    the sums of those of Ar' and Ai' modulo each m_q (:meth:`Backend.residues_3m`): the sums
     never widen the residues, and the reconstruction needs no more than the moduli the plan
     chose for the embedding's integers. Three exact GEMMs per modulus replace four; the
     result — [Re | Im] (m, 2n) in the contract's format — is that of :func:`execute` on the
@@ -175,18 +175,14 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None):
     lead = (slice(None),) if fmt.name == "dd" else ()
     with backend.row_tiles(plan.evolve(shape=(m, k, n)), 1, concurrent=timings is None, products=3) as tiles:
         t0 = time.perf_counter()
-        rbr = backend.residues(br.T, None, tb, N)
-        rbi = backend.residues(bi.T, None, tb, N)
-        rbs = backend.add_residues(rbr, rbi, moduli)
+        rbr, rbi, rbs = backend.residues_3m(br.T, bi.T, tb, N)
         t0 = lap("residues", t0)
         out = empty_result(m, n2, fmt, backend.xp)
         for tile in tiles:
             with tile:
                 i0, i1 = tile.i0, tile.i1
                 t0 = time.perf_counter()
-                rar = backend.residues(ar, None, plan.s, N, i0, i1)
-                rai = backend.residues(ai, None, plan.s, N, i0, i1)
-                ras = backend.add_residues(rar, rai, moduli)
+                rar, rai, ras = backend.residues_3m(ar, ai, plan.s, N, i0, i1)
                 t0 = lap("residues", t0)
                 p1 = backend.residue_products(rar, rbr, moduli)
                 p2 = backend.residue_products(rai, rbi, moduli)

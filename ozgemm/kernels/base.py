@@ -16,8 +16,8 @@ Phases, in pipeline order (Ozaki scheme II, :mod:`ozgemm.crt.pipeline`; Ozaki sc
 4. shifts                   :meth:`Backend.shifts`, :meth:`Backend.speculative_shifts`
    (phases 2-7 of a small speculative product may be replayed: :meth:`Backend.recorded`)
 5. scaling + residues       :meth:`Backend.residues`
-6. exact integer GEMMs      :meth:`Backend.residue_products` (complex products, three-product
-                            form: also :meth:`Backend.add_residues`)
+   (complex products, three-product form: :meth:`Backend.residues_3m`)
+6. exact integer GEMMs      :meth:`Backend.residue_products`
 7b. complex: both parts     :meth:`Backend.reconstruct_round_3m`
 7. reconstruction + rounding :meth:`Backend.reconstruct_round`
 
@@ -144,9 +144,11 @@ class Backend(Protocol):
         rounded (:func:`ozgemm.crt.residues.scaled_residues`); the layout (padding) is the
         backend's, for its own :meth:`residue_products`."""
 
-    def add_residues(self, x, y, moduli):
-        """Residues of the sum of the scaled integers whose residues are ``x`` and ``y`` (both
-        from :meth:`residues` with the same moduli and layout), in the same form."""
+    def residues_3m(self, x, y, shift, n_moduli: int, i0: int = 0, i1: int | None = None):
+        """(rx, ry, rs): :meth:`residues` (``stats`` None) of rows ``i0:i1`` of ``x`` and ``y``
+        (two parts of one scaling ``shift``, the same shape) and the residues of the sum of
+        their scaled integers X' + Y' (the summed operands of the three-product form), all in
+        the layout of :meth:`residues`."""
 
     def reconstruct_round_3m(self, p1, p2, p3, s, t_re, t_im, n_moduli: int, fmt, out_re, out_im, k: int):
         """The three-product form of a complex product: from ``p1 = Ar'Br'``, ``p2 = Ai'Bi'``

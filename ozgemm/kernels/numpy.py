@@ -253,7 +253,15 @@ class NumpyBackend:
         m = np.asarray(moduli, dtype=c.dtype).reshape((-1,) + (1,) * (c.ndim - 1))
         return c % m
 
-    def add_residues(self, x, y, moduli):
+    def residues_3m(self, x, y, shift, n_moduli, i0=0, i1=None):
+        """(rx, ry, rs): :meth:`residues` of rows ``i0:i1`` of ``x`` and ``y`` (two parts of one
+        scaling) and the residues of the sum of their scaled integers (:meth:`_sum_residues`)."""
+        rx = self.residues(x, None, shift, n_moduli, i0, i1)
+        ry = self.residues(y, None, shift, n_moduli, i0, i1)
+        return rx, ry, self._sum_residues(rx, ry, self.residue_moduli(n_moduli))
+
+    @staticmethod
+    def _sum_residues(x, y, moduli):
         """Symmetric residues of ``x + y`` (both from :meth:`residues`, same moduli): one step
         of m_q brings a sum of two symmetric residues back into the symmetric range."""
         m = np.asarray(moduli, dtype=np.int64).reshape((-1,) + (1,) * (x.ndim - 1))

@@ -727,17 +727,42 @@ class CudaBackend:
         """The plan's moduli ``MODULI[:n_moduli]`` (the engine's kernels are built for them)."""
         return garner_constants(n_moduli).moduli
 
-    def add_residues(self, x, y, moduli):
-        """Residues of the sum of two scaled operands, (N, rp, kp) int8 like :meth:`residues`
-        (crt.cu ``sum_residues``: one step of m_q back into the symmetric range), into a new
-        array."""
-        out = cp.empty_like(x)
-        N, slab = x.shape[0], x[0].size  # slab: rp kp, a multiple of 16 * 16
-        if x.size:
-            slab4 = slab // 4
-            _fn("sum_residues", len(moduli))((min(-(-slab4 // _THREADS), 4096), N), (_THREADS,),
-                                             (x, y, out, np.int64(slab4)))
-        return out
+    def residues_3m(self, x, y, shift, n_moduli, i0=0, i1=None):
+        """(rx, ry, rs): the residues (N, rp, kp) int8 of rows ``i0:i1`` of ``x`` and ``y``
+        (two parts of one scaling ``shift``, e.g. Ar and Ai) and of the sum of their scaled
+        integers, in one pass (crt.cu ``scaled_residues_pair``; ``scaled_residues_cols_pair``
+        for float64 column-major views of one stride, such as Br^T and Bi^T of the embedding,
+        read through their columns): the bytes of :meth:`residues` twice and of the symmetric
+        sum, without reading the two results back."""
+        r, k = x.shape
+        i1 = r if i1 is None else i1
+        if i0 or i1 != r:
+            x, y, shift = x[i0:i1], y[i0:i1], shift[i0:i1]
+        r = i1 - i0
+        rp, kp = _ceil(r, _PAD), _ceil(k, _PAD)
+        outs = tuple(cp.empty((n_moduli, rp, kp), dtype=cp.int8) for _ in range(3))
+        if not rp * kp:
+            return outs
+        tab = _pow2_table(n_moduli, cp.cuda.runtime.getDevice())
+        shift = cp.ascontiguousarray(shift, dtype=cp.int64)
+        ldc = _columns_ld(x)
+        if ldc is not None and _columns_ld(y) == ldc:
+            grid = (min(-(-rp // 16), 2**31 - 1), min(-(-kp // 128), 65535))
+            _fn("scaled_residues_cols_pair", n_moduli)(
+                grid, (16, 16), (x, y, np.int64(ldc), shift, np.int32(r), np.int32(k), np.int32(rp), np.int32(kp),
+                                 tab, np.int32(tab.shape[1])) + outs)
+            return outs
+        if not (x.dtype == y.dtype and x.dtype in (cp.float32, cp.float64) and x.strides == y.strides
+                and x.strides[1] == x.itemsize and x.strides[0] > 0):
+            x, y = _rows_contiguous(x), _rows_contiguous(y)
+            if x.dtype != y.dtype:
+                x, y = as_float64(x, contiguous=True), as_float64(y, contiguous=True)
+        f = _fn("scaled_residues_pair_f32" if x.dtype == cp.float32 else "scaled_residues_pair", n_moduli)
+        vec = int(x.strides[0] % 16 == 0 and x.data.ptr % 16 == 0 and y.data.ptr % 16 == 0)
+        grid, block = _grid2d(kp // _RES_PER_THREAD, rp)
+        f(grid, block, (x, y, np.int64(x.strides[0] // x.itemsize), shift, np.int32(r), np.int32(k), np.int32(rp),
+                        np.int32(kp), tab, np.int32(tab.shape[1]), np.int32(vec)) + outs)
+        return outs
 
     def reconstruct_round_3m(self, p1, p2, p3, s, t_re, t_im, n_moduli, fmt, out_re, out_im, k):
         """The real part p1 - p2 and the imaginary part p3 - p1 - p2 of the int32 products,

@@ -127,53 +127,104 @@ __device__ __forceinline__ void load_row8(const float* row, int l0, int k, bool 
     }
 }
 
-// The symmetric residues of RES_PER_THREAD consecutive entries xv of one row, scaled by
-// 2^sh, as one 8-byte word per modulus (low bytes of the residues, entry e in byte e), handed
-// to store(q, word) for q = 0, 1, ..., NMOD - 1 in order (every thread of a block calls it
-// for every q, so store may hold block barriers). Shared by the row and column kernels below.
-template <typename Store>
-__device__ __forceinline__ void residues8(const double* xv, i64 sh, const short* __restrict__ pow2tab,
-                                          int tabw, Store store) {
-    // pow2tab[q * tabw + d] = 2^d mod MOD[q], for 0 <= d < tabw
+// Symmetric residues of X' + Y' from those of X' and Y' (the summed operands of the
+// three-product form): both lie in the symmetric range [lo, hi] of m_q, so their sum lies in
+// [2 lo, 2 hi] and one step of m_q brings it back.
+__device__ __forceinline__ signed char sym_add(int v, int mq, int hi, int lo) {
+    v = v > hi ? v - mq : v;
+    v = v < lo ? v + mq : v;
+    return (signed char)v;
+}
+
+// RES_PER_THREAD consecutive entries xv of one row, scaled by 2^sh, split once for every
+// modulus: u = v + 2^62 as two 32-bit halves, and d2 (X' = v 2^d2; any_d2: some d2 > 0).
+struct Split8 {
     unsigned int ulo[RES_PER_THREAD], uhi[RES_PER_THREAD];
     int d2[RES_PER_THREAD];
-    int any_d2 = 0;
+    int any_d2;
+};
+
+__device__ __forceinline__ void split8(const double* xv, i64 sh, Split8& s) {
+    s.any_d2 = 0;
     const bool fp_row = sh >= -1022 && sh <= 1023;  // 2^sh a normal double
     const double scale = __longlong_as_double((fp_row ? sh + 1023 : 1023) << 52);
 #pragma unroll
     for (int e = 0; e < RES_PER_THREAD; ++e) {
-        d2[e] = 0;
-        if (!(split_scaled_fp(xv[e], scale, &ulo[e], &uhi[e]) && fp_row)) {
-            const u64 u = (u64)(split_scaled(xv[e], sh, &d2[e]) + (1LL << 62));  // 0 < u < 2^63
-            ulo[e] = (unsigned int)u;
-            uhi[e] = (unsigned int)(u >> 32);
-            any_d2 |= d2[e];
+        s.d2[e] = 0;
+        if (!(split_scaled_fp(xv[e], scale, &s.ulo[e], &s.uhi[e]) && fp_row)) {
+            const u64 u = (u64)(split_scaled(xv[e], sh, &s.d2[e]) + (1LL << 62));  // 0 < u < 2^63
+            s.ulo[e] = (unsigned int)u;
+            s.uhi[e] = (unsigned int)(u >> 32);
+            s.any_d2 |= s.d2[e];
         }
     }
+}
+
+// The symmetric residues b[e] modulo MOD[q] of the split entries.
+// pow2tab[q * tabw + d] = 2^d mod MOD[q], for 0 <= d < tabw
+__device__ __forceinline__ void residue8(const Split8& s, int q, const short* __restrict__ pow2tab, int tabw,
+                                         int* b) {
+    const unsigned int m = MOD[q], h = m / 2;
+    unsigned int sm[RES_PER_THREAD];
+#pragma unroll
+    for (int e = 0; e < RES_PER_THREAD; ++e)  // < 2^20 (checked in the header), = v + h mod m
+        sm[e] = __dp4a(s.ulo[e], RB[q][0], __dp4a(s.uhi[e], RB[q][1], RC[q]));
+    if (s.any_d2) {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
+#pragma unroll
+        for (int e = 0; e < RES_PER_THREAD; ++e) {
+            const unsigned int t = s.d2[e] ? (unsigned int)pow2tab[q * tabw + s.d2[e]] : 1u;  // < m
+            sm[e] = (fastmod(sm[e], FM[q], m) + m - h) * t + h;  // < 2^17
+        }
+    }
+    // (v + h) mod m - h, the symmetric residue. (The -h fused into the fastmod's IMAD.HI
+    // as its addend, mad.hi.u32, measured slower on the H200.)
+#pragma unroll
+    for (int e = 0; e < RES_PER_THREAD; ++e) b[e] = (int)fastmod(sm[e], FM[q], m) - (int)h;
+}
+
+// The low bytes of eight residues as one 8-byte word (entry e in byte e).
+__device__ __forceinline__ uint2 pack8(const int* b) {
+    uint2 w;
+    w.x = __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410);
+    w.y = __byte_perm(__byte_perm(b[4], b[5], 0x0040), __byte_perm(b[6], b[7], 0x0040), 0x5410);
+    return w;
+}
+
+// The symmetric residues of RES_PER_THREAD consecutive entries xv of one row, scaled by
+// 2^sh, as one 8-byte word per modulus, handed to store(q, word) for q = 0, 1, ..., NMOD - 1
+// in order (every thread of a block calls it for every q, so store may hold block barriers).
+// Shared by the row and column kernels below.
+template <typename Store>
+__device__ __forceinline__ void residues8(const double* xv, i64 sh, const short* __restrict__ pow2tab,
+                                          int tabw, Store store) {
+    Split8 s;
+    split8(xv, sh, s);
 #pragma unroll
     for (int q = 0; q < NMOD; ++q) {
-        const unsigned int m = MOD[q], h = m / 2;
         int b[RES_PER_THREAD];
-        unsigned int sm[RES_PER_THREAD];
+        residue8(s, q, pow2tab, tabw, b);
+        store(q, pack8(b));
+    }
+}
+
+// The same for two parts of one scaling (rows of Ar and Ai, or columns of Br and Bi, of a
+// complex product) and for the sum of their scaled integers X' + Y' (the three-product
+// form): store(q, word of X', word of Y', word of X' + Y'), q in order as above.
+template <typename Store>
+__device__ __forceinline__ void residues8_pair(const double* xv, const double* yv, i64 sh,
+                                               const short* __restrict__ pow2tab, int tabw, Store store) {
+    Split8 sx, sy;
+    split8(xv, sh, sx);
+    split8(yv, sh, sy);
 #pragma unroll
-        for (int e = 0; e < RES_PER_THREAD; ++e)  // < 2^20 (checked in the header), = v + h mod m
-            sm[e] = __dp4a(ulo[e], RB[q][0], __dp4a(uhi[e], RB[q][1], RC[q]));
-        if (any_d2) {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
+    for (int q = 0; q < NMOD; ++q) {
+        int bx[RES_PER_THREAD], by[RES_PER_THREAD], bs[RES_PER_THREAD];
+        residue8(sx, q, pow2tab, tabw, bx);
+        residue8(sy, q, pow2tab, tabw, by);
+        const int mq = MOD[q], hi = (mq - 1) / 2, lo = -hi - ((mq & 1) ? 0 : 1);
 #pragma unroll
-            for (int e = 0; e < RES_PER_THREAD; ++e) {
-                const unsigned int t = d2[e] ? (unsigned int)pow2tab[q * tabw + d2[e]] : 1u;  // < m
-                sm[e] = (fastmod(sm[e], FM[q], m) + m - h) * t + h;  // < 2^17
-            }
-        }
-        // (v + h) mod m - h, the symmetric residue. (The -h fused into the fastmod's IMAD.HI
-        // as its addend, mad.hi.u32, measured slower on the H200.)
-#pragma unroll
-        for (int e = 0; e < RES_PER_THREAD; ++e) b[e] = (int)fastmod(sm[e], FM[q], m) - (int)h;
-        // low bytes stored
-        uint2 w;
-        w.x = __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410);
-        w.y = __byte_perm(__byte_perm(b[4], b[5], 0x0040), __byte_perm(b[6], b[7], 0x0040), 0x5410);
-        store(q, w);
+        for (int e = 0; e < RES_PER_THREAD; ++e) bs[e] = sym_add(bx[e] + by[e], mq, hi, lo);
+        store(q, pack8(bx), pack8(by), pack8(bs));
     }
 }
 
@@ -181,12 +232,15 @@ __device__ __forceinline__ void residues8(const double* xv, i64 sh, const short*
 // 8-byte store per modulus. 2-D launch: x over column groups, y over rows (grid-stride).
 // T: double, or float (widened exactly: the fp32 contract reads its operands as they are).
 // vec != 0: x 16-byte aligned and ldx a multiple of 16 bytes (vector loads).
-template <typename T>
-__device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i64 ldx,
+// PAIR: two parts x, y of one scaling (same ldx; vec for both) into out, out_y, and the
+// residues of their sum into out_s (residues8_pair); otherwise y, out_y, out_s are unused.
+template <typename T, bool PAIR>
+__device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, const T* __restrict__ y, i64 ldx,
                                                      const i64* __restrict__ shift,
                                                      int r, int k, int rp, int kp,
                                                      const short* __restrict__ pow2tab, int tabw, int vec,
-                                                     uint2* __restrict__ out) {
+                                                     uint2* __restrict__ out, uint2* __restrict__ out_y,
+                                                     uint2* __restrict__ out_s) {
     const int l0 = (blockIdx.x * blockDim.x + threadIdx.x) * RES_PER_THREAD;
     if (l0 >= kp) return;
     const i64 slab8 = (i64)rp * kp / RES_PER_THREAD;  // one modulus slab in uint2 units
@@ -194,8 +248,18 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
         double xv[RES_PER_THREAD];
         load_row8(x + (i64)i * ldx, l0, k, i < r, vec, xv);
         const i64 sh = i < r ? shift[i] : 0;
-        uint2* o = out + ((i64)i * kp + l0) / RES_PER_THREAD;
-        residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) { o[q * slab8] = w; });
+        const i64 o = ((i64)i * kp + l0) / RES_PER_THREAD;
+        if (PAIR) {
+            double yv[RES_PER_THREAD];
+            load_row8(y + (i64)i * ldx, l0, k, i < r, vec, yv);
+            residues8_pair(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wx, uint2 wy, uint2 ws) {
+                out[o + q * slab8] = wx;
+                out_y[o + q * slab8] = wy;
+                out_s[o + q * slab8] = ws;
+            });
+        } else {
+            residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) { out[o + q * slab8] = w; });
+        }
     }
 }
 
@@ -204,22 +268,27 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, i6
 // column i of x, out is (NMOD, rp, kp) as above. Block (RC_ROWS, RC_GROUPS) = a tile of 16
 // output rows x 128 entries: threadIdx.x picks the column (a warp's loads are two 128-byte
 // runs of rows of x), threadIdx.y the group of 8 entries; the tile's 8-byte words go through
-// shared memory, RC_BATCH moduli at a time, so that a warp stores 128-byte runs of two output
+// shared memory, BATCH moduli at a time, so that a warp stores 128-byte runs of two output
 // rows. (Measured on the H200 against 16 x 256, 32 x 64 and 32 x 128 tiles, a prefetch of the
 // next tile and a swapped grid: this geometry is the fastest or equal, still ~20 % slower
 // than the row kernel on a transposed copy, but without the copy; docs/design.md,
 // "Operand B".)
+// W = 3: two parts x, y of one scaling (same ldx) and their sum, as the row kernel's PAIR
+// (three words per modulus through the tile, BATCH moduli at a time within 48 KB).
 // Grid: x over ceil(rp / RC_ROWS) tiles, y over 128-entry groups (grid-stride, block-uniform).
-#define RC_BATCH 8
 #define RC_ROWS 16
 #define RC_GROUPS 16
-__device__ __forceinline__ void scaled_residues_cols_impl(const double* __restrict__ x, i64 ldx,
+template <int W, int BATCH>
+__device__ __forceinline__ void scaled_residues_cols_impl(const double* __restrict__ x,
+                                                          const double* __restrict__ y, i64 ldx,
                                                           const i64* __restrict__ shift,
                                                           int r, int k, int rp, int kp,
                                                           const short* __restrict__ pow2tab, int tabw,
-                                                          uint2* __restrict__ out) {
-    // [modulus][output row][entry group]; +1 keeps half-warp accesses conflict-free
-    __shared__ uint2 tile[RC_BATCH][RC_ROWS][RC_GROUPS + 1];
+                                                          uint2* __restrict__ out0, uint2* __restrict__ out1,
+                                                          uint2* __restrict__ out2) {
+    // [word][modulus][output row][entry group]; +1 keeps half-warp accesses conflict-free
+    __shared__ uint2 tile[W][BATCH][RC_ROWS][RC_GROUPS + 1];
+    uint2* const outs[3] = {out0, out1, out2};
     const int tx = threadIdx.x, ty = threadIdx.y, t = ty * RC_ROWS + tx;
     const i64 slab8 = (i64)rp * kp / RES_PER_THREAD;
     const i64 row8 = kp / RES_PER_THREAD;  // one output row in uint2 units
@@ -234,24 +303,40 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
         const int orow = bt * RC_ROWS + t / RC_GROUPS;
         for (int g0 = blockIdx.y * span; g0 < kp; g0 += gridDim.y * span) {
             const int l0 = g0 + ty * RES_PER_THREAD;
+            const i64 og = g0 / RES_PER_THREAD + t % RC_GROUPS;
+            const bool st_ok = orow < rp && og < row8;
+            const i64 o = (i64)orow * row8 + og;
+            auto put = [&](int q, const uint2* w) {
+                const int q0 = q - q % BATCH;
+#pragma unroll
+                for (int wi = 0; wi < W; ++wi) tile[wi][q - q0][tx][ty] = w[wi];
+                if (q - q0 == BATCH - 1 || q == NMOD - 1) {  // a batch is complete: store it
+                    __syncthreads();
+#pragma unroll
+                    for (int wi = 0; wi < W; ++wi)
+#pragma unroll
+                        for (int qq = 0; qq < BATCH; ++qq)
+                            if (q0 + qq <= q && st_ok)
+                                outs[wi][o + (i64)(q0 + qq) * slab8] = tile[wi][qq][t / RC_GROUPS][t % RC_GROUPS];
+                    __syncthreads();  // before the next batch overwrites the tile
+                }
+            };
             double xv[RES_PER_THREAD];
 #pragma unroll
             for (int e = 0; e < RES_PER_THREAD; ++e)
                 xv[e] = (i < r && l0 + e < k) ? x[(i64)(l0 + e) * ldx + i] : 0.0;
-            const i64 og = g0 / RES_PER_THREAD + t % RC_GROUPS;
-            const bool st_ok = orow < rp && og < row8;
-            uint2* o = out + (i64)orow * row8 + og;
-            residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) {
-                const int q0 = q - q % RC_BATCH;
-                tile[q - q0][tx][ty] = w;
-                if (q - q0 == RC_BATCH - 1 || q == NMOD - 1) {  // a batch is complete: store it
-                    __syncthreads();
+            if (W == 3) {
+                double yv[RES_PER_THREAD];
 #pragma unroll
-                    for (int qq = 0; qq < RC_BATCH; ++qq)
-                        if (q0 + qq <= q && st_ok) o[(i64)(q0 + qq) * slab8] = tile[qq][t / RC_GROUPS][t % RC_GROUPS];
-                    __syncthreads();  // before the next batch overwrites the tile
-                }
-            });
+                for (int e = 0; e < RES_PER_THREAD; ++e)
+                    yv[e] = (i < r && l0 + e < k) ? y[(i64)(l0 + e) * ldx + i] : 0.0;
+                residues8_pair(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wx, uint2 wy, uint2 ws) {
+                    const uint2 w[3] = {wx, wy, ws};
+                    put(q, w);
+                });
+            } else {
+                residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) { put(q, &w); });
+            }
         }
     }
 }
@@ -260,16 +345,43 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
     extern "C" __global__ void NAME(const T* __restrict__ x, i64 ldx, const i64* __restrict__ shift, \
                                     int r, int k, int rp, int kp, const short* __restrict__ pow2tab, \
                                     int tabw, int vec, uint2* __restrict__ out) {                   \
-        scaled_residues_impl<T>(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, vec, out);               \
+        scaled_residues_impl<T, false>(x, nullptr, ldx, shift, r, k, rp, kp, pow2tab, tabw, vec, out, \
+                                       nullptr, nullptr);                                            \
     }
 SCALED_RESIDUES_KERNEL(scaled_residues, double)
 SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
+
+// Two parts and their sum (the three-product form of a complex product): x, y rows of one
+// stride ldx, one scaling shift; out_x, out_y, out_s as out above. (Two splits live at once:
+// capped at 80 registers, three blocks of 256 threads per SM, with a few bytes spilled:
+// measured faster on the H200 than 96 registers and two blocks, docs/design.md.)
+#define SCALED_RESIDUES_PAIR_KERNEL(NAME, T)                                                         \
+    extern "C" __global__ void __launch_bounds__(256, 3) NAME(const T* __restrict__ x,              \
+                                    const T* __restrict__ y, i64 ldx,                                \
+                                    const i64* __restrict__ shift, int r, int k, int rp, int kp,     \
+                                    const short* __restrict__ pow2tab, int tabw, int vec,            \
+                                    uint2* __restrict__ out_x, uint2* __restrict__ out_y,            \
+                                    uint2* __restrict__ out_s) {                                     \
+        scaled_residues_impl<T, true>(x, y, ldx, shift, r, k, rp, kp, pow2tab, tabw, vec, out_x,     \
+                                      out_y, out_s);                                                 \
+    }
+SCALED_RESIDUES_PAIR_KERNEL(scaled_residues_pair, double)
+SCALED_RESIDUES_PAIR_KERNEL(scaled_residues_pair_f32, float)
 
 // (at most 64 registers: four blocks of 256 threads per SM; with five, ptxas spills)
 extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 4) scaled_residues_cols(
     const double* __restrict__ x, i64 ldx, const i64* __restrict__ shift, int r, int k, int rp, int kp,
     const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out) {
-    scaled_residues_cols_impl(x, ldx, shift, r, k, rp, kp, pow2tab, tabw, out);
+    scaled_residues_cols_impl<1, 8>(x, nullptr, ldx, shift, r, k, rp, kp, pow2tab, tabw, out, nullptr, nullptr);
+}
+
+// The column kernel for two parts and their sum (two splits live at once: three blocks of 256
+// threads per SM, 80 registers, no spills; measured faster on the H200 than two blocks).
+extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 3) scaled_residues_cols_pair(
+    const double* __restrict__ x, const double* __restrict__ y, i64 ldx, const i64* __restrict__ shift, int r,
+    int k, int rp, int kp, const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out_x,
+    uint2* __restrict__ out_y, uint2* __restrict__ out_s) {
+    scaled_residues_cols_impl<3, 4>(x, y, ldx, shift, r, k, rp, kp, pow2tab, tabw, out_x, out_y, out_s);
 }
 
 // --- CRT reconstruction + final rounding ------------------------------------------------
@@ -531,29 +643,3 @@ __device__ __forceinline__ void crt_round_3m_impl(const int* __restrict__ c1, co
 CRT_ROUND_3M_KERNEL(crt_round_3m_f64, double, 53, -1074, 2047, 63)
 CRT_ROUND_3M_KERNEL(crt_round_3m_f32, float, 24, -149, 255, 31)
 
-// Symmetric residues of X' + Y' from those of X' and Y' (the summed operands of the
-// three-product form), four per thread: modulus q = blockIdx.y (no division by the slab), a
-// grid-stride loop over the slab of 4-byte groups. Both inputs lie in the symmetric range
-// [lo, hi] of m_q, so their sum lies in [2 lo, 2 hi] and one step of m_q brings it back.
-__device__ __forceinline__ signed char sym_add(int v, int mq, int hi, int lo) {
-    v = v > hi ? v - mq : v;
-    v = v < lo ? v + mq : v;
-    return (signed char)v;
-}
-
-extern "C" __global__ void sum_residues(const char4* __restrict__ x, const char4* __restrict__ y,
-                                        char4* __restrict__ out, i64 slab4) {
-    const int q = blockIdx.y;
-    const int mq = MOD[q];
-    const int hi = (mq - 1) / 2, lo = -hi - ((mq & 1) ? 0 : 1);
-    const i64 base = (i64)q * slab4;
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < slab4; i += (i64)gridDim.x * blockDim.x) {
-        const char4 a = x[base + i], b = y[base + i];
-        char4 r;
-        r.x = sym_add((int)a.x + (int)b.x, mq, hi, lo);
-        r.y = sym_add((int)a.y + (int)b.y, mq, hi, lo);
-        r.z = sym_add((int)a.z + (int)b.z, mq, hi, lo);
-        r.w = sym_add((int)a.w + (int)b.w, mq, hi, lo);
-        out[base + i] = r;
-    }
-}
