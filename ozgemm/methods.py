@@ -94,11 +94,10 @@ def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=N
             oz = make_ozaki_plan(contract, a, b, backend, known=known)
         except ContractError as exc:
             err_oz = exc
-        if contract.moduli != "auto":  # normwise CRT needs a fixed moduli count
-            try:
-                crt = make_plan(crt_c, a, b, backend, known=known)
-            except ContractError as exc:
-                err_crt = exc
+        try:
+            crt = make_plan(crt_c, a, b, backend, known=known)
+        except ContractError as exc:
+            err_crt = exc
     if crt is None and oz is None:
         raise err_crt if err_crt is not None else err_oz
     # a cost cap (max_gemms): a candidate beyond it is not available; none within: the cheaper one's refusal

@@ -27,8 +27,9 @@ import numpy as np
 
 from ._xp import to_numpy
 from .contracts.moduli import MODULI
-from .precision.planner import (SPEC_BETA_HI, ceil_sqrt, max_beta_for, moduli_product, needs_refinement,
+from .precision.planner import (SPEC_BETA_HI, ceil_sqrt, needs_refinement, normwise_thresholds,
                                 speculative_thresholds, width_cap)
+from .precision.stats import LB_BITS
 
 __all__ = ["stacked_product"]
 
@@ -41,10 +42,13 @@ def _tables(k: int):
 
 
 def _choose(contract, beta_min, nums, k):
-    """Per product (moduli count, width) of a componentwise contract, or None where a product
-    needs the general planner (refusals, widths beyond the tables)."""
+    """Per product (moduli count, width) of a CRT contract from its minimal widths and the
+    numerators of its three S sources (:func:`~ozgemm.precision.planner.speculative_thresholds`),
+    or None where a product needs the general planner (refusals, widths beyond the tables;
+    componentwise contracts: beyond :func:`~ozgemm.precision.planner.width_cap`)."""
     P = beta_min.shape[0]
-    if (beta_min > width_cap(contract)).any() or (beta_min > SPEC_BETA_HI).any():
+    cap = width_cap(contract) if contract.bound_kind == "componentwise" else SPEC_BETA_HI
+    if (beta_min > cap).any() or (beta_min > SPEC_BETA_HI).any():
         return None
     if (nums >= _NUM_MAX).any():
         return None
@@ -119,14 +123,23 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
         if chosen is None:
             return None
         nmod, beta = chosen
-    else:
-        if flag is not None and int(to_numpy(flag)[0]):
+    else:  # normwise: per product, the norm maxima of its rows and columns (planner._normwise_choice)
+        maxima = [x.reshape(r, -1).max(axis=1) for x, r in ((sa.n1_int, Pa), (sb.n1_int, Pb), (sa.n2_int, Pa),
+                                                            (sb.n2_int, Pb))]
+        host = to_numpy(xp.concatenate(maxima + ([flag.astype(xp.int64)] if flag is not None else [])))
+        if flag is not None and host[-1]:
             return None
-        N = int(contract.moduli)
-        b0 = max_beta_for(moduli_product(N), float(k), k)
-        if b0 < contract.bits + 3:
+        n1a, n1b, n2a, n2b = (np.broadcast_to(v, (P,)).astype(np.int64)
+                              for v in np.split(host[:2 * (Pa + Pb)], np.cumsum([Pa, Pb, Pa])))
+        beta_min = np.maximum(1, np.searchsorted(normwise_thresholds(contract, k), n1a + n1b, side="left"))
+        cs = [ceil_sqrt(x * y) for x, y in zip(n2a.tolist(), n2b.tolist())]  # exact Python integers
+        if max(cs) >= _NUM_MAX:
             return None
-        nmod, beta = np.full(P, N), np.full(P, b0)
+        nums = np.stack([np.minimum(n1a, n1b), np.array(cs, dtype=np.int64), np.full(P, k << (2 * LB_BITS))], axis=1)
+        chosen = _choose(contract, beta_min.astype(np.int64), nums, k)
+        if chosen is None:
+            return None
+        nmod, beta = chosen
     beta_d = xp.asarray(beta)
     s = xp.where(sa.zero_row.reshape(Pa, m), 0, beta_d[:, None] - sa.E.reshape(Pa, m)).astype(xp.int64)
     t = xp.where(sb.zero_row.reshape(Pb, n), 0, beta_d[:, None] - sb.E.reshape(Pb, n)).astype(xp.int64)

@@ -10,7 +10,7 @@ def test_named():
     c = load_contract("fp64")
     assert (c.format, c.bits, c.moduli, c.bound_kind, c.method) == ("binary64", 53, "auto", "componentwise", "crt")
     f = load_contract("fp64-fast")
-    assert f.bound_kind == "normwise" and isinstance(f.moduli, int)
+    assert f.bound_kind == "normwise" and f.moduli == "auto" and f.method == "crt"
     assert load_contract("fp32").format == "binary32"
 
 
@@ -160,4 +160,4 @@ def test_max_gemms_values():
     with pytest.raises(ContractError, match=">= 2"):
         load_contract("fp64").with_(max_gemms=1)  # one modulus and the bound GEMM at least
     with pytest.raises(ContractError, match=">= 17"):
-        load_contract("fp64-fast").with_(max_gemms=16)  # its 17 fixed moduli
+        load_contract("fp64-fast").with_(moduli=17, max_gemms=16)  # 17 fixed moduli, no bound GEMM

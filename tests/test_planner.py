@@ -42,12 +42,98 @@ def test_required_beta_is_minimal_and_sound(seed):
     assert brute(sa, sb, lb, 53, k, 2.0 ** -53, False) <= got
 
 
-def test_normwise_beta_data_independent():
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((4, 1000))
-    p1 = ozgemm.plan(a, a.T, "fp64-fast")
-    p2 = ozgemm.plan(a * 1e-3, (a * 7).T, "fp64-fast")
-    assert p1.beta == p2.beta >= 56
+def _normwise_plan_by_hand(a, b, bits=53, u=None, moduli=None):
+    """(minimal width, moduli, width) of a normwise plan, written here from the rule's
+    definition with Python integers and Fractions: the row/column 1-norm bounds
+    n1 = sum ceil(|x| 2**(30 - E)) and n2 = sum ceil(|x| 2**(15 - E))**2 (E: |x| < 2**E),
+    S = min(k, min(n1)/2**30, ceil(sqrt(n2a n2b))/2**30), the smallest width w with
+    u k + (1 + u) 2**(1-w) (na + nb + k 2**(-w-1)) <= 2**-(bits-1) k, the fewest moduli with
+    M > 2 (S 2**(2w) + k 2**w + k) (or ``moduli``), then the widest width they allow."""
+    import math
+    from fractions import Fraction
+
+    from ozgemm.contracts.moduli import MODULI
+
+    u = Fraction(1, 2**53) if u is None else u
+    k = a.shape[1]
+
+    def norms(rows):
+        n1s, n2s = [], []
+        for row in rows:
+            mx = max(abs(float(v)) for v in row)
+            e = math.frexp(mx)[1] if mx else 0
+            n1s.append(sum(math.ceil(abs(Fraction(float(v))) * Fraction(2) ** (30 - e)) for v in row))
+            n2s.append(sum(math.ceil(abs(Fraction(float(v))) * Fraction(2) ** (15 - e)) ** 2 for v in row))
+        return max(n1s), max(n2s)
+
+    n1a, n2a = norms(a)
+    n1b, n2b = norms(b.T)
+    cs = math.isqrt(n2a * n2b)
+    cs += cs * cs < n2a * n2b
+    S = min(Fraction(k), Fraction(min(n1a, n1b), 2**30), Fraction(cs, 2**30))
+    na, nb = Fraction(n1a, 2**30), Fraction(n1b, 2**30)
+    w = 1
+    while u * k + (1 + u) * Fraction(2) ** (1 - w) * (na + nb + k * Fraction(2) ** (-w - 1)) > Fraction(k, 2 ** (bits - 1)):
+        w += 1
+
+    def holds(M, beta):
+        return M > 2 * (S * 2 ** (2 * beta) + k * 2**beta + k)
+
+    n = moduli or next(n for n in range(1, len(MODULI) + 1) if holds(math.prod(MODULI[:n]), w))
+    M = math.prod(MODULI[:n])
+    beta = w
+    while holds(M, beta + 1):
+        beta += 1
+    return w, n, beta
+
+
+@pytest.mark.parametrize("case", ["phi0.5", "phi3", "ones", "one-large", "k1", "tiny-k-rows"])
+def test_normwise_plan_follows_the_norms(case):
+    """fp64-fast's minimal width, moduli count and width come from the row and column norms
+    exactly as the rule says (computed here by hand); the same data scaled by powers of two
+    plans alike; entries all within 2**-30 of a power of two below it (1-norm bounds of k, the
+    norms' worst case) take width bits + 3, the data-independent rule."""
+    rng = np.random.default_rng(5)
+    a, b = {"phi0.5": lambda: phi_operands(rng, 6, 300, 5, 0.5),
+            "phi3": lambda: phi_operands(rng, 6, 300, 5, 3.0),
+            "ones": lambda: (np.full((4, 500), 1 - 2.0**-40), np.full((500, 3), -(1 - 2.0**-40))),
+            "one-large": lambda: (np.eye(7, 400) * 1e3 + 1e-9, np.eye(400, 6) * 5 + 1e-12),
+            "k1": lambda: (rng.standard_normal((3, 1)), rng.standard_normal((1, 4))),
+            "tiny-k-rows": lambda: phi_operands(rng, 2, 3, 2, 1.0)}[case]()
+    want = _normwise_plan_by_hand(a, b)
+    p = ozgemm.plan(a, b, "fp64-fast")
+    assert (p.n_moduli, p.beta) == want[1:] and f"minimal width {want[0]} " in p.info()["widened"]
+    q = ozgemm.plan(a * 2.0**-40, b * 2.0**300, "fp64-fast")
+    assert (q.n_moduli, q.beta) == (p.n_moduli, p.beta)
+    if case == "ones":
+        assert want[0] == 56
+    fixed = ozgemm.load_contract("fp64-fast").with_(moduli=17)
+    r = ozgemm.plan(a, b, fixed)
+    assert (r.n_moduli, r.beta) == _normwise_plan_by_hand(a, b, moduli=17)[1:] and r.beta >= 56
+
+
+def test_normwise_promise_with_the_fewest_moduli():
+    """The data-derived plan keeps fp64-fast's promise |C - AB|_ij <= 2**-52 k max|A_i,:|
+    max|B_:,j| on every entry against exact rational arithmetic, and uses fewer moduli than
+    the data-independent 17 on ordinary inputs; fp32 with a normwise contract likewise."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(11)
+    for con, dt in (("fp64-fast", np.float64),
+                    (ozgemm.load_contract("fp32").with_(bound_kind="normwise", name="fp32-normwise"), np.float32)):
+        c_ = ozgemm.load_contract(con) if isinstance(con, str) else con
+        for phi in (0.5, 4.0):
+            a, b = (x.astype(dt) for x in phi_operands(rng, 7, 90, 6, phi))
+            c, (p,) = ozgemm.matmul(a, b, contract=c_, return_plan=True)
+            if c_.fmt.name == "binary64":
+                assert p.n_moduli < 17
+            k = a.shape[1]
+            for i in range(7):
+                ra = max(abs(Fraction(float(v))) for v in a[i])
+                for j in range(6):
+                    rb = max(abs(Fraction(float(v))) for v in b[:, j])
+                    exact = sum(Fraction(float(a[i, l])) * Fraction(float(b[l, j])) for l in range(k))
+                    assert abs(Fraction(float(c[i, j])) - exact) <= Fraction(k, 2 ** (c_.bits - 1)) * ra * rb
 
 
 @pytest.mark.parametrize("p", [0.5, 3])

@@ -166,9 +166,6 @@ class Contract:
             raise ContractError(f"{where}: key 'growth' = {self.growth!r} needs bound_kind = \"componentwise\"")
         if self.schedule not in _SCHEDULES:
             raise ContractError(f"{where}: key 'schedule' must be one of {_SCHEDULES}, got {self.schedule!r}")
-        if self.bound_kind == "normwise" and self.moduli == "auto" and self.method == "crt":
-            raise ContractError(f"{where}: a normwise CRT contract needs a fixed integer 'moduli' count "
-                                "(or method = \"ozaki\", whose slice count follows from k and bits alone)")
 
     @property
     def fmt(self) -> Format:

@@ -10,7 +10,7 @@ beta >= width_i). Columns of B likewise with t_j = beta - F_j.
 Exactness. C' = A'B' is an integer matrix with
 |C'_ij| <= 2**(2 beta) S + 2**beta k + k =: Cmax, where S bounds sum_l |a~_il||b~_lj|
 (a~ = a 2**-E, b~ = b 2**-F) by min(max_i na_i, max_j nb_j, max_i |a~_i|_2 max_j |b~_j|_2),
-na_i = sum_l |a~_il|, nb_j = sum_l |b~_lj| (normwise contracts use S = k). It is recovered exactly from its
+na_i = sum_l |a~_il|, nb_j = sum_l |b~_lj| (dd/binary128 components under normwise contracts use S = k). It is recovered exactly from its
 residues modulo m_1..m_N when M = prod m_q > 2 Cmax.
 
 Scaling error. With x_i = [row i inexact at width beta], y_j likewise,
@@ -25,10 +25,13 @@ every entry (a sufficient condition, solved per entry in closed form by
 :func:`required_beta`; the 2**-40 covers the float64 evaluation), then the fewest moduli with M > 2 Cmax(beta), then the largest
 beta those moduli still allow (more accuracy at no cost).
 
-Normwise contracts. With a fixed moduli count, beta is the largest with M > 2 Cmax(beta);
-since na_i, nb_j <= k and 2**E_i <= 2 max|a_i,:|,
-|C - AB|_ij <= (u_f + (1+u_f) 2**(2-beta) (1 + 2**(-beta-2))) k max|A_i,:| max|B_:,j|,
-which is <= 2**-(bits-1) k max|A_i,:| max|B_:,j| whenever beta >= bits + 3. dd and
+Normwise contracts. Since 2**E_i <= 2 max|a_i,:| and |AB|_ij <= k max|A_i,:| max|B_:,j|,
+|C - AB|_ij <= (u_f k + (1+u_f) 2**(1-beta) (na + nb + k 2**(-beta-1))) max|A_i,:| max|B_:,j|
+with na >= max_i na_i, nb >= max_j nb_j; the smallest beta that makes this at most
+2**-(bits-1) k max|A_i,:| max|B_:,j| (:func:`normwise_width`, from one host read of the norm
+maxima, :func:`normwise_thresholds`) is at most bits + 3 (na = nb = k, any data). Moduli "auto": the fewest with
+M > 2 Cmax(that beta); a fixed count must hold it; either way beta is then the largest
+with M > 2 Cmax(beta) (:func:`_normwise_choice`). dd and
 binary128 operands (components, each entry's scaling error <= c/2 units, c = 2 or 4; for dd
 2**E_i <= 2 (1 + 2**-52) max|a_i,:|, E_i from hi = RN(hi + lo)): the scaling error grows to
 k 2**(E_i+F_j) c 2**-beta (1 + c 2**(-beta-2)), within the same bound whenever
@@ -55,7 +58,7 @@ from .stats import LB_BITS, NORM_BITS, RowStats
 
 __all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "RefineBound", "REFINE_GAP", "REFINE_MIN_WORK",
            "second_window", "needs_refinement", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
-           "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound",
+           "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound", "normwise_width", "normwise_thresholds",
            "check_width", "delta_norm", "required_beta", "plan_scalars", "KBLOCK_INT32"]
 
 #: k-block for exact int32 accumulation of int8 products: residues lie in [-128, 127], so
@@ -487,6 +490,88 @@ def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, 
     return nmod, max_beta_for(moduli_product(nmod), S, k, beta_min, cpow), widened
 
 
+@functools.lru_cache(maxsize=256)
+def normwise_thresholds(contract: Contract, k: int):
+    """The normwise contract's width rule as exact integer thresholds: an int64 array
+    (SPEC_BETA_HI + 1,) whose entry beta is the largest N for which width beta proves the
+    bound on one-component operands with row and column 1-norm bounds summing to
+    N 2**-30 (N = max_i n1_int(A) + max_j n1_int(B), :mod:`~ozgemm.precision.stats`), or -1.
+
+    Width beta proves |C - AB|_ij <= 2**-(bits-1) k max|A_i,:| max|B_:,j| when
+
+        u_f k + (1 + u_f) 2**(1-beta) (na + nb + k 2**(-beta-1)) <= 2**-(bits-1) k,
+
+    na, nb the norm bounds: delta_ij <= 2**(E_i+F_j-beta-1) (nb_j + na_i + k 2**(-beta-1))
+    (module docstring), 2**E_i <= 2 max_l |a_il|, 2**F_j <= 2 max_l |b_lj|, and
+    |C - AB| <= u_f |AB| + (1 + u_f) delta with |AB|_ij <= k max|A_i,:| max|B_:,j|. With
+    u_f = 1/U (U = 2**p) it reads (U + 1)(N 2**(beta+1) + k 2**30) <= k (2**(p+1-bits) - 1)
+    2**30 2**(2 beta), exact in integers; the thresholds grow with beta, and na = nb = k
+    (any data) gives beta = bits + 3. Raises ContractError where the promise is below the
+    format's own rounding (bits > p)."""
+    u = Fraction(contract.fmt.u)
+    U, p, bits = u.denominator, contract.fmt.p, contract.bits
+    if u.numerator != 1 or U != 1 << p or bits > p:
+        raise ContractError(f"contract {contract.name!r} ({contract.source}): a normwise bound "
+                            f"2^-{bits - 1} k max|A| max|B| needs bits <= {p}, the format's precision")
+    head = k * ((1 << (p + 1 - bits)) - 1) << NORM_BITS
+    T = np.empty((SPEC_BETA_HI + 1,), dtype=np.int64)
+    for beta in range(SPEC_BETA_HI + 1):
+        R = (head << (2 * beta)) - (U + 1) * (k << NORM_BITS)
+        T[beta] = -1 if R < 0 else min(R // ((U + 1) << (beta + 1)), _SPEC_CLAMP)
+    T.setflags(write=False)
+    return T
+
+
+def normwise_width(contract: Contract, N: int, k: int) -> int:
+    """The smallest width beta >= 1 proving a normwise contract for norm bounds summing to
+    N 2**-30 (:func:`normwise_thresholds`; at most bits + 3)."""
+    if k == 0:
+        return 1
+    T = normwise_thresholds(contract, k)
+    return max(1, int(np.searchsorted(T, N, side="left")))
+
+
+def _normwise_choice(contract: Contract, sa: RowStats, sb: RowStats, k: int, cpow: int, xp):
+    """(moduli count, width, report) of a normwise contract. One-component operands: one host
+    read of the row and column norm maxima (n1_int, n2_int of the statistics) gives S (the
+    smaller of the 1-norm and Cauchy-Schwarz bounds, as :func:`s_bound`) and the minimal width
+    (:func:`normwise_width`); moduli "auto" takes the fewest moduli with M > 2 Cmax(width),
+    a fixed count checks that its product holds that width; then the widest beta the moduli
+    allow. Components (dd/binary128 operands): S = k and width bits + 3 + log2 c (module
+    docstring), no read. Raises ModuliShortfall (a fixed count too small) and WidthShortfall
+    (beyond the table)."""
+    from .._xp import to_numpy
+
+    where = f"contract {contract.name!r} ({contract.source})"
+    m, n = sa.E.shape[0], sb.E.shape[0]
+    S = Fraction(k)
+    floor_ = contract.bits + 3 + (cpow.bit_length() - 1)  # components: c/2-unit scaling errors
+    how = "k max|A| max|B|"
+    if cpow == 1 and m * n * k:
+        n1a, n1b, n2a, n2b = (int(v) for v in to_numpy(xp.stack(
+            [sa.n1_int.max(), sb.n1_int.max(), sa.n2_int.max(), sb.n2_int.max()])))
+        S = min(S, Fraction(min(n1a, n1b), 2**NORM_BITS), Fraction(ceil_sqrt(n2a * n2b), 2**NORM_BITS))
+        floor_ = normwise_width(contract, n1a + n1b, k)
+        how = "the row and column norms"
+    if contract.moduli == "auto":
+        nmod = min_moduli_for(floor_, S, k, cpow)
+        if nmod is None:
+            raise WidthShortfall(
+                f"{where}: width {floor_} bits at k = {k} needs a moduli product beyond the table's "
+                f"{len(MODULI)} moduli. Fix: split k.")
+        widened = f"auto: {nmod} moduli prove the normwise bound (minimal width {floor_} from {how})"
+    else:
+        nmod = contract.moduli  # within the table (Contract checks it)
+        widened = f"fixed: {nmod} moduli"
+    beta = max_beta_for(moduli_product(nmod), S, k, cpow=cpow)
+    if beta < floor_:
+        need = min_moduli_for(floor_, S, k, cpow)
+        raise ModuliShortfall(
+            f"{where}: with {nmod} moduli and k = {k} the integer width is {beta} bits, below the "
+            f"{floor_} the normwise bound needs. Fix: moduli = {need} (or split k).")
+    return nmod, beta, widened
+
+
 def ceil_sqrt(x: int) -> int:
     """ceil(sqrt(x)) of a non-negative Python integer, exactly (the Cauchy-Schwarz source of
     :func:`s_bound`)."""
@@ -823,8 +908,8 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
         if int(nonfinite_flag.reshape(-1)[0]):  # plans without a host read of their own: read it now
             raise NonFiniteInputs()
         nonfinite_flag = None
-    # Cmax uses S >= sum_l |a~_il||b~_lj|; normwise contracts take S = k (data-independent:
-    # no device->host read), componentwise ones read the norm sums with beta.
+    # Cmax uses S >= sum_l |a~_il||b~_lj|: forced plans take S = k, the others read the norm
+    # sums (componentwise: with the bound's scalars; normwise: _normwise_choice).
     S = float(k)
     bound_gemms = 1
     where = f"contract {contract.name!r} ({contract.source})"
@@ -858,16 +943,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
         # a refined bound is read on the host: such products are not speculated on
         _remember(key, nmod, beta, speculable=not bound.refined)
     else:
-        nmod = contract.moduli  # within the table (Contract checks it)
-        M = moduli_product(nmod)
-        beta = max_beta_for(M, S, k, cpow=cpow)
-        floor_ = contract.bits + 3 + (cpow.bit_length() - 1)  # components: c/2-unit scaling errors
-        if beta < floor_:
-            need = min_moduli_for(floor_, S, k, cpow)
-            raise ModuliShortfall(
-                f"{where}: with {nmod} moduli and k = {k} the integer width is {beta} bits, below the "
-                f"{floor_} the normwise bound needs. Fix: moduli = {need} (or split k).")
-        widened = f"fixed: {nmod} moduli"
+        nmod, beta, widened = _normwise_choice(contract, sa, sb, k, cpow, backend.xp)
 
     s, t = backend.shifts(beta, sa, sb)
     return Plan(contract=contract, shape=(m, k, n), beta=int(beta), moduli=MODULI[:nmod], s=s, t=t,
