@@ -506,7 +506,8 @@ def _complex_product_2d(a, b, contract, backend):
     """One 2-D product with a complex operand; returns (C, Plan).
 
     Planned as the real embedding (:func:`~ozgemm.precision.operands.complex_embedding`,
-    non-finite rows/columns set aside there, so NaN/Inf follow numpy's complex classes) and
+    non-finite rows/columns set aside there, so NaN/Inf follow numpy's complex arithmetic term by
+    term, docs/semantics.md) and
     computed by :func:`~ozgemm.methods.execute_complex` (CRT: the three-product form)."""
     xp = backend.xp
     fmt = contract.fmt

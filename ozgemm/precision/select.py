@@ -44,7 +44,7 @@ def choose(contract, crt, ozaki, crt_error=None, ozaki_error=None):
     """The plan ``method = "auto"`` keeps, its ``widened`` report saying why.
 
     ``crt``: the CRT plan, or None where CRT cannot prove this contract (``crt_error`` says
-    why: a fixed moduli count too small, or a normwise contract with automatic moduli) or
+    why: e.g. a fixed moduli count too small for these inputs) or
     exceeds its ``max_gemms``; ``ozaki``: the Ozaki scheme I plan, or None likewise
     (``ozaki_error``); at least one is given. Ties go to CRT."""
     if ozaki is None:
