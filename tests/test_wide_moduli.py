@@ -70,19 +70,31 @@ def test_crt_reconstruct_wide(n_table):
         assert (-got if neg[i] else got) == v
 
 
-@pytest.mark.parametrize("C", [1, 3])
-def test_scaled_residues_wide(C):
-    """Residues mod the wide moduli of round(mant 2**(exp + s)) for shifts down to rounding
-    and up to very wide integers (many chunks), components added."""
-    rng = np.random.default_rng(C)
+@pytest.mark.parametrize("moduli", ["wide", "table"])
+@pytest.mark.parametrize("narrow", [False, True])
+@pytest.mark.parametrize("C", [1, 2, 3])
+def test_scaled_residues_wide(C, narrow, moduli):
+    """Residues mod the wide moduli (and the 8-bit table's) of round(mant 2**(exp + s)) for
+    shifts down to rounding and up to very wide integers (many chunks), components added;
+    ``narrow``: every exp + s <= 9, the scaled integers below 2**62 (the signed-chunk path),
+    with the extremes +-(2**53 - 1) 2**9 and round-half-up ties of both signs."""
+    rng = np.random.default_rng(C + 10 * narrow)
     r, k = 5, 9
     mant = rng.integers(-(2**53) + 1, 2**53, (C, r, k), dtype=np.int64)
     mant[..., 0] = 2**53 - 1
     mant[..., 1] = -(2**53 - 1)
     mant[..., 2] = 0
+    mant[..., 3] = 3  # 3 2**-1 and -3 2**-1: ties
+    mant[..., 4] = -3
     exp = rng.integers(-80, 10, (C, r, k), dtype=np.int64)
     shift = np.array([0, 30, 200, 900, 2000], dtype=np.int64)
-    moduli = wide_moduli(49)
+    if narrow:
+        exp[..., 3:5] = -1
+        shift = np.array([0, 1, 5, -20, -60], dtype=np.int64)
+        exp = np.minimum(exp, 9 - shift[None, :, None])
+        exp[:, 0, :2] = 9  # (2**53 - 1) 2**9: the widest scaled integers
+        exp[:, 2, 3:5] = -1 - 5  # ties after the shift of row 2 too
+    moduli = wide_moduli(49) if moduli == "wide" else MODULI[:17]
     got = scaled_residues(mant, exp, shift, moduli, np, dtype=np.float64)
     for i in range(r):
         for l in range(k):

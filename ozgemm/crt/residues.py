@@ -52,7 +52,9 @@ def scaled_residues(mant, exp, shift, moduli, xp, dtype=None):
 
     Method: X' = v * 2**d2 with v = mant << min(d, 9) or the rounded right shift (|v| < 2**62,
     exact int64) and d2 = max(d - 9, 0). |X'| is cut into b-bit chunks L_j (bits
-    bj .. bj+b-1, j < J), so X' = sign * sum_j L_j 2**(b j) and, for every modulus at once,
+    bj .. bj+b-1, j < J), so X' = sign * sum_j L_j 2**(b j) (where every d2 is 0, the two's
+    complement chunks of v itself instead, the top one signed: the same bounds, no sign pass)
+    and, for every modulus at once,
     S_q = sum_c sign_c sum_j L_cj W_qj with W_qj = 2**(b j) mod m_q. b <= 31 is the largest
     width with C J 2**b max(m) <= 2**46 (8-bit moduli: b = 31, every term below 2**39 and at
     most C J <= 3 * 34 of them; 20-bit moduli: b = 23 for the usual J = 3), so |S_q| < 2**46: the whole sum is
@@ -90,25 +92,38 @@ def scaled_residues(mant, exp, shift, moduli, xp, dtype=None):
     # rows per block: the chunk matrix (C J) and the sums (N) in float64, about 2 MiB, so that
     # the passes over them stay in cache (measured 3x faster than whole-matrix blocks at 1024^2)
     blk = max(1, min(r, (1 << 18) // max(1, (C * 4 + J + N) * k)))
+    mask = (1 << b) - 1
+    plain = dmax <= _LEFT_CAP  # every X' = v itself (d2 = 0): signed chunks, below
     for i0 in range(0, r, blk):
         i1 = min(r, i0 + blk)
         dd = d[:, i0:i1]
         m_ = mant[:, i0:i1]
-        pos = dd >= 0
-        rsh = xp.clip(-dd, 1, _SHIFT_CAP)
+        rsh = xp.minimum(-dd, _SHIFT_CAP)
+        xp.maximum(rsh, 1, out=rsh)
         small = (m_ + (xp.int64(1) << (rsh - 1))) >> rsh  # round half up, exact int64
-        v = xp.where(pos, m_ << xp.clip(dd, 0, _LEFT_CAP), small)
-        d2 = xp.clip(dd - _LEFT_CAP, 0, None)
-        sgn = xp.where(v < 0, -1, 1).astype(xp.int64)
-        av = xp.abs(v)
+        v = xp.where(dd >= 0, m_ << xp.minimum(xp.maximum(dd, 0), _LEFT_CAP), small)
         L = xp.empty((J, (i1 - i0) * k), dtype=xp.float64)
-        for j in range(J):
-            # chunk j of |v| 2**d2 = bits sh .. sh+b-1 of |v|; shifts >= 62 give 0 (|v| < 2**62),
-            # left shifts >= b leave no bit below 2**b
-            sh = b * j - d2
-            ch = xp.where(sh >= 0, av >> xp.clip(sh, 0, 63), av << xp.clip(-sh, 0, 63)) & ((1 << b) - 1)
-            ch *= sgn
-            L[j] = ch.sum(axis=0).reshape(-1)  # components add: |sum| < 3 * 2**b, exact
+        if plain:
+            # two's complement chunks of v itself: v = sum_{j < J-1} ((v >> b j) & mask) 2**(b j)
+            # + (v >> b (J-1)) 2**(b (J-1)) exactly (arithmetic shift), every chunk of magnitude
+            # <= 2**b since |v| < 2**62 <= 2**(b J): the same bound on S_q, no sign pass
+            for j in range(J):
+                ch = v >> (b * j) if j else v
+                if j < J - 1:
+                    ch = ch & mask
+                L[j] = (ch.sum(axis=0) if C > 1 else ch[0]).reshape(-1)
+        else:
+            d2 = xp.maximum(dd - _LEFT_CAP, 0)
+            sgn = xp.where(v < 0, -1, 1).astype(xp.int64)
+            av = xp.abs(v)
+            for j in range(J):
+                # chunk j of |v| 2**d2 = bits sh .. sh+b-1 of |v|; shifts >= 62 give 0 (|v| < 2**62),
+                # left shifts >= b leave no bit below 2**b
+                sh = b * j - d2
+                ch = xp.where(sh >= 0, av >> xp.minimum(xp.maximum(sh, 0), 63),
+                              av << xp.minimum(xp.maximum(-sh, 0), 63)) & mask
+                ch *= sgn
+                L[j] = ch.sum(axis=0).reshape(-1)  # components add: |sum| < 3 * 2**b, exact
         S = Wx @ L  # (N, rows k), exact integers
         qt = S * rinv  # symmetric residue S - m floor(S/m + 1/2), see above
         qt += 0.5
