@@ -27,8 +27,8 @@ import numpy as np
 
 from ._xp import to_numpy
 from .contracts.moduli import MODULI
-from .precision.planner import (SPEC_BETA_HI, ceil_sqrt, needs_refinement, normwise_thresholds,
-                                speculative_thresholds, width_cap)
+from .precision.planner import (SPEC_BETA_HI, ceil_sqrt, needs_refinement, normwise_width, speculative_thresholds,
+                                width_cap)
 from .precision.stats import LB_BITS
 
 __all__ = ["stacked_product"]
@@ -115,14 +115,8 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
         beta_min = sc[:, 0]
         if needs_refinement(beta_min.max(keepdims=True), contract.bits, m * n * k):
             return None  # a product whose lower bound a 2-D plan refines: per-product plans
-        cs = [ceil_sqrt(x * y) for x, y in zip(sc[:, 3].tolist(), sc[:, 4].tolist())]  # exact Python integers
-        if max(cs) >= _NUM_MAX:
-            return None
-        nums = np.stack([np.minimum(sc[:, 1], sc[:, 2]), np.array(cs, dtype=np.int64), sc[:, 5] + k], axis=1)
-        chosen = _choose(contract, beta_min.astype(np.int64), nums.astype(np.int64), k)
-        if chosen is None:
-            return None
-        nmod, beta = chosen
+        n1a, n1b, n2a, n2b = sc[:, 1], sc[:, 2], sc[:, 3], sc[:, 4]
+        third = sc[:, 5] + k  # the bound GEMM's upper bound (planner.s_bound)
     else:  # normwise: per product, the norm maxima of its rows and columns (planner._normwise_choice)
         maxima = [x.reshape(r, -1).max(axis=1) for x, r in ((sa.n1_int, Pa), (sb.n1_int, Pb), (sa.n2_int, Pa),
                                                             (sb.n2_int, Pb))]
@@ -131,15 +125,16 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
             return None
         n1a, n1b, n2a, n2b = (np.broadcast_to(v, (P,)).astype(np.int64)
                               for v in np.split(host[:2 * (Pa + Pb)], np.cumsum([Pa, Pb, Pa])))
-        beta_min = np.maximum(1, np.searchsorted(normwise_thresholds(contract, k), n1a + n1b, side="left"))
-        cs = [ceil_sqrt(x * y) for x, y in zip(n2a.tolist(), n2b.tolist())]  # exact Python integers
-        if max(cs) >= _NUM_MAX:
-            return None
-        nums = np.stack([np.minimum(n1a, n1b), np.array(cs, dtype=np.int64), np.full(P, k << (2 * LB_BITS))], axis=1)
-        chosen = _choose(contract, beta_min.astype(np.int64), nums, k)
-        if chosen is None:
-            return None
-        nmod, beta = chosen
+        beta_min = normwise_width(contract, n1a + n1b, k)
+        third = np.full(P, k << (2 * LB_BITS))  # S <= k (no bound GEMM)
+    cs = [ceil_sqrt(x * y) for x, y in zip(n2a.tolist(), n2b.tolist())]  # exact Python integers
+    if max(cs) >= _NUM_MAX:
+        return None
+    nums = np.stack([np.minimum(n1a, n1b), np.array(cs, dtype=np.int64), third], axis=1).astype(np.int64)
+    chosen = _choose(contract, beta_min.astype(np.int64), nums, k)
+    if chosen is None:
+        return None
+    nmod, beta = chosen
     beta_d = xp.asarray(beta)
     s = xp.where(sa.zero_row.reshape(Pa, m), 0, beta_d[:, None] - sa.E.reshape(Pa, m)).astype(xp.int64)
     t = xp.where(sb.zero_row.reshape(Pb, n), 0, beta_d[:, None] - sb.E.reshape(Pb, n)).astype(xp.int64)

@@ -523,13 +523,14 @@ def normwise_thresholds(contract: Contract, k: int):
     return T
 
 
-def normwise_width(contract: Contract, N: int, k: int) -> int:
+def normwise_width(contract: Contract, N, k: int):
     """The smallest width beta >= 1 proving a normwise contract for norm bounds summing to
-    N 2**-30 (:func:`normwise_thresholds`; at most bits + 3)."""
+    N 2**-30 (:func:`normwise_thresholds`; at most bits + 3): an int, or an int64 array for
+    an array ``N`` (the products of a stack)."""
     if k == 0:
-        return 1
-    T = normwise_thresholds(contract, k)
-    return max(1, int(np.searchsorted(T, N, side="left")))
+        return np.ones_like(N) if np.ndim(N) else 1
+    w = np.maximum(1, np.searchsorted(normwise_thresholds(contract, k), N, side="left"))
+    return w if np.ndim(N) else int(w)
 
 
 def _normwise_choice(contract: Contract, sa: RowStats, sb: RowStats, k: int, cpow: int, xp):
