@@ -161,3 +161,45 @@ def test_max_gemms_values():
         load_contract("fp64").with_(max_gemms=1)  # one modulus and the bound GEMM at least
     with pytest.raises(ContractError, match=">= 17"):
         load_contract("fp64-fast").with_(moduli=17, max_gemms=16)  # 17 fixed moduli, no bound GEMM
+
+
+def test_overrides_after_a_name(tmp_path):
+    """``name:key=value,...`` is the named contract with those keys changed (TOML values, bare
+    words as strings), named by the whole string; bad overrides name the key."""
+    c = load_contract("fp64-fast:moduli=17")
+    assert c.name == "fp64-fast:moduli=17"
+    assert c == load_contract("fp64-fast").with_(moduli=17, name="fp64-fast:moduli=17")
+    assert c is load_contract("fp64-fast:moduli=17")  # parsed once, as the shipped ones
+    d = load_contract("fp32:bound_kind=normwise,exponent_range=0, method = auto")
+    assert (d.bound_kind, d.exponent_range, d.method, d.format) == ("normwise", 0, "auto", "binary32")
+    assert load_contract('fp64:specials="raise"').specials == "raise"
+    f = tmp_path / "mine.toml"
+    f.write_text('format = "binary64"\nbits = 40\n')
+    assert load_contract(f"{f}:bits=30").bits == 30
+    f.write_text('format = "binary64"\nbits = 40\nmoduli = 12\n')  # a file base is read again
+    assert load_contract(f"{f}:bits=30").moduli == 12
+    for bad, key in [("fp64:colour=3", "colour"), ("fp64:name=x", "name"), ("fp64:moduli=0", "moduli"),
+                     ("fp64:moduli=x", "moduli"), ("fp64:moduli=3,bits", "bits")]:
+        with pytest.raises(ContractError, match=key):
+            load_contract(bad)
+    with pytest.raises(ContractError, match="unknown contract 'fp65'"):
+        load_contract("fp65:moduli=3")
+
+
+def test_normwise_fixed_moduli_keeps_its_promise():
+    """A normwise contract with a fixed moduli count plans that count and the widest width it
+    allows (more moduli, a wider width), and keeps the normwise promise against the exact
+    product; too few moduli for the promise is a ContractError."""
+    from ozgemm.verify.audit import measure_any
+    from ozgemm.verify.inputs import phi_operands
+
+    a, b = phi_operands(np.random.default_rng(3), 48, 300, 40, 2.0)
+    betas = []
+    for m in (15, 16, 17):
+        c, plans = ozgemm.matmul(a, b, contract=f"fp64-fast:moduli={m}", return_plan=True)
+        assert plans[0].n_moduli == m
+        betas.append(plans[0].beta)
+        assert measure_any(c, a, b, load_contract(f"fp64-fast:moduli={m}"))["breaches"] == 0
+    assert betas[0] < betas[1] < betas[2]
+    with pytest.raises(ContractError):
+        ozgemm.matmul(a, b, contract="fp64-fast:moduli=8")

@@ -233,7 +233,10 @@ def _from_mapping(data: dict, source: str, default_name: str) -> Contract:
 
 
 def load_contract(name_or_path) -> Contract:
-    """Load a contract by shipped name (``"fp64"``, ``"fp64-fast"``, ``"fp32"``) or TOML path.
+    """Load a contract by shipped name (``"fp64"``, ``"fp64-fast"``, ``"fp32"``) or TOML path,
+    optionally followed by ``:key=value,key=value`` overrides (values in TOML syntax, bare
+    words as strings): ``"fp64-fast:moduli=17"`` is ``load_contract("fp64-fast").with_(moduli=17)``
+    named ``fp64-fast:moduli=17`` — the form the command-line tools take for ``--contract(s)``.
 
     Raises
     ------
@@ -242,6 +245,11 @@ def load_contract(name_or_path) -> Contract:
         the message names the file and the key.
     """
     s = str(name_or_path)
+    base, sep, spec = s.rpartition(":")
+    if sep and base and "=" in spec and not Path(s).is_file():
+        if base.endswith(".toml") or Path(base).is_file():  # a user's file: read every time
+            return _with_overrides(load_contract(base), spec, s)
+        return _overridden(s)
     p = Path(s)
     if s.endswith(".toml") or p.is_file():  # a user's file: read every time (it may change)
         try:
@@ -262,6 +270,30 @@ def _shipped(s: str) -> Contract:
     if not f.is_file():
         raise ContractError(f"unknown contract {s!r}; shipped contracts: {named_contracts()} (or pass a .toml path)")
     return _parse(f.read_text(), f"ozgemm/contracts/{s}.toml", s)
+
+
+@functools.lru_cache(maxsize=256)
+def _overridden(full: str) -> Contract:
+    """The contract ``name:key=value,...`` names for a shipped name (parsed once per process,
+    as :func:`_shipped`)."""
+    base, _, spec = full.rpartition(":")
+    return _with_overrides(load_contract(base), spec, full)
+
+
+def _with_overrides(c: Contract, spec: str, full: str) -> Contract:
+    """``c`` with the keys of ``spec`` (``key=value,...``) changed, named ``full``."""
+    changes = {}
+    for item in spec.split(","):
+        key, eq, text = (t.strip() for t in item.partition("="))
+        if not eq or not key:
+            raise ContractError(f"contract {full!r}: override {item!r} is not key=value")
+        if key not in _KEYS or key == "name":
+            raise ContractError(f"contract {full!r}: unknown or fixed key {key!r}; keys: {sorted(_KEYS - {'name'})}")
+        try:
+            changes[key] = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            changes[key] = text  # a bare word: a string value
+    return c.with_(name=full, **changes)
 
 
 def _parse(text: str, source: str, default: str) -> Contract:
