@@ -10,7 +10,7 @@ from conftest import phi_pair
 SHAPES = [(7, 68, 61), (1, 1, 1), (33, 100, 17), (16, 16, 16)]
 
 
-@pytest.mark.parametrize("contract", ["fp64", "fp64-fast", "fp32"])
+@pytest.mark.parametrize("contract", ["fp64", "fp64-fast", "fp32", "fp32-fast"])
 @pytest.mark.parametrize("phi", [0.5, 1, 2, 3])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_bound_phi(rng, contract, phi, shape):

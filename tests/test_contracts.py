@@ -12,6 +12,8 @@ def test_named():
     f = load_contract("fp64-fast")
     assert f.bound_kind == "normwise" and f.moduli == "auto" and f.method == "crt"
     assert load_contract("fp32").format == "binary32"
+    f32 = load_contract("fp32-fast")
+    assert (f32.format, f32.bits, f32.bound_kind, f32.moduli) == ("binary32", 24, "normwise", "auto")
 
 
 def test_user_file(tmp_path):

@@ -21,7 +21,7 @@ def phi(rng, m, k, n, p, dt=np.float64):
     return phi_operands(rng, m, k, n, p, dt)
 
 
-@pytest.mark.parametrize("contract", ["fp64", "fp64-fast", "fp32"])
+@pytest.mark.parametrize("contract", ["fp64", "fp64-fast", "fp32", "fp32-fast"])
 @pytest.mark.parametrize("shape", [(7, 68, 61), (1, 1, 1), (33, 100, 17), (130, 257, 129), (256, 512, 384)])
 @pytest.mark.parametrize("p", [0.5, 2, 3])
 def test_bit_identical_to_cpu(contract, shape, p):

@@ -33,9 +33,9 @@ def test_fp64_contracts(ab, name):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(operands(np.float32))
-def test_fp32_contract(ab):
-    assert_contract_kept(*ab, "fp32")
+@given(operands(np.float32), st.sampled_from(["fp32", "fp32-fast"]))
+def test_fp32_contracts(ab, name):
+    assert_contract_kept(*ab, name)
 
 
 @settings(max_examples=30, deadline=None)

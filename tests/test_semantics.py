@@ -40,7 +40,7 @@ def rows(dt):
     ]
 
 
-CONTRACTS = [("fp64", np.float64), ("fp64-fast", np.float64), ("fp32", np.float32)]
+CONTRACTS = [("fp64", np.float64), ("fp64-fast", np.float64), ("fp32", np.float32), ("fp32-fast", np.float32)]
 
 
 @pytest.mark.parametrize("contract,dt", CONTRACTS)
