@@ -155,6 +155,25 @@ def test_bench_cpu_small_run_and_json(capsys, tmp_path):
     assert "min(100, n)" in out
 
 
+def test_bench_and_audit_take_contract_overrides(capsys, tmp_path):
+    """`--contract(s) name:key=value`: the derived contract runs under its whole name (its
+    fixed moduli count in the row, no breach); a bad override exits 2 naming the key."""
+    js = tmp_path / "b.json"
+    rc = main(["bench", "--sizes", "24", "--contracts", "fp64-fast:moduli=17", "fp32-fast", "--reps", "1",
+               "--ref-sizes", "24", "--json", str(js)])
+    assert rc == 0, capsys.readouterr()
+    rows = {r["contract"]: r for r in json.loads(js.read_text())["rows"]}
+    assert set(rows) == {"fp64-fast:moduli=17", "fp32-fast"}
+    assert rows["fp64-fast:moduli=17"]["moduli"] == 17
+    assert all(r["ozgemm_breaches"] == 0 for r in rows.values())
+    capsys.readouterr()
+    rc = main(["audit", "--contract", "fp32-fast:bits=23", "--size", "16", "--no-hilbert"])
+    assert rc == 0 and "contract fp32-fast:bits=23 kept" in capsys.readouterr().out
+    rc = main(["bench", "--sizes", "8", "--reps", "1", "--contracts", "fp64:colour=1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "colour" in err and "Traceback" not in err, err
+
+
 def test_bench_bad_arguments_and_refusals(capsys, tmp_path, monkeypatch):
     """Bad options exit 2 before any work, a contract refused for the inputs exits 3, a
     failure of the run itself 4: one 'ozgemm bench:' line each, no traceback."""

@@ -24,7 +24,7 @@ def register(sub):
     )
     p.add_argument("arrays", nargs="*", metavar="A.npy B.npy", help="operands to audit (2-D .npy files)")
     p.add_argument("--result", metavar="C.npy", help="audit this result of A @ B (from any matmul) instead of ozgemm's")
-    p.add_argument("--contract", default="fp64", help="contract name (fp64, fp64-fast, fp32, dd, fp128) or TOML file [fp64]")
+    p.add_argument("--contract", default="fp64", help="contract name (fp64, fp64-fast, fp32, fp32-fast, dd, fp128, ...) or TOML file, optionally with :key=value overrides (fp64-fast:moduli=16) [fp64]")
     p.add_argument("--size", type=int, default=256, help="square size n of the standard inputs [256]")
     p.add_argument("--shape", type=int, nargs=3, metavar=("M", "K", "N"), help="shape of the standard inputs")
     p.add_argument("--phi", type=float, nargs="+", default=[0.5, 1, 2, 3], help="phi values in [0, 64]: entries (rand - 0.5) exp(phi randn) [0.5 1 2 3]")

@@ -30,7 +30,9 @@ def register(sub):
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     p.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024])
-    p.add_argument("--contracts", nargs="+", default=["fp64"])
+    p.add_argument("--contracts", nargs="+", default=["fp64"],
+                   help="contract names or TOML files, each optionally with :key=value overrides "
+                        "(fp64-fast:moduli=16) [fp64]")
     p.add_argument("--phi", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reps", type=int, default=10)
