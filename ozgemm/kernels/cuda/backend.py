@@ -48,7 +48,6 @@ _PAD = 16
 # host's launches decide an eager call's time (docs/design.md, "Small products: CUDA graphs")
 _GRAPH_MAX_WORK = 2048 ** 3
 _ROW_PAD = 4  # rows of a stack's products: the INT8 GEMM's multiple
-_I64_0 = np.int64(0)
 _THREADS = 256
 
 
@@ -127,6 +126,39 @@ def _grid2d(nx: int, ny: int, threads: int = _THREADS):
     bx = min(threads, 1 << max(nx - 1, 0).bit_length())
     by = threads // bx
     return ((nx + bx - 1) // bx, min((ny + by - 1) // by, 65535)), (bx, by)
+
+
+def _residues_cols(name, n_moduli, xs, ldc, shift, r, k, rp, kp, tab, outs):
+    """Launch a crt.cu column residue kernel (``scaled_residues_cols``, ``..._cols_pair``) over
+    the rows ``xs`` (columns of row-major matrices of row stride ``ldc``, read in place): tiles
+    of 16 rows x 128 entries, grid-stride in the kernel beyond the grid."""
+    grid = (min(-(-rp // 16), 2**31 - 1), min(-(-kp // 128), 65535))
+    _fn(name, n_moduli)(grid, (16, 16), xs + (np.int64(ldc), shift, np.int32(r), np.int32(k), np.int32(rp),
+                                             np.int32(kp), tab, np.int32(tab.shape[1])) + outs)
+
+
+def _residues_rows(name, n_moduli, xs, shift, r, k, rp, kp, tab, outs):
+    """Launch a crt.cu row residue kernel (``scaled_residues``, ``..._pair``, float64 or
+    ``_f32``) over the rows ``xs`` (one row stride): ``_RES_PER_THREAD`` entries per thread
+    (kp a multiple of 16), 16-byte vector loads where every row start is 16-byte aligned."""
+    x = xs[0]
+    vec = int(x.strides[0] % 16 == 0 and all(v.data.ptr % 16 == 0 for v in xs))
+    grid, block = _grid2d(kp // _RES_PER_THREAD, rp)
+    _fn(name, n_moduli)(grid, block, xs + (np.int64(max(x.strides[0] // x.itemsize, 1)), shift, np.int32(r),
+                                          np.int32(k), np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]),
+                                          np.int32(vec)) + outs)
+
+
+def _crt_round(fmt, n_moduli, c, ldc, sc, s, t, m, n, out, ldo, batch=(1, 0, 0, 0, 0), grid=None):
+    """Launch crt.cu ``crt_round_f64`` / ``crt_round_f32`` (Garner, Horner, sign and the one
+    rounding) over products ``c`` (row stride ``ldc``, modulus stride ``sc``) into ``out`` (row
+    stride ``ldo``); ``batch`` = (products, product stride of c, of s, of t, of out) for a
+    stack, one grid z per product."""
+    f = _fn("crt_round_f64" if fmt.name == "binary64" else "crt_round_f32", n_moduli)
+    g, block = _grid2d(n, m)
+    f(grid or g, block, (c, np.int64(ldc), np.int64(sc), cp.ascontiguousarray(s, dtype=cp.int64),
+                         cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n), out, np.int64(ldo),
+                         np.int32(batch[0])) + tuple(np.int64(v) for v in batch[1:]))
 
 
 @functools.lru_cache(maxsize=None)
@@ -644,21 +676,13 @@ class CudaBackend:
         if not rp * kp:
             return out
         tab = _pow2_table(n_moduli, cp.cuda.runtime.getDevice())
+        shift = cp.ascontiguousarray(shift, dtype=cp.int64)
         if ldc is not None:
             # rows of x = columns of a row-major matrix, read in place (crt.cu scaled_residues_cols)
-            f = _fn("scaled_residues_cols", n_moduli)
-            # tiles of 16 rows x 128 entries (grid-stride in the kernel beyond the grid)
-            grid = (min(-(-rp // 16), 2**31 - 1), min(-(-kp // 128), 65535))
-            f(grid, (16, 16), (x, np.int64(ldc), cp.ascontiguousarray(shift, dtype=cp.int64), np.int32(r),
-                              np.int32(k), np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]), out))
+            _residues_cols("scaled_residues_cols", n_moduli, (x,), ldc, shift, r, k, rp, kp, tab, (out,))
         else:
-            f32 = x.dtype == cp.float32
-            f = _fn("scaled_residues_f32" if f32 else "scaled_residues", n_moduli)
-            vec = int(x.strides[0] % 16 == 0 and x.data.ptr % 16 == 0)  # 16-byte vector loads
-            grid, block = _grid2d(kp // _RES_PER_THREAD, rp)  # kp: multiple of 16
-            f(grid, block, (x, np.int64(max(x.strides[0] // x.itemsize, 1)), cp.ascontiguousarray(shift, dtype=cp.int64),
-                            np.int32(r), np.int32(k), np.int32(rp), np.int32(kp), tab, np.int32(tab.shape[1]),
-                            np.int32(vec), out))
+            _residues_rows("scaled_residues_f32" if x.dtype == cp.float32 else "scaled_residues", n_moduli, (x,),
+                           shift, r, k, rp, kp, tab, (out,))
         return out
 
     def residues_multi(self, x, shift, n_moduli, rp, kp):
@@ -714,13 +738,7 @@ class CudaBackend:
         if out is None:
             out = cp.empty((m, n), dtype=dtype)
         if m * n:
-            name = "crt_round_f64" if dtype == cp.float64 else "crt_round_f32"
-            f = _fn(name, n_moduli)
-            grid, block = _grid2d(n, m)
-            f(grid, block,
-              (c, np.int64(ldc), np.int64(sc), cp.ascontiguousarray(s, dtype=cp.int64),
-               cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n), out,
-               np.int64(out.strides[0] // out.itemsize), np.int32(1), _I64_0, _I64_0, _I64_0, _I64_0))
+            _crt_round(fmt, n_moduli, c, ldc, sc, s, t, m, n, out, out.strides[0] // out.itemsize)
         return out
 
     def residue_moduli(self, n_moduli):
@@ -747,21 +765,15 @@ class CudaBackend:
         shift = cp.ascontiguousarray(shift, dtype=cp.int64)
         ldc = _columns_ld(x)
         if ldc is not None and _columns_ld(y) == ldc:
-            grid = (min(-(-rp // 16), 2**31 - 1), min(-(-kp // 128), 65535))
-            _fn("scaled_residues_cols_pair", n_moduli)(
-                grid, (16, 16), (x, y, np.int64(ldc), shift, np.int32(r), np.int32(k), np.int32(rp), np.int32(kp),
-                                 tab, np.int32(tab.shape[1])) + outs)
+            _residues_cols("scaled_residues_cols_pair", n_moduli, (x, y), ldc, shift, r, k, rp, kp, tab, outs)
             return outs
         if not (x.dtype == y.dtype and x.dtype in (cp.float32, cp.float64) and x.strides == y.strides
                 and x.strides[1] == x.itemsize and x.strides[0] > 0):
             x, y = _rows_contiguous(x), _rows_contiguous(y)
             if x.dtype != y.dtype:
                 x, y = as_float64(x, contiguous=True), as_float64(y, contiguous=True)
-        f = _fn("scaled_residues_pair_f32" if x.dtype == cp.float32 else "scaled_residues_pair", n_moduli)
-        vec = int(x.strides[0] % 16 == 0 and x.data.ptr % 16 == 0 and y.data.ptr % 16 == 0)
-        grid, block = _grid2d(kp // _RES_PER_THREAD, rp)
-        f(grid, block, (x, y, np.int64(x.strides[0] // x.itemsize), shift, np.int32(r), np.int32(k), np.int32(rp),
-                        np.int32(kp), tab, np.int32(tab.shape[1]), np.int32(vec)) + outs)
+        _residues_rows("scaled_residues_pair_f32" if x.dtype == cp.float32 else "scaled_residues_pair", n_moduli,
+                       (x, y), shift, r, k, rp, kp, tab, outs)
         return outs
 
     def reconstruct_round_3m(self, p1, p2, p3, s, t_re, t_im, n_moduli, fmt, out_re, out_im, k):
@@ -925,13 +937,10 @@ class CudaBackend:
         dtype = cp.float64 if fmt.name == "binary64" else cp.float32
         out = cp.empty((Q, m, n), dtype=dtype)
         if Q * m * n:
-            f = _fn("crt_round_f64" if dtype == cp.float64 else "crt_round_f32", n_moduli)
-            grid, block = _grid2d(n, m)
-            grid = (grid[0], max(1, min(grid[1], 65536 // (grid[0] * min(Q, 65535)))), min(Q, 65535))
-            f(grid, block, (c, np.int64(ldc), np.int64(c[0].size), cp.ascontiguousarray(s, dtype=cp.int64),
-                            cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n), out, np.int64(n),
-                            np.int32(Q), np.int64(cbs), np.int64(m if s.shape[0] > 1 else 0),
-                            np.int64(n if t.shape[0] > 1 else 0), np.int64(m * n)))
+            g = _grid2d(n, m)[0]
+            grid = (g[0], max(1, min(g[1], 65536 // (g[0] * min(Q, 65535)))), min(Q, 65535))
+            _crt_round(fmt, n_moduli, c, ldc, c[0].size, s, t, m, n, out, n,
+                       batch=(Q, cbs, m if s.shape[0] > 1 else 0, n if t.shape[0] > 1 else 0, m * n), grid=grid)
         return out
 
     @contextlib.contextmanager
