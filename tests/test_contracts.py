@@ -186,6 +186,16 @@ def test_overrides_after_a_name(tmp_path):
             load_contract(bad)
     with pytest.raises(ContractError, match="unknown contract 'fp65'"):
         load_contract("fp65:moduli=3")
+    for bad, words in [("fp64-fast:moduli=17\nbits=40", "one line"), ("fp64-fast:moduli=17 # c", "comments"),
+                       ("fp64-fast:moduli=17,moduli=16", "given twice"), ("fp64" + "x" * 300, "unknown contract"),
+                       (str(f)[:-5], "unknown contract"), ("../contracts/fp64", "unknown contract")]:
+        with pytest.raises(ContractError, match=words):  # (a shipped name never reads a path)
+            load_contract(bad)
+    assert load_contract("fp64-fast:moduli=17:bits=50").bits == 50  # overrides chain
+    f.write_text('format = "binary64"\nbits = 40\nmoduli = 13\n')  # a file under a chain is read again too
+    assert load_contract(f"{f}:bits=30:bits=31").moduli == 13
+    f.write_text('format = "binary64"\nbits = 40\nmoduli = 14\n')
+    assert load_contract(f"{f}:bits=30:bits=31").moduli == 14
 
 
 def test_normwise_fixed_moduli_keeps_its_promise():

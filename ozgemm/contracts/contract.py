@@ -23,8 +23,11 @@ The promises (u_f = 2**-p is the unit roundoff of the output format, p its preci
     2019: lambda sqrt(k) u), made deterministic and proven per entry; it is always stronger than
     the worst case gamma_k (|A||B|) for k >= 2. Planned as the constant-growth contract with
     ``bits + 1 - floor(log2(k) / 2)`` bits (:meth:`Contract.for_k`).
-``bound_kind = "normwise"`` (contract ``fp64-fast``)
+``bound_kind = "normwise"`` (contracts ``fp64-fast``, ``fp32-fast``)
     ``|C - AB|_ij <= 2**-(bits-1) * k * max_l |A_il| * max_l |B_lj|`` (same underflow note).
+
+A name or path followed by ``:key=value,...`` is that contract with those keys changed
+(:func:`load_contract`), e.g. ``"fp64-fast:moduli=16"``.
 """
 from __future__ import annotations
 
@@ -235,8 +238,10 @@ def _from_mapping(data: dict, source: str, default_name: str) -> Contract:
 def load_contract(name_or_path) -> Contract:
     """Load a contract by shipped name (``"fp64"``, ``"fp64-fast"``, ``"fp32"``) or TOML path,
     optionally followed by ``:key=value,key=value`` overrides (values in TOML syntax, bare
-    words as strings): ``"fp64-fast:moduli=17"`` is ``load_contract("fp64-fast").with_(moduli=17)``
-    named ``fp64-fast:moduli=17`` — the form the command-line tools take for ``--contract(s)``.
+    words as strings; one line, no comments, no ``:`` or ``,`` inside a value; each key once
+    per group, groups may follow each other): ``"fp64-fast:moduli=17"`` is
+    ``load_contract("fp64-fast").with_(moduli=17)`` named ``fp64-fast:moduli=17`` — the form
+    the command-line tools take for ``--contract(s)``.
 
     Raises
     ------
@@ -246,12 +251,12 @@ def load_contract(name_or_path) -> Contract:
     """
     s = str(name_or_path)
     base, sep, spec = s.rpartition(":")
-    if sep and base and "=" in spec and not Path(s).is_file():
-        if base.endswith(".toml") or Path(base).is_file():  # a user's file: read every time
+    if sep and base and "=" in spec and not _is_file(s):
+        if _names_a_file(base):  # a user's file: read every time
             return _with_overrides(load_contract(base), spec, s)
         return _overridden(s)
     p = Path(s)
-    if s.endswith(".toml") or p.is_file():  # a user's file: read every time (it may change)
+    if s.endswith(".toml") or _is_file(s):  # a user's file: read every time (it may change)
         try:
             text = p.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
@@ -262,12 +267,32 @@ def load_contract(name_or_path) -> Contract:
     return _shipped(s)
 
 
+def _is_file(s: str) -> bool:
+    """Whether ``s`` names an existing file (False where the OS refuses the name, e.g. too long)."""
+    try:
+        return Path(s).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _names_a_file(s: str) -> bool:
+    """Whether ``s``, its overrides stripped, names a TOML path (a user's file, never cached)."""
+    while True:
+        if s.endswith(".toml") or _is_file(s):
+            return True
+        base, sep, spec = s.rpartition(":")
+        if not (sep and base and "=" in spec):
+            return False
+        s = base
+
+
 @functools.lru_cache(maxsize=None)
 def _shipped(s: str) -> Contract:
     """A shipped contract, parsed once per process (package data; Contract is frozen). Parsing
     it on every ``matmul`` call cost ~0.6 ms of host time, measured on the GPU machine."""
-    f = resources.files("ozgemm.contracts") / f"{s}.toml"
-    if not f.is_file():
+    ok = s and not s.startswith(".") and not any(ch in s for ch in "/\\\0") and len(s) <= 200
+    f = resources.files("ozgemm.contracts") / f"{s}.toml" if ok else None  # only the package's own files
+    if f is None or not f.is_file():
         raise ContractError(f"unknown contract {s!r}; shipped contracts: {named_contracts()} (or pass a .toml path)")
     return _parse(f.read_text(), f"ozgemm/contracts/{s}.toml", s)
 
@@ -289,10 +314,16 @@ def _with_overrides(c: Contract, spec: str, full: str) -> Contract:
             raise ContractError(f"contract {full!r}: override {item!r} is not key=value")
         if key not in _KEYS or key == "name":
             raise ContractError(f"contract {full!r}: unknown or fixed key {key!r}; keys: {sorted(_KEYS - {'name'})}")
+        if key in changes:
+            raise ContractError(f"contract {full!r}: key {key!r} is given twice")
+        if any(ch in text for ch in "\n\r#"):
+            raise ContractError(f"contract {full!r}: the value of {key!r} must be one TOML value on one line, "
+                                f"without comments; got {text!r}")
         try:
-            changes[key] = tomllib.loads(f"v = {text}")["v"]
+            data = tomllib.loads(f"v = {text}")
         except tomllib.TOMLDecodeError:
-            changes[key] = text  # a bare word: a string value
+            data = {"v": text}  # a bare word: a string value
+        changes[key] = data["v"]
     return c.with_(name=full, **changes)
 
 
