@@ -154,7 +154,8 @@ def _crt_round(fmt, n_moduli, c, ldc, sc, s, t, m, n, out, ldo, batch=(1, 0, 0, 
     rounding) over products ``c`` (row stride ``ldc``, modulus stride ``sc``) into ``out`` (row
     stride ``ldo``); ``batch`` = (products, product stride of c, of s, of t, of out) for a
     stack, one grid z per product."""
-    f = _fn("crt_round_f64" if fmt.name == "binary64" else "crt_round_f32", n_moduli)
+    name = "crt_round_f64" if fmt.name == "binary64" else "crt_round_f32"  # (a name the sources test lists)
+    f = _fn(name, n_moduli)
     g, block = _grid2d(n, m)
     f(grid or g, block, (c, np.int64(ldc), np.int64(sc), cp.ascontiguousarray(s, dtype=cp.int64),
                          cp.ascontiguousarray(t, dtype=cp.int64), np.int32(m), np.int32(n), out, np.int64(ldo),
