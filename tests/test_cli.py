@@ -247,3 +247,28 @@ def test_gemmul8_options_checked_before_any_work(capsys, tmp_path):
         rc = main(["bench", "--sizes", "8", "--reps", "1", *argv])
         err = capsys.readouterr().err
         assert rc == 2 and err.startswith("ozgemm bench: ") and "Traceback" not in err, (argv, err)
+
+
+def test_bench_front_pairs_each_peer_row_with_the_fastest_qualifying_contract():
+    """The GPU bench's front summary, from rows alone: per GEMMul8 row, the fastest ozgemm row of
+    the same n, phi and dtype at least as fast with no larger error (whole-output errors where
+    every row has one, else the block's); none where no row qualifies."""
+    from ozgemm.cli.bench_gpu import front
+
+    def oz(c, n, t, e, full=None, dt="float64", phi=0.5):
+        return {"contract": c, "n": n, "phi": phi, "dtype": dt, "ozgemm_s": t, "oz_max_err_u": e,
+                "oz_full_max_err_u": full}
+
+    def gm(cfg, n, t, e, full=None, dt="float64", phi=0.5):
+        return {**oz(f"GEMMul8 {cfg}", n, t, e, full, dt, phi), "peer": "GEMMul8", "config": cfg}
+
+    rows = [oz("fp64", 8, 1.0, 0.1, 0.2), oz("fp64-fast", 8, 0.8, 0.5, 0.9), oz("slow", 8, 3.0, 0.0, 0.0),
+            oz("fp32", 8, 0.1, 0.1, 0.1, dt="float32"), oz("fp64", 8, 0.5, 0.1, 0.1, phi=2.0),
+            gm("f14", 8, 0.9, 50.0, 60.0), gm("f16", 8, 1.2, 0.1, 0.3), gm("a16", 8, 2.0, 0.1, 0.1),
+            gm("f8", 8, 0.2, 0.05, 0.05, dt="float32")]
+    got = {f["config"]: (f["contract"], f["whole_output"]) for f in front(rows)}
+    assert got == {"f14": ("fp64-fast", True), "f16": ("fp64", True), "a16": (None, True), "f8": (None, True)}
+    rows = [oz("fp64", 8, 1.0, 0.1), gm("f15", 8, 1.5, 0.2, 0.3)]  # an ozgemm row without a whole-output error
+    (f,) = front(rows)
+    assert f["contract"] == "fp64" and f["whole_output"] is False and f["peer_err"] == 0.2
+    assert front([oz("fp64", 8, 1.0, 0.1)]) == []

@@ -169,7 +169,7 @@ def _peer_rows(peer, a, b, contract, row, ref, args, configs, flop) -> list:
         c = fn()
         acc = sampled_accuracy(a, b, c, contract, args.block, ref)
         full = full_max_errors(a, b, [c], 2.0 ** -contract.fmt.p)[0] if getattr(args, "full", False) else None
-        out.append({**{k: row[k] for k in ("n", "phi", "seed", "complex", "native_s", "native_tflops",
+        out.append({**{k: row[k] for k in ("n", "phi", "seed", "complex", "dtype", "native_s", "native_tflops",
                                             "nat_max_err_u", "nat_med_err_u", "nat_cr", "nat_full_max_err_u")},
                     "contract": f"GEMMul8 {cfg}", "peer": "GEMMul8", "config": cfg, "moduli": int(cfg[1:]),
                     "beta": None, "ozgemm_s": t, "ozgemm_tflops": flop * n**3 / t / 1e12, "speedup": row["native_s"] / t,
@@ -179,6 +179,29 @@ def _peer_rows(peer, a, b, contract, row, ref, args, configs, flop) -> list:
         print(f"  GEMMul8 {cfg} n={n}: {t * 1e3:.2f} ms", file=sys.stderr)
         del fn, c
         cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
+def front(rows) -> list:
+    """For each GEMMul8 row, the fastest ozgemm row of the same size, φ and operand dtype
+    (``dtype``: float64, float32, complex128, ...) at least as fast with no larger error: the whole-output
+    max error where both rows have it, else the top-left block's. Returns one dict per peer
+    row: ``n``, ``phi``, ``config``, ``peer_s``, ``peer_err``, ``contract`` (None: no ozgemm
+    row qualifies), ``ozgemm_s``, ``ozgemm_err``."""
+    def err(r, full):
+        return r["oz_full_max_err_u"] if full else r["oz_max_err_u"]
+
+    out = []
+    for g in (r for r in rows if r.get("peer") == "GEMMul8"):
+        key = (g["n"], g["phi"], g.get("dtype"))
+        own = [r for r in rows if r.get("peer") is None and (r["n"], r["phi"], r.get("dtype")) == key]
+        full = g.get("oz_full_max_err_u") is not None and all(r.get("oz_full_max_err_u") is not None for r in own)
+        ok = [r for r in own if r["ozgemm_s"] <= g["ozgemm_s"] and err(r, full) <= err(g, full)]
+        best = min(ok, key=lambda r: r["ozgemm_s"]) if ok else None
+        out.append({"n": g["n"], "phi": g["phi"], "config": g["config"], "peer_s": g["ozgemm_s"],
+                    "peer_err": err(g, full), "whole_output": full,
+                    "contract": best and best["contract"], "ozgemm_s": best and best["ozgemm_s"],
+                    "ozgemm_err": best and err(best, full)})
     return out
 
 
@@ -255,7 +278,8 @@ def run_gpu_bench(args) -> int:
                 cp.get_default_memory_pool().free_all_blocks()  # the reference below takes the room
                 full = (full_max_errors(a, b, [c, cp.matmul(a, b)], 2.0 ** -contract.fmt.p)
                         if getattr(args, "full", False) else [None, None])
-                row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "moduli": n_moduli,
+                row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "dtype": str(a.dtype),
+                       "moduli": n_moduli,
                        "beta": beta, "ozgemm_s": t_oz, "native_s": t_nat,
                        "complex": cplx,
                        "ozgemm_tflops": flop * n**3 / t_oz / 1e12, "native_tflops": flop * n**3 / t_nat / 1e12,
@@ -311,8 +335,17 @@ def run_gpu_bench(args) -> int:
                  f"{ph.get('reconstruction', 0) * 1e3:.1f}" if ph else "-")
               + (f"  {r['int8_gemm_s'] * 1e3:.1f} + {r['bound_gemm_s'] * 1e3:.1f} = {100 * r['int8_share']:.1f} %"
                  if "int8_share" in r else ""))
+    fr = front(rows)
+    if fr:
+        print("\nfront: for each GEMMul8 row, the fastest ozgemm contract of this run at least as fast with no larger "
+              "max error (whole output where measured, else the block's), same n and phi")
+        for f in fr:
+            mine = (f"{f['contract']} {f['ozgemm_s'] * 1e3:.2f} ms ({fmt_num(f['ozgemm_err'])})" if f["contract"]
+                    else "none")
+            print(f"  n={f['n']:>6} phi={f['phi']:<4} GEMMul8 {f['config']:<4} {f['peer_s'] * 1e3:>9.2f} ms "
+                  f"({fmt_num(f['peer_err'])}) -> {mine}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"context": ctx, "rows": rows}, f, indent=2)
+            json.dump({"context": ctx, "rows": rows, "front": fr}, f, indent=2)
     return 0
 
