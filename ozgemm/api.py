@@ -556,9 +556,11 @@ def matmul(a, b, out=None, *, contract=None, engine=None, return_plan=False):
         result casts to under numpy's ``same_kind`` rule; it may overlap ``a`` or ``b`` (the
         product is computed first, then copied).
     contract : str, path or Contract, optional
-        A shipped contract — ``"fp64"``, ``"fp64-fast"``, ``"fp32"``, ``"dd"``, ``"fp128"``,
-        ``"fp64-ozaki"``, ``"fp32-ozaki"`` (``ozgemm.named_contracts()``) — a TOML file or a
-        :class:`~ozgemm.Contract`. Default: the operands' precision (:func:`default_contract`:
+        A shipped contract — ``"fp64"``, ``"fp64-fast"``, ``"fp64-dgemm"``, ``"fp32"``,
+        ``"fp32-fast"``, ``"fp32-sgemm"``, ``"dd"``, ``"fp128"``, ``"fp64-ozaki"``,
+        ``"fp32-ozaki"`` (``ozgemm.named_contracts()``) — a TOML file or a
+        :class:`~ozgemm.Contract`; a name or file may be followed by ``:key=value,...``
+        overrides (``"fp64-fast:moduli=16"``, :func:`~ozgemm.load_contract`). Default: the operands' precision (:func:`default_contract`:
         two float32 operands ``"fp32"``, a DD operand ``"dd"``, a binary128 operand
         ``"fp128"``, else ``"fp64"``), so the result dtype is numpy's.
     engine : str or Backend, optional
