@@ -1,32 +1,66 @@
-"""The CPU engine's own moduli (primes below 2**20): float64 GEMMs at the largest sums the
-exactness bound allows, the generic direct CRT reconstruction, and wide scaled residues."""
+"""The CPU engine's own moduli (primes up to 2965821, about 2**21.5): float64 GEMMs at the
+largest sums the exactness bound allows, the exact reduction at its limit, the generic direct
+CRT reconstruction, and wide scaled residues."""
 from math import prod
 
 import numpy as np
 import pytest
 
 from ozgemm.contracts.moduli import MODULI
-from ozgemm.crt.moduli import WIDE_MODULI, garner_constants, wide_moduli
+from ozgemm.crt.moduli import WIDE_BOUND, WIDE_MODULI, garner_constants, wide_moduli
 from ozgemm.crt.reconstruct import crt_reconstruct
 from ozgemm.crt.residues import scaled_residues
 from ozgemm.kernels.numpy import DGEMM_EXACT_K, NumpyBackend
 
 
 def test_wide_moduli_cover_the_table():
-    assert all(m < 2**20 for m in WIDE_MODULI) and len(set(WIDE_MODULI)) == len(WIDE_MODULI)
+    assert all(m <= WIDE_BOUND and m % 2 for m in WIDE_MODULI) and len(set(WIDE_MODULI)) == len(WIDE_MODULI)
+    assert all(all(m % d for d in range(3, int(m ** 0.5) + 1, 2)) for m in WIDE_MODULI)  # primes
     for n in range(1, len(MODULI) + 1):
         w = wide_moduli(n)
         assert prod(w) >= 4 * prod(MODULI[:n]) and prod(w[:-1]) < 4 * prod(MODULI[:n])
-    assert len(wide_moduli(16)) == 7
+    assert len(wide_moduli(16)) == 6 and len(wide_moduli(17)) == 7
+
+
+def test_wide_bound_is_the_exactness_limit():
+    """WIDE_BOUND is the largest odd p whose k-block sums |c| <= 1024 ((p-1)/2)**2 keep
+    |c + 1/2| < 2**51 / (1 + 2**-54) (exact rational arithmetic here, independent of the code)."""
+    from fractions import Fraction
+
+    lim = Fraction(2**51) / (1 + Fraction(1, 2**54))
+    h = (WIDE_BOUND - 1) // 2
+    assert DGEMM_EXACT_K * h * h + Fraction(1, 2) < lim <= DGEMM_EXACT_K * (h + 1) ** 2 + Fraction(1, 2)
+
+
+def test_reduce_exact_at_the_limit():
+    """The float64 reduction c - p floor((c + 1/2) fl(1/p)) of block sums at and near the
+    largest magnitude, and at multiples of p and their neighbours there, for the largest
+    moduli and an odd p at WIDE_BOUND itself: [0, p) and equal to Python's c % p."""
+    rng = np.random.default_rng(5)
+    moduli = list(WIDE_MODULI[:4]) + [WIDE_BOUND]
+    rows = []
+    for p in moduli:
+        top = DGEMM_EXACT_K * ((p - 1) // 2) ** 2
+        q = top // p
+        vals = [top, -top, top - 1, -(top - 1), 0, 1, -1]
+        for j in (q, q - 1, q - 2, -q, -q + 1):
+            vals += [j * p, j * p - 1, j * p + 1, j * p + (p - 1) // 2, j * p - (p - 1) // 2]
+        vals += [int(v) for v in rng.integers(-top, top + 1, size=60)]
+        rows.append([v for v in vals if abs(v) <= top][:70])
+    c = np.array(rows, dtype=np.float64)[:, None, :]
+    assert all(float(int(v)) == v for v in c.ravel())  # exact integers in float64
+    NumpyBackend._reduce(c, moduli)
+    for q, p in enumerate(moduli):
+        assert [int(v) for v in c[q, 0]] == [v % p for v in rows[q]], p
 
 
 @pytest.mark.parametrize("k", [DGEMM_EXACT_K, 3 * DGEMM_EXACT_K + 17])
 @pytest.mark.parametrize("sign", ["same", "mixed"])
 def test_residue_products_largest_sums(k, sign):
-    """All residues at +-(p-1)/2 (the largest symmetric residues, |r| < 2**19): block sums at
-    the bound 2**48, against Python integers."""
+    """All residues at +-(p-1)/2 (the largest symmetric residues, |r| <= 1482910): block sums
+    at the bound 1024 ((p-1)/2)**2 < 2**51, against Python integers."""
     be = NumpyBackend("blas")
-    moduli = wide_moduli(16)
+    moduli = wide_moduli(17)
     rng = np.random.default_rng(k)
     m, n = 3, 4
     h = np.array([(p - 1) // 2 for p in moduli], dtype=np.float64)[:, None, None]

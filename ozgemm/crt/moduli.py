@@ -13,7 +13,8 @@ import numpy as np
 
 from ..contracts.moduli import MODULI
 
-__all__ = ["GarnerConstants", "garner_constants", "crt_constants", "WIDE_MODULI", "wide_moduli"]
+__all__ = ["GarnerConstants", "garner_constants", "crt_constants", "WIDE_MODULI", "WIDE_BOUND", "WIDE_K_BLOCK",
+           "wide_moduli"]
 
 
 def _largest_primes_below(bound: int, count: int) -> tuple:
@@ -25,14 +26,35 @@ def _largest_primes_below(bound: int, count: int) -> tuple:
     return tuple(out)
 
 
-#: the CPU engine's own moduli: the largest primes below 2**20, enough for a product at least
-#: 4 times the product of all of :data:`MODULI` (pairwise coprime: distinct primes)
-WIDE_MODULI = _largest_primes_below(1 << 20, (prod(MODULI).bit_length() + 2 + 18) // 19)
+#: the k-block of the CPU engine's float64 GEMMs of residues
+WIDE_K_BLOCK = 1024
+
+
+def _wide_bound(kb: int) -> int:
+    """The largest odd p such that kb sums of products of symmetric residues mod p, |c| <=
+    kb ((p-1)/2)**2, satisfy |c + 1/2| < 2**51 / (1 + 2**-54): the exactness condition of the
+    CPU engine's reduction c - p floor((c + 1/2) fl(1/p)) (kernels/numpy.py)."""
+    from fractions import Fraction
+    from math import isqrt
+
+    lim = Fraction(2**51) / (1 + Fraction(1, 2**54))
+    h = isqrt((lim.numerator // lim.denominator) // kb)
+    while kb * h * h + Fraction(1, 2) >= lim:
+        h -= 1
+    return 2 * h + 1
+
+
+#: the largest modulus :data:`WIDE_MODULI` may hold: 2965821 (about 2**21.5) for k-blocks of 1024
+WIDE_BOUND = _wide_bound(WIDE_K_BLOCK)
+
+#: the CPU engine's own moduli: the largest primes up to :data:`WIDE_BOUND`, enough for a
+#: product at least 4 times the product of all of :data:`MODULI` (pairwise coprime: distinct primes)
+WIDE_MODULI = _largest_primes_below(WIDE_BOUND + 1, (prod(MODULI).bit_length() + 2 + 20) // 21)
 
 
 class GarnerConstants:
     """Constants of the CRT reconstruction for a set of pairwise-coprime moduli: the first
-    ``n`` of the table (``GarnerConstants(n)``) or any tuple of moduli below 2**20
+    ``n`` of the table (``GarnerConstants(n)``) or any tuple of moduli below 2**22
     (``GarnerConstants(moduli)``, the CPU engine's :data:`WIDE_MODULI`).
 
     For moduli m_1..m_N (0-based ``q``):

@@ -58,7 +58,7 @@ def execute(plan, backend, a, b, timings=None, reuse=None, exact=False):
     N = plan.n_moduli
     sa, sb = plan.stats
     lap = lap_timer(backend, timings)
-    moduli = backend.residue_moduli(N)  # the backend's own (the CPU engine's primes < 2**20)
+    moduli = backend.residue_moduli(N)  # the backend's own (the CPU engine's primes up to 2965821)
     # output exponent -(s_i + t_j) + pa_i + pb_j (binary128 operands were rescaled by 2**-pa)
     s_out = plan.s - plan.pa if plan.pa is not None else plan.s
     t_out = plan.t - plan.pb if plan.pb is not None else plan.t

@@ -70,7 +70,7 @@ def crt_reconstruct(c, n_moduli, xp, bound=None):
     ----------
     c : (N, ...) int64 (or float64 holding integers), residues in [0, m_q)
     n_moduli : int N (the first N table moduli) or a tuple of moduli (any pairwise-coprime
-               set below 2**20, e.g. the CPU engine's :func:`~ozgemm.crt.moduli.wide_moduli`)
+               set below 2**22, e.g. the CPU engine's :func:`~ozgemm.crt.moduli.wide_moduli`)
 
     bound : int, optional, |C'| < bound known (the plan's M/2 + 1): where 4 bound <= P (the
             CPU engine's :func:`~ozgemm.crt.moduli.wide_moduli`), the quotient is rounded
@@ -83,13 +83,13 @@ def crt_reconstruct(c, n_moduli, xp, bound=None):
     neg : (...) bool, C' < 0
 
     Method: with e_q = (M/m_q)((M/m_q)^-1 mod m_q), Y = sum_q c_q e_q is congruent to C'
-    mod M. Its digits in base 2**h (h = ``e_bits``: 32 for the 8-bit table, 16 for 20-bit
-    moduli) are one float64 matrix product of the residues (N, R) with the base-2**h digits of
+    mod M. Its digits in base 2**h (h = ``e_bits``: 32 for the 8-bit table, 16 for the CPU
+    engine's moduli) are one float64 matrix product of the residues (N, R) with the base-2**h digits of
     e_q: every partial sum is below N max(m) 2**h < 2**53 (8-bit: 49 2**8 2**32 < 2**46;
-    20-bit: 18 2**20 2**16 < 2**41), so the product is exact on any BLAS; the digits are
+    CPU engine's moduli below 2**21.5: 17 2**21.5 2**16 < 2**42), so the product is exact on any BLAS; the digits are
     recombined into base-2**32 limbs in int64 (each below N max(m) 2**33 < 2**61). The
     quotient floor(Y/M) = floor(sum_q c_q inv_q / m_q) (a sum of N positive terms below
-    max(m)) is estimated in float64 (error < N**2 max(m) 2**-52 < 2**-20), t0 = estimate - 1 <= floor(Y/M), so
+    max(m)) is estimated in float64 (error < N**2 max(m) 2**-52 < 2**-20 for N <= 49 8-bit or 17 of the CPU engine's moduli), t0 = estimate - 1 <= floor(Y/M), so
     X = Y - t0 M lies in [0, 3M): at most two exact conditional subtractions of M give
     C' mod M, and C' = X if 2X < M, else X - M. O(N L) work per entry on the BLAS and O(L)
     integer passes, instead of Garner's O(N^2) sequential digit recurrences (same result:

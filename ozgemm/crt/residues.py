@@ -40,7 +40,7 @@ def scaled_residues(mant, exp, shift, moduli, xp, dtype=None):
     mant, exp : (r, k) int64    exact decomposition of the input rows; (C, r, k) for operands
                                 held as C components (each rounded separately, residues added)
     shift : (r,) int64          s_i, the power of two applied to row i
-    moduli : sequence of int    the moduli (<= 256, or any below 2**20: the CPU engine's)
+    moduli : sequence of int    the moduli (<= 256, or any below 2**22: the CPU engine's)
 
     dtype : the result dtype, int8 (default; int32 for moduli above 256) or a float type
             holding the same integers (a backend whose GEMM reads floats takes them without
@@ -57,7 +57,7 @@ def scaled_residues(mant, exp, shift, moduli, xp, dtype=None):
     and, for every modulus at once,
     S_q = sum_c sign_c sum_j L_cj W_qj with W_qj = 2**(b j) mod m_q. b <= 31 is the largest
     width with C J 2**b max(m) <= 2**46 (8-bit moduli: b = 31, every term below 2**39 and at
-    most C J <= 3 * 34 of them; 20-bit moduli: b = 23 for the usual J = 3), so |S_q| < 2**46: the whole sum is
+    most C J <= 3 * 34 of them; the CPU engine's moduli up to 2**21.5: b = 22 for the usual J = 3), so |S_q| < 2**46: the whole sum is
     one float64 matrix product W (N x J) @ L (J x rk) with L_j = sum_c sign_c L_cj, exact
     (integers below 2**53), and the symmetric residue S_q - m_q floor(S_q (1/m_q) + 1/2) is
     exact too: the computed quotient is off by less than 2**46 / m * 2**-51 < 2**-5 / m,

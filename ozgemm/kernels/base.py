@@ -133,7 +133,7 @@ class Backend(Protocol):
     def residue_moduli(self, n_moduli: int) -> tuple:
         """The moduli of the backend's residues for a plan of ``n_moduli`` table moduli (the
         plan's ``MODULI[:n_moduli]``, or the backend's own set whose product is at least
-        theirs, e.g. the CPU engine's primes below 2**20): what :meth:`residues` reduces
+        theirs, e.g. the CPU engine's primes up to 2965821): what :meth:`residues` reduces
         modulo, and what :meth:`residue_products` is given."""
 
     def residues(self, rows, stats, shift, n_moduli: int, i0: int = 0, i1: int | None = None):

@@ -4,11 +4,12 @@ The elementwise phases are the array-generic code of :mod:`ozgemm.precision` and
 :mod:`ozgemm.crt` run on numpy.
 
 ``kind="blas"`` computes the plan's exact integer C' with its own, larger moduli
-(:func:`~ozgemm.crt.moduli.wide_moduli`: the fewest primes p_j < 2**20 whose product P is at
-least the plan's M, so |C'| < M/2 <= P/2 is determined by its residues mod P; fp64's 16
-table moduli become 7) and float64 BLAS (dgemm): symmetric residues have |r| <= 2**19, every
-product |.| <= 2**38, so every partial sum of a k-block of at most 1024 has
-|.| <= 2**48 < 2**53 and is exact whatever order BLAS adds in. Each block's sums are reduced
+(:func:`~ozgemm.crt.moduli.wide_moduli`: the fewest primes p_j <= WIDE_BOUND = 2965821
+(about 2**21.5) whose product P is at least 4 times the plan's M, so |C'| < M/2 + 1 <= P/4 is
+determined by its residues mod P; fp64's 16 table moduli become 6) and float64 BLAS (dgemm):
+symmetric residues have |r| <= h = (p-1)/2 <= 1482910 < 2**20.5, every product |.| <= h**2,
+so every partial sum of a k-block of at most 1024 has |.| <= 1024 h**2 < 2**51 and is exact
+whatever order BLAS adds in. Each block's sums are reduced
 mod p_j exactly (see :meth:`NumpyBackend.residue_products`) and the residues added across
 blocks. The reconstruction is the same direct CRT formula
 (:func:`~ozgemm.crt.reconstruct.crt_reconstruct`) with the constants of these moduli.
@@ -26,7 +27,7 @@ from math import prod
 
 import numpy as np
 
-from ..crt.moduli import garner_constants, wide_moduli
+from ..crt.moduli import WIDE_K_BLOCK, garner_constants, wide_moduli
 from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
 from ..precision.planner import plan_scalars, stack_plan_scalars
@@ -51,9 +52,10 @@ def available_memory() -> int:
 #: largest k-block for which float32 accumulation of int8 products is provably exact
 SGEMM_EXACT_K = 2**24 // 2**14
 
-#: k-block of the float64 GEMMs of residues modulo primes below 2**20 (|r| <= 2**19):
-#: |block sums| <= 1024 * 2**38 = 2**48, exact in float64
-DGEMM_EXACT_K = 1024
+#: k-block of the float64 GEMMs of residues modulo the primes of :func:`wide_moduli`
+#: (|r| <= 1482910): |block sums| <= 1024 * 1482910**2 < 2**51, exact in float64, and within
+#: the bound under which :meth:`NumpyBackend._reduce` is exact (crt.moduli.WIDE_BOUND)
+DGEMM_EXACT_K = WIDE_K_BLOCK
 
 
 @dataclass
@@ -196,7 +198,7 @@ class NumpyBackend:
 
     def residue_moduli(self, n_moduli: int) -> tuple:
         """The moduli of this backend's residues for a plan of ``n_moduli`` table moduli: the
-        blas kind's own primes below 2**20 (:func:`~ozgemm.crt.moduli.wide_moduli`), the
+        blas kind's own primes up to 2965821 (:func:`~ozgemm.crt.moduli.wide_moduli`), the
         int64 kind's the plan's (the plain reference)."""
         if self.kind == "blas":
             return wide_moduli(n_moduli)
@@ -221,16 +223,19 @@ class NumpyBackend:
 
     def residue_products(self, ra, rb, moduli):
         """Residues (N, ..., m, n) in [0, m_q) of the exact products, ``moduli`` those of
-        :meth:`residue_moduli` (the blas kind takes any moduli below 2**20 with residues
-        |r| <= 2**19, float64 or any integer dtype).
+        :meth:`residue_moduli` (the blas kind takes any odd moduli up to
+        :data:`~ozgemm.crt.moduli.WIDE_BOUND` with symmetric residues, float64 or any integer
+        dtype).
 
         blas kind: float64 GEMMs on k-blocks of at most :data:`DGEMM_EXACT_K`, each block's
-        sums c (exact integers, |c| <= 2**48) reduced as r = c - p floor((c + 1/2) p^-1) in
-        float64, then the blocks' residues added and reduced once more (sums below
-        2**53, exact). Exact: c + 1/2 is exact, and (c + 1/2)/p is never within 1/(2p) of an
-        integer, while the computed quotient fl((c + 1/2) fl(1/p)) errs by at most
-        2 2**-53 |c + 1/2|/p (1 + 2**-52) < 2**-4/p — 8 times below 1/(2p) — so the floor
-        is right, and c - p floor(.) in [0, p) is exact. int64 kind: int64 remainders."""
+        sums c (exact integers, |c| <= 1024 ((p-1)/2)**2 < 2**51) reduced as
+        r = c - p floor((c + 1/2) p^-1) in float64, then the blocks' residues added and reduced
+        once more (sums below 2**53, exact). Exact: c + 1/2 is exact (|c| < 2**51), and
+        (c + 1/2)/p = (2c + 1)/(2p) is never within 1/(2p) of an integer (p odd), while the
+        computed quotient fl((c + 1/2) fl(1/p)) errs by at most |c + 1/2|/p (2**-52 + 2**-106),
+        below 1/(2p) exactly when |c + 1/2| < 2**51 / (1 + 2**-54) — the condition that
+        defines WIDE_BOUND — so the floor is right, and c - p floor(.) in [0, p) is exact
+        (p floor(.) <= |c| + p < 2**53). int64 kind: int64 remainders."""
         if self.kind == "blas":
             k = ra.shape[-1]
             out_shape = ra.shape[:-1] + (rb.shape[-2],)
