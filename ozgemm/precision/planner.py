@@ -552,7 +552,7 @@ def _normwise_choice(contract: Contract, sa: RowStats, sb: RowStats, k: int, cpo
     if cpow == 1 and m * n * k:
         n1a, n1b, n2a, n2b = (int(v) for v in to_numpy(xp.stack(
             [sa.n1_int.max(), sb.n1_int.max(), sa.n2_int.max(), sb.n2_int.max()])))
-        S = min(S, Fraction(min(n1a, n1b), 2**NORM_BITS), Fraction(ceil_sqrt(n2a * n2b), 2**NORM_BITS))
+        S = s_sources(n1a, n1b, n2a, n2b, k << (2 * LB_BITS))  # third source: S <= k (no bound GEMM)
         floor_ = normwise_width(contract, n1a + n1b, k)
         how = "the row and column norms"
     if contract.moduli == "auto":
@@ -584,11 +584,17 @@ def ceil_sqrt(x: int) -> int:
 def s_bound(host, k: int) -> Fraction:
     """S >= sum_l |a~_il||b~_lj| for every (i, j) from the planner's scalars: the smallest of
     min(max 1-norm), the Cauchy-Schwarz bound and the bound GEMM's own upper bound
-    max_ij (LB_ij + sum_l qa_il + sum_l qb_lj + k) 2**-14."""
+    max_ij (LB_ij + sum_l qa_il + sum_l qb_lj + k) 2**-14 (:func:`s_sources`)."""
     n1a, n1b, n2a, n2b, ub = (int(v) for v in host[1:6])
-    cs = ceil_sqrt(n2a * n2b)
-    return min(Fraction(min(n1a, n1b), 2**NORM_BITS), Fraction(cs, 2**NORM_BITS),
-               Fraction(ub + k, 2 ** (2 * LB_BITS)))
+    return s_sources(n1a, n1b, n2a, n2b, ub + k)
+
+
+def s_sources(n1a: int, n1b: int, n2a: int, n2b: int, third: int) -> Fraction:
+    """The smallest of S's three sources: the 1-norm maxima n1a, n1b and the Cauchy-Schwarz
+    bound ceil(sqrt(n2a n2b)), both in units of 2**-30, and ``third`` in units of 2**-14 (the
+    bound GEMM's upper bound, or k 2**14 where there is none)."""
+    return min(Fraction(min(n1a, n1b), 2**NORM_BITS), Fraction(ceil_sqrt(n2a * n2b), 2**NORM_BITS),
+               Fraction(third, 2 ** (2 * LB_BITS)))
 
 
 #: table rows 0..SPEC_BETA_HI of speculative_thresholds (widths beyond: no speculation)
@@ -914,7 +920,6 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     # sums (componentwise: with the bound's scalars; normwise: _normwise_choice).
     S = float(k)
     bound_gemms = 1
-    where = f"contract {contract.name!r} ({contract.source})"
     key = None
     if force_moduli is not None:
         nmod = int(force_moduli)
