@@ -370,7 +370,7 @@ def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None):
     if not (is_wide(a) or is_wide(b)):
         if contract.fmt.name != "binary32":
             a, b = as_float64(a), as_float64(b)
-        if backend.flags_nonfinite and force is None and contract.method == "crt" and contract.bound_kind == "componentwise":
+        if backend.flags_nonfinite and force is None and contract.method == "crt":
             # the NaN/Inf check rides on the backend's statistics and its flag on the planner's
             # one host read; only inputs that do hold NaN/Inf are planned again, on their
             # finite rows/columns

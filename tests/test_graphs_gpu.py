@@ -57,7 +57,9 @@ def _variant(rng, x, i):
                                                   ("fp64-dgemm", np.float64, (64, 300, 64)),
                                                   ("fp32", np.float32, (100, 64, 37)),
                                                   ("fp32-sgemm", np.float32, (48, 48, 48)),
-                                                  ("fp64", np.float32, (33, 65, 17))])
+                                                  ("fp64", np.float32, (33, 65, 17)),
+                                                  ("fp64-fast", np.float64, (96, 130, 70)),
+                                                  ("fp32-fast", np.float32, (100, 64, 37))])
 def test_replays_give_the_cpu_engines_bits(contract, dtype, shape, replays):
     m, k, n = shape
     rng = np.random.default_rng(m + k + n)

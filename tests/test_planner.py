@@ -42,6 +42,21 @@ def test_required_beta_is_minimal_and_sound(seed):
     assert brute(sa, sb, lb, 53, k, 2.0 ** -53, False) <= got
 
 
+def _norm_maxima_by_hand(rows):
+    """(max n1, max n2) over ``rows``: n1 = sum ceil(|x| 2**(30 - E)), n2 = sum
+    ceil(|x| 2**(15 - E))**2 with E the row's exponent (|x| < 2**E), in Python integers."""
+    import math
+    from fractions import Fraction
+
+    n1s, n2s = [], []
+    for row in rows:
+        mx = max(abs(float(v)) for v in row)
+        e = math.frexp(mx)[1] if mx else 0
+        n1s.append(sum(math.ceil(abs(Fraction(float(v))) * Fraction(2) ** (30 - e)) for v in row))
+        n2s.append(sum(math.ceil(abs(Fraction(float(v))) * Fraction(2) ** (15 - e)) ** 2 for v in row))
+    return max(n1s), max(n2s)
+
+
 def _normwise_plan_by_hand(a, b, bits=53, u=None, moduli=None):
     """(minimal width, moduli, width) of a normwise plan, written here from the rule's
     definition with Python integers and Fractions: the row/column 1-norm bounds
@@ -56,18 +71,8 @@ def _normwise_plan_by_hand(a, b, bits=53, u=None, moduli=None):
 
     u = Fraction(1, 2**53) if u is None else u
     k = a.shape[1]
-
-    def norms(rows):
-        n1s, n2s = [], []
-        for row in rows:
-            mx = max(abs(float(v)) for v in row)
-            e = math.frexp(mx)[1] if mx else 0
-            n1s.append(sum(math.ceil(abs(Fraction(float(v))) * Fraction(2) ** (30 - e)) for v in row))
-            n2s.append(sum(math.ceil(abs(Fraction(float(v))) * Fraction(2) ** (15 - e)) ** 2 for v in row))
-        return max(n1s), max(n2s)
-
-    n1a, n2a = norms(a)
-    n1b, n2b = norms(b.T)
+    n1a, n2a = _norm_maxima_by_hand(a)
+    n1b, n2b = _norm_maxima_by_hand(b.T)
     cs = math.isqrt(n2a * n2b)
     cs += cs * cs < n2a * n2b
     S = min(Fraction(k), Fraction(min(n1a, n1b), 2**30), Fraction(cs, 2**30))
@@ -87,19 +92,26 @@ def _normwise_plan_by_hand(a, b, bits=53, u=None, moduli=None):
     return w, n, beta
 
 
-@pytest.mark.parametrize("case", ["phi0.5", "phi3", "ones", "one-large", "k1", "tiny-k-rows"])
-def test_normwise_plan_follows_the_norms(case):
-    """fp64-fast's minimal width, moduli count and width come from the row and column norms
-    exactly as the rule says (computed here by hand); the same data scaled by powers of two
-    plans alike; entries all within 2**-30 of a power of two below it (1-norm bounds of k, the
-    norms' worst case) take width bits + 3, the data-independent rule."""
+_NORMWISE_CASES = ["phi0.5", "phi3", "ones", "one-large", "k1", "tiny-k-rows"]
+
+
+def _normwise_case(case):
     rng = np.random.default_rng(5)
-    a, b = {"phi0.5": lambda: phi_operands(rng, 6, 300, 5, 0.5),
+    return {"phi0.5": lambda: phi_operands(rng, 6, 300, 5, 0.5),
             "phi3": lambda: phi_operands(rng, 6, 300, 5, 3.0),
             "ones": lambda: (np.full((4, 500), 1 - 2.0**-40), np.full((500, 3), -(1 - 2.0**-40))),
             "one-large": lambda: (np.eye(7, 400) * 1e3 + 1e-9, np.eye(400, 6) * 5 + 1e-12),
             "k1": lambda: (rng.standard_normal((3, 1)), rng.standard_normal((1, 4))),
             "tiny-k-rows": lambda: phi_operands(rng, 2, 3, 2, 1.0)}[case]()
+
+
+@pytest.mark.parametrize("case", _NORMWISE_CASES)
+def test_normwise_plan_follows_the_norms(case):
+    """fp64-fast's minimal width, moduli count and width come from the row and column norms
+    exactly as the rule says (computed here by hand); the same data scaled by powers of two
+    plans alike; entries all within 2**-30 of a power of two below it (1-norm bounds of k, the
+    norms' worst case) take width bits + 3, the data-independent rule."""
+    a, b = _normwise_case(case)
     want = _normwise_plan_by_hand(a, b)
     p = ozgemm.plan(a, b, "fp64-fast")
     assert (p.n_moduli, p.beta) == want[1:] and f"minimal width {want[0]} " in p.info()["widened"]
@@ -110,6 +122,28 @@ def test_normwise_plan_follows_the_norms(case):
     fixed = ozgemm.load_contract("fp64-fast").with_(moduli=17)
     r = ozgemm.plan(a, b, fixed)
     assert (r.n_moduli, r.beta) == _normwise_plan_by_hand(a, b, moduli=17)[1:] and r.beta >= 56
+
+
+@pytest.mark.parametrize("case", _NORMWISE_CASES)
+def test_normwise_scalars_hold_the_norm_maxima_and_the_minimal_width(case):
+    """What a normwise plan reads (and a speculative one keeps on the device): the minimal width
+    and the 1-norm and 2-norm maxima computed here by hand, S <= k as the third source, and the
+    NaN/Inf flag last when one is given."""
+    from ozgemm.kernels import get_backend
+    from ozgemm.precision.planner import normwise_thresholds, statistics
+
+    a, b = _normwise_case(case)
+    k = a.shape[1]
+    eng = get_backend("cpu")
+    sa, sb = statistics(a, b, eng)
+    c = ozgemm.load_contract("fp64-fast")
+    got = eng.normwise_scalars(sa, sb, normwise_thresholds(c, k), k)
+    w = _normwise_plan_by_hand(a, b)[0]
+    want = [w, *_norm_maxima_by_hand(a)[:1], *_norm_maxima_by_hand(b.T)[:1], _norm_maxima_by_hand(a)[1],
+            _norm_maxima_by_hand(b.T)[1], k * 2**14 - k]
+    assert got.dtype == np.int64 and got.tolist() == want
+    flagged = eng.normwise_scalars(sa, sb, normwise_thresholds(c, k), k, np.ones((1,), dtype=np.int32))
+    assert flagged.tolist() == want + [1]
 
 
 def test_normwise_promise_with_the_fewest_moduli():

@@ -13,6 +13,7 @@ Phases, in pipeline order (Ozaki scheme II, :mod:`ozgemm.crt.pipeline`; Ozaki sc
 1. non-finite pass          :meth:`Backend.nonfinite_rows_cols`
 2. row/column statistics    :meth:`Backend.row_stats`
 3. bound GEMM + scalars     :meth:`Backend.gemm_exact`, :meth:`Backend.plan_scalars`
+   (normwise contracts: :meth:`Backend.normwise_scalars`, no bound GEMM)
 4. shifts                   :meth:`Backend.shifts`, :meth:`Backend.speculative_shifts`
    (phases 2-7 of a small speculative product may be replayed: :meth:`Backend.recorded`)
 5. scaling + residues       :meth:`Backend.residues`
@@ -103,6 +104,11 @@ class Backend(Protocol):
         """The planner's scalars from the statistics and the bound GEMM ``lb`` (units of
         2**-(14 + lb_shift)) as a (6,) or, with ``flag``, (7,) int64 array equal to
         :func:`ozgemm.precision.planner.plan_scalars`."""
+
+    def normwise_scalars(self, sa, sb, table, k: int, flag=None):
+        """A normwise plan's data in the layout of :meth:`plan_scalars` (no host read): equal
+        to :func:`ozgemm.precision.planner.normwise_scalars` with ``table`` (the host's
+        :func:`~ozgemm.precision.planner.normwise_thresholds`) on this backend."""
 
     def shifts(self, beta: int, sa, sb):
         """(s, t): int64 row shifts of A and column shifts of B, ``where(zero, 0, beta - E)``."""

@@ -30,7 +30,7 @@ import numpy as np
 from ..crt.moduli import WIDE_K_BLOCK, garner_constants, wide_moduli
 from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
-from ..precision.planner import plan_scalars, stack_plan_scalars
+from ..precision.planner import normwise_scalars, plan_scalars, stack_plan_scalars
 from ..precision.operands import complex_embedding
 from ..precision.stats import repeat_stats, row_stats, split_float
 
@@ -136,6 +136,9 @@ class NumpyBackend:
 
     def plan_scalars(self, sa, sb, lb, bits, k, u, flag=None, lb_shift=0):
         return plan_scalars(sa, sb, lb, bits, k, u, np, flag=flag, lb_shift=lb_shift)
+
+    def normwise_scalars(self, sa, sb, table, k, flag=None):
+        return normwise_scalars(sa, sb, k, table, np, flag)
 
     def shifts(self, beta, sa, sb):
         return (np.where(sa.zero_row, 0, beta - sa.E).astype(np.int64, copy=False),

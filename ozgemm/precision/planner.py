@@ -28,8 +28,8 @@ beta those moduli still allow (more accuracy at no cost).
 Normwise contracts. Since 2**E_i <= 2 max|a_i,:| and |AB|_ij <= k max|A_i,:| max|B_:,j|,
 |C - AB|_ij <= (u_f k + (1+u_f) 2**(1-beta) (na + nb + k 2**(-beta-1))) max|A_i,:| max|B_:,j|
 with na >= max_i na_i, nb >= max_j nb_j; the smallest beta that makes this at most
-2**-(bits-1) k max|A_i,:| max|B_:,j| (:func:`normwise_width`, from one host read of the norm
-maxima, :func:`normwise_thresholds`) is at most bits + 3 (na = nb = k) for one-component
+2**-(bits-1) k max|A_i,:| max|B_:,j| (:func:`normwise_width`, from the norm maxima:
+:func:`normwise_scalars`, on the device as far as a speculative plan goes) is at most bits + 3 (na = nb = k) for one-component
 operands. Moduli "auto": the fewest with
 M > 2 Cmax(that beta); a fixed count must hold it; either way beta is then the largest
 with M > 2 Cmax(beta) (:func:`_normwise_choice`). dd and
@@ -59,7 +59,7 @@ from .stats import LB_BITS, NORM_BITS, RowStats
 
 __all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "RefineBound", "REFINE_GAP", "REFINE_MIN_WORK",
            "second_window", "needs_refinement", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
-           "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound", "normwise_width", "normwise_thresholds",
+           "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound", "normwise_width", "normwise_thresholds", "normwise_scalars",
            "check_width", "delta_norm", "required_beta", "plan_scalars", "KBLOCK_INT32"]
 
 #: k-block for exact int32 accumulation of int8 products: residues lie in [-128, 127], so
@@ -533,27 +533,38 @@ def normwise_width(contract: Contract, N, k: int):
     return w if np.ndim(N) else int(w)
 
 
-def _normwise_choice(contract: Contract, sa: RowStats, sb: RowStats, k: int, cpow: int, xp):
-    """(moduli count, width, report) of a normwise contract. One-component operands: one host
-    read of the row and column norm maxima (n1_int, n2_int of the statistics) gives S (the
-    smaller of the 1-norm and Cauchy-Schwarz bounds, as :func:`s_bound`) and the minimal width
-    (:func:`normwise_width`); moduli "auto" takes the fewest moduli with M > 2 Cmax(width),
-    a fixed count checks that its product holds that width; then the widest beta the moduli
-    allow. Components (dd/binary128 operands): S = k and width bits + 3 + log2 c (module
-    docstring), no read. Raises ModuliShortfall (a fixed count too small) and WidthShortfall
-    (beyond the table)."""
-    from .._xp import to_numpy
+def normwise_scalars(sa: RowStats, sb: RowStats, k: int, table, xp, flag=None):
+    """A normwise plan's data in the layout of :func:`plan_scalars`, as an int64 array on the
+    backend (no host read): (6,) or, with ``flag``, (7,) = [minimal width, max n1_int(A),
+    max n1_int(B), max n2_int(A), max n2_int(B), k 2**14 - k (, NaN/Inf flag)]. The width is
+    :func:`normwise_width` of the 1-norm maxima, taken from ``table`` (:func:`normwise_thresholds`
+    of the contract and k, as an array of ``xp``: the first index >= 1 whose threshold reaches
+    the sum); the last entry makes S's third source S <= k (no bound GEMM), so
+    :func:`s_bound` and the device's speculative width (:func:`speculative_thresholds`) read it
+    as they read a componentwise plan's. One-component operands with m n k > 0."""
+    mx = xp.stack([sa.n1_int.max(), sb.n1_int.max(), sa.n2_int.max(), sb.n2_int.max()]).astype(xp.int64)
+    width = xp.maximum((table < mx[0] + mx[1]).sum(), 1).astype(xp.int64)
+    parts = [width.reshape(1), mx, xp.full((1,), (k << (2 * LB_BITS)) - k, dtype=xp.int64)]
+    if flag is not None:
+        parts.append(flag.reshape(1).astype(xp.int64))
+    return xp.concatenate(parts)
 
+
+def _normwise_choice(contract: Contract, host, k: int, cpow: int):
+    """(moduli count, width, report) of a normwise contract. ``host``: one-component operands,
+    the host values of :func:`normwise_scalars` (the row and column norm maxima give S, the
+    smaller of the 1-norm and Cauchy-Schwarz bounds as :func:`s_bound`, and the minimal
+    width, :func:`normwise_width`); None for components (dd/binary128 operands: S = k and
+    width bits + 3 + log2 c, module docstring) and empty products. Moduli "auto" takes the
+    fewest moduli with M > 2 Cmax(width), a fixed count checks that its product holds that
+    width; then the widest beta the moduli allow. Raises ModuliShortfall (a fixed count too
+    small) and WidthShortfall (beyond the table)."""
     where = f"contract {contract.name!r} ({contract.source})"
-    m, n = sa.E.shape[0], sb.E.shape[0]
     S = Fraction(k)
     floor_ = contract.bits + 3 + (cpow.bit_length() - 1)  # components: c/2-unit scaling errors
     how = "k max|A| max|B|"
-    if cpow == 1 and m * n * k:
-        n1a, n1b, n2a, n2b = (int(v) for v in to_numpy(xp.stack(
-            [sa.n1_int.max(), sb.n1_int.max(), sa.n2_int.max(), sb.n2_int.max()])))
-        S = s_sources(n1a, n1b, n2a, n2b, k << (2 * LB_BITS))  # third source: S <= k (no bound GEMM)
-        floor_ = normwise_width(contract, n1a + n1b, k)
+    if host is not None:
+        floor_, S = int(host[0]), s_bound(host, k)
         how = "the row and column norms"
     if contract.moduli == "auto":
         nmod = min_moduli_for(floor_, S, k, cpow)
@@ -611,7 +622,7 @@ def guess_key(contract: Contract, a, b):
 
 
 def speculation_guess(contract: Contract, key):
-    """Moduli count to speculate on for a componentwise plan: the contract's fixed count, or the
+    """Moduli count to speculate on for a CRT plan: the contract's fixed count, or the
     count the last plan of the same contract, shapes and dtypes needed; None: no guess, and
     also when that plan's width lay beyond the device's table or its lower bound was refined
     (the device could not confirm it, every call would run twice)."""
@@ -706,11 +717,14 @@ def confirm_plan(plan: Plan, backend):
     if len(host) == 8 and host[6]:
         raise NonFiniteInputs()
     m_, k_, n_ = plan.shape
-    if needs_refinement(host[:6], plan.contract.bits, m_ * n_ * k_):  # the unguessed plan refines its bound
-        forget_guess(plan)
-        raise RefineBound()
     sa, sb = plan.stats
-    nmod, beta, widened = _componentwise_choice(plan.contract, host[:6], sa, sb, plan.shape[1], 1)
+    if plan.contract.bound_kind != "componentwise":  # the norm maxima (normwise_scalars)
+        nmod, beta, widened = _normwise_choice(plan.contract, host[:6], k_, 1)
+    else:
+        if needs_refinement(host[:6], plan.contract.bits, m_ * n_ * k_):  # the unguessed plan refines its bound
+            forget_guess(plan)
+            raise RefineBound()
+        nmod, beta, widened = _componentwise_choice(plan.contract, host[:6], sa, sb, k_, 1)
     _remember(plan.key, nmod, beta)
     ok = nmod == plan.n_moduli and beta == int(host[-1])
     if ok:
@@ -876,12 +890,13 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     (or (C, m, k) / (C, k, n) components of dd/binary128 operands, rescaled by ``2**-pa`` /
     ``2**-pb``) under ``contract``, whose method is CRT.
 
-    ``speculate`` (componentwise contracts, backends that speculate, one-component
-    operands): when the moduli count can be guessed (the contract's fixed count, or the count
-    the last plan of the same contract, shapes and dtypes needed), return without the host
-    read: the plan's shifts use the width the device derives for the guess, ``plan.pending``
-    is set, and the caller must run :func:`confirm_plan` after queuing the product (which
-    also raises the errors below, and NonFiniteInputs, in that case).
+    ``speculate`` (CRT contracts, backends that speculate, one-component operands): when
+    the moduli count can be guessed (the contract's fixed count, or the count the last plan
+    of the same contract, shapes and dtypes needed), return without the host read: the
+    plan's shifts use the width the device derives for the guess (from the bound's scalars,
+    or a normwise plan's :func:`normwise_scalars`), ``plan.pending`` is set, and the caller
+    must run :func:`confirm_plan` after queuing the product (which also raises the errors
+    below, and NonFiniteInputs, in that case).
 
     ``force_moduli`` (diagnostics only, e.g. the error-vs-moduli plot of ``ozgemm audit``)
     uses that many moduli and the widest beta they allow, proving nothing.
@@ -912,7 +927,8 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     else:
         sa, sb = statistics(a, b, backend, nonfinite_flag, known)
     cpow = _cpow(sa, sb)
-    if nonfinite_flag is not None and (force_moduli is not None or contract.bound_kind != "componentwise"):
+    one = cpow == 1 and m * n * k > 0  # one-component operands: plans read the data's scalars
+    if nonfinite_flag is not None and (force_moduli is not None or not one):
         if int(nonfinite_flag.reshape(-1)[0]):  # plans without a host read of their own: read it now
             raise NonFiniteInputs()
         nonfinite_flag = None
@@ -928,29 +944,41 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
         if beta < 1:
             raise ContractError(f"{nmod} moduli cannot hold even a 1-bit scaling for k = {k}")
         widened = f"forced: {nmod} moduli, no bound proven"
-    elif contract.bound_kind == "componentwise":
-        if bound is None:
-            bound = componentwise_bound(contract, sa, sb, k, backend, nonfinite_flag, operands=(a, b))
+    else:
+        componentwise = contract.bound_kind == "componentwise"
+        if componentwise:
+            if bound is None:
+                bound = componentwise_bound(contract, sa, sb, k, backend, nonfinite_flag, operands=(a, b))
+            scalars = bound.scalars
+        else:  # normwise: the norm maxima (one-component operands), no bound GEMM
+            scalars = backend.normwise_scalars(sa, sb, normwise_thresholds(contract, k), k,
+                                               nonfinite_flag) if one else None
         key = guess_key(contract, a, b)
-        guess = (speculation_guess(contract, key) if speculate and backend.speculates and cpow == 1 and m * n * k
+        guess = (speculation_guess(contract, key) if speculate and backend.speculates and one
                  and contract.max_gemms is None else None)  # (a capped plan is checked before it runs)
         if guess is not None:
             # no host read here: the shifts take the width the device derives for `guess` moduli
             # (the same exact comparisons as max_beta_for); confirm_plan checks it after the
             # caller has queued the product
-            s, t, pending = backend.speculative_shifts(bound.scalars, speculative_thresholds(guess, k), sa, sb, k)
+            s, t, pending = backend.speculative_shifts(scalars, speculative_thresholds(guess, k), sa, sb, k)
             return Plan(contract=contract, shape=(m, k, n), beta=0, moduli=MODULI[:guess], s=s, t=t, E=sa.E,
                         F=sb.E, widened="speculative (unconfirmed)", stats=(sa, sb), pa=pa, pb=pb, pending=pending,
                         key=key)
-        host = bound.host()
+        if componentwise:
+            host = bound.host()
+        else:
+            from .._xp import to_numpy
+
+            host = None if scalars is None else to_numpy(scalars)
         if nonfinite_flag is not None and host[-1]:
             raise NonFiniteInputs()
-        nmod, beta, widened = _componentwise_choice(contract, host, sa, sb, k, cpow)
-        bound_gemms, widened = bound.gemms, widened + bound.note
+        if componentwise:
+            nmod, beta, widened = _componentwise_choice(contract, host, sa, sb, k, cpow)
+            bound_gemms, widened = bound.gemms, widened + bound.note
+        else:
+            nmod, beta, widened = _normwise_choice(contract, host, k, cpow)
         # a refined bound is read on the host: such products are not speculated on
-        _remember(key, nmod, beta, speculable=not bound.refined)
-    else:
-        nmod, beta, widened = _normwise_choice(contract, sa, sb, k, cpow, backend.xp)
+        _remember(key, nmod, beta, speculable=not (componentwise and bound.refined))
 
     s, t = backend.shifts(beta, sa, sb)
     return Plan(contract=contract, shape=(m, k, n), beta=int(beta), moduli=MODULI[:nmod], s=s, t=t,

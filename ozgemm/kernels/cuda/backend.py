@@ -27,7 +27,7 @@ from ...precision.stats import RowStats
 from . import cublas
 from .graphs import Recorder
 from .source import kernel_source
-from ...precision.planner import KBLOCK_INT32
+from ...precision.planner import KBLOCK_INT32, normwise_scalars
 
 __all__ = ["CudaBackend"]
 
@@ -627,6 +627,11 @@ class CudaBackend:
             grid, block = _grid2d(n, m)
             grid = (grid[0], min(grid[1], max(1, 8192 // (grid[0] * nb))), nb)
             _fn("plan_scalars")(grid, block, args)
+
+    def normwise_scalars(self, sa, sb, table, k, flag=None):
+        """:func:`ozgemm.precision.planner.normwise_scalars` with ``table`` uploaded once per
+        content (no host transfer afterwards: a speculative normwise product can be recorded)."""
+        return normwise_scalars(sa, sb, k, _device_table(table, cp.cuda.runtime.getDevice()), cp, flag)
 
     def shifts(self, beta, sa, sb):
         """The planner's row shifts of A and column shifts of B, ``where(zero_row, 0, beta - E)``
