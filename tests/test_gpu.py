@@ -796,6 +796,39 @@ def test_speculative_width_on_device_matches_planner():
     assert checked > 40
 
 
+def test_normwise_scalars_kernel_matches_planner():
+    """stats.cu's one-block normwise_scalars (the four norm maxima, the threshold count, S <= k,
+    the flag) against the planner's array expression on the CPU, for sums at and around the
+    thresholds and row counts below, at and above the block size."""
+    from types import SimpleNamespace
+
+    from ozgemm.kernels import get_backend
+    from ozgemm.precision import planner as P
+
+    eng, cpu = get_backend("cuda"), get_backend("cpu")
+    rng = np.random.default_rng(8)
+    for case in range(60):
+        c = ozgemm.load_contract(("fp64-fast", "fp32-fast", "fp64-fast:bits=47")[case % 3])
+        k = int(rng.integers(1, 2**20))
+        T = P.normwise_thresholds(c, k)
+        m, n = (int(x) for x in rng.choice([1, 7, 255, 256, 257, 1000, 5000], 2))
+        b0 = int(rng.integers(1, 100))
+        target = max(int(T[b0]), 0) + int(rng.integers(-1, 2))  # the 1-norm sum at a threshold
+        n1a = rng.integers(0, max(target // 2, 0) + 1, m)
+        n1b = rng.integers(0, max(target - int(n1a.max()), 0) + 1, n)
+        n1a[int(rng.integers(0, m))] = max(target - int(n1b.max()), 0)
+        host = {}
+        for side, r, n1 in (("a", m, n1a), ("b", n, n1b)):
+            host[side] = SimpleNamespace(n1_int=n1.astype(np.int64), n2_int=rng.integers(0, 2**62, r, dtype=np.int64))
+        dev = {s_: SimpleNamespace(n1_int=cp.asarray(v.n1_int), n2_int=cp.asarray(v.n2_int)) for s_, v in host.items()}
+        for flag in (None, 0, 1):
+            f_h = None if flag is None else np.full((1,), flag, dtype=np.int32)
+            want = cpu.normwise_scalars(host["a"], host["b"], T, k, f_h)
+            got = eng.normwise_scalars(dev["a"], dev["b"], T, k, None if f_h is None else cp.asarray(f_h))
+            assert cp.asnumpy(got).tolist() == want.tolist(), (case, m, n, k, flag)
+            assert int(want[0]) == P.normwise_width(c, int(n1a.max()) + int(n1b.max()), k)
+
+
 @pytest.mark.parametrize("argv", [[], ["--contract", "dd", "--inputs", "dd"], ["--contract", "fp128", "--inputs", "binary128"],
                                   ["--contract", "fp32", "--method", "both"]])
 def test_audit_cli_on_the_cuda_engine(argv, capsys):

@@ -28,9 +28,9 @@ beta those moduli still allow (more accuracy at no cost).
 Normwise contracts. Since 2**E_i <= 2 max|a_i,:| and |AB|_ij <= k max|A_i,:| max|B_:,j|,
 |C - AB|_ij <= (u_f k + (1+u_f) 2**(1-beta) (na + nb + k 2**(-beta-1))) max|A_i,:| max|B_:,j|
 with na >= max_i na_i, nb >= max_j nb_j; the smallest beta that makes this at most
-2**-(bits-1) k max|A_i,:| max|B_:,j| (:func:`normwise_width`, from the norm maxima:
-:func:`normwise_scalars`, on the device as far as a speculative plan goes) is at most bits + 3 (na = nb = k) for one-component
-operands. Moduli "auto": the fewest with
+2**-(bits-1) k max|A_i,:| max|B_:,j| (:func:`normwise_width`, from the norm maxima of
+:func:`normwise_scalars`, which a speculative plan keeps on the device) is at most bits + 3
+(na = nb = k) for one-component operands. Moduli "auto": the fewest with
 M > 2 Cmax(that beta); a fixed count must hold it; either way beta is then the largest
 with M > 2 Cmax(beta) (:func:`_normwise_choice`). dd and
 binary128 operands (components, each entry's scaling error <= c/2 units, c = 2 or 4; for dd

@@ -23,11 +23,11 @@ from ..._xp import as_float64
 from ...precision.rounding import empty_result
 from ...crt.moduli import garner_constants
 from ...crt.reconstruct import crt_reconstruct
-from ...precision.stats import RowStats
+from ...precision.stats import LB_BITS, RowStats
 from . import cublas
 from .graphs import Recorder
 from .source import kernel_source
-from ...precision.planner import KBLOCK_INT32, normwise_scalars
+from ...precision.planner import KBLOCK_INT32
 
 __all__ = ["CudaBackend"]
 
@@ -629,9 +629,18 @@ class CudaBackend:
             _fn("plan_scalars")(grid, block, args)
 
     def normwise_scalars(self, sa, sb, table, k, flag=None):
-        """:func:`ozgemm.precision.planner.normwise_scalars` with ``table`` uploaded once per
-        content (no host transfer afterwards: a speculative normwise product can be recorded)."""
-        return normwise_scalars(sa, sb, k, _device_table(table, cp.cuda.runtime.getDevice()), cp, flag)
+        """:func:`ozgemm.precision.planner.normwise_scalars` in one launch of one block
+        (stats.cu ``normwise_scalars``: the four maxima and the threshold count), ``table``
+        uploaded once per content (no host transfer afterwards: a speculative normwise product
+        can be recorded)."""
+        tab = _device_table(table, cp.cuda.runtime.getDevice())
+        out = cp.empty((6 + (flag is not None),), dtype=cp.int64)
+        n1a, n2a, n1b, n2b = (cp.ascontiguousarray(v, dtype=cp.int64) for v in (sa.n1_int, sa.n2_int, sb.n1_int,
+                                                                                  sb.n2_int))
+        fl = np.uint64(0) if flag is None else cp.ascontiguousarray(flag, dtype=cp.int32)
+        _fn("normwise_scalars")((1,), (256,), (n1a, n2a, np.int64(n1a.shape[0]), n1b, n2b, np.int64(n1b.shape[0]),
+                                               tab, np.int32(tab.shape[0] - 1), np.int64((k << (2 * LB_BITS)) - k), fl, out))
+        return out
 
     def shifts(self, beta, sa, sb):
         """The planner's row shifts of A and column shifts of B, ``where(zero_row, 0, beta - E)``

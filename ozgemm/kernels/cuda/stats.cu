@@ -786,3 +786,37 @@ extern "C" __global__ void plan_shifts(const i64* __restrict__ Ea, const bool* _
         spec_out[nscal] = beta;
     }
 }
+
+// A normwise plan's scalars (planner.normwise_scalars) in one launch of one block: out[0] =
+// max(1, #{b in 0..hi : tab[b] < max n1a + max n1b}) (normwise_thresholds grow with b, so this
+// is normwise_width), out[1..4] = the maxima of n1a (m), n1b (n), n2a (m), n2b (n), out[5] =
+// third, out[6] = *flag when flag is given. The norm sums are non-negative, m, n >= 1.
+struct MaxI64 { __device__ i64 operator()(i64 a, i64 b) const { return a > b ? a : b; } };
+
+extern "C" __global__ void normwise_scalars(const i64* __restrict__ n1a, const i64* __restrict__ n2a, i64 m,
+                                            const i64* __restrict__ n1b, const i64* __restrict__ n2b, i64 n,
+                                            const i64* __restrict__ tab, int hi, i64 third,
+                                            const int* __restrict__ flag, i64* __restrict__ out) {
+    __shared__ i64 sh[32];
+    i64 v[4] = {0, 0, 0, 0};
+    for (i64 i = threadIdx.x; i < m; i += blockDim.x) {
+        v[0] = max(v[0], n1a[i]);
+        v[2] = max(v[2], n2a[i]);
+    }
+    for (i64 j = threadIdx.x; j < n; j += blockDim.x) {
+        v[1] = max(v[1], n1b[j]);
+        v[3] = max(v[3], n2b[j]);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = block_reduce(v[e], MaxI64(), sh);
+    const i64 N = v[0] + v[1];
+    int below = 0;
+    for (int b = threadIdx.x; b <= hi; b += blockDim.x) below += tab[b] < N;
+    below = (int)block_reduce((i64)below, AddOp(), sh);
+    if (threadIdx.x == 0) {
+        out[0] = below > 1 ? below : 1;
+        for (int e = 0; e < 4; ++e) out[1 + e] = v[e];
+        out[5] = third;
+        if (flag != nullptr) out[6] = *flag;
+    }
+}
