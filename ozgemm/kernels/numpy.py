@@ -138,7 +138,7 @@ class NumpyBackend:
         return plan_scalars(sa, sb, lb, bits, k, u, np, flag=flag, lb_shift=lb_shift)
 
     def normwise_scalars(self, sa, sb, table, k, flag=None):
-        return normwise_scalars(sa, sb, k, table, np, flag)
+        return normwise_scalars(sa, sb, table, k, np, flag)
 
     def shifts(self, beta, sa, sb):
         return (np.where(sa.zero_row, 0, beta - sa.E).astype(np.int64, copy=False),

@@ -533,7 +533,7 @@ def normwise_width(contract: Contract, N, k: int):
     return w if np.ndim(N) else int(w)
 
 
-def normwise_scalars(sa: RowStats, sb: RowStats, k: int, table, xp, flag=None):
+def normwise_scalars(sa: RowStats, sb: RowStats, table, k: int, xp, flag=None):
     """A normwise plan's data in the layout of :func:`plan_scalars`, as an int64 array on the
     backend (no host read): (6,) or, with ``flag``, (7,) = [minimal width, max n1_int(A),
     max n1_int(B), max n2_int(A), max n2_int(B), k 2**14 - k (, NaN/Inf flag)]. The width is
