@@ -52,6 +52,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .._xp import to_numpy
 from ..contracts.moduli import MODULI
 from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
@@ -782,8 +783,6 @@ class Bound:
     def host(self):
         """The planner's scalars on the host (the one device->host read of a componentwise
         plan; a refined minimal width in host[0] where :attr:`refined`)."""
-        from .._xp import to_numpy
-
         if "host" not in self.cache:
             h = to_numpy(self.scalars)
             self.cache["refined"] = False
@@ -798,8 +797,6 @@ class Bound:
 
     def _refined_width(self, a, bt, backend, contract) -> int:
         """The minimal width from LB2 (class docstring); keeps LB2 for :meth:`finest`."""
-        from .._xp import to_numpy
-
         xp = backend.xp
         sa, sb = self.stats
         lb2 = self.lb.astype(xp.int64) * (1 << (2 * LB_BITS)) + backend.gemm_exact(
@@ -964,12 +961,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
             return Plan(contract=contract, shape=(m, k, n), beta=0, moduli=MODULI[:guess], s=s, t=t, E=sa.E,
                         F=sb.E, widened="speculative (unconfirmed)", stats=(sa, sb), pa=pa, pb=pb, pending=pending,
                         key=key)
-        if componentwise:
-            host = bound.host()
-        else:
-            from .._xp import to_numpy
-
-            host = None if scalars is None else to_numpy(scalars)
+        host = bound.host() if componentwise else None if scalars is None else to_numpy(scalars)
         if nonfinite_flag is not None and host[-1]:
             raise NonFiniteInputs()
         if componentwise:
