@@ -530,8 +530,14 @@ def normwise_width(contract: Contract, N, k: int):
     an array ``N`` (the products of a stack)."""
     if k == 0:
         return np.ones_like(N) if np.ndim(N) else 1
-    w = np.maximum(1, np.searchsorted(normwise_thresholds(contract, k), N, side="left"))
+    w = _width_from_table(normwise_thresholds(contract, k), np.asarray(N, dtype=np.int64), np)
     return w if np.ndim(N) else int(w)
+
+
+def _width_from_table(table, N, xp):
+    """max(1, #{beta : table[beta] < N}) for every entry of ``N`` (``table`` grows with beta,
+    so this is the first beta >= 1 whose threshold reaches N)."""
+    return xp.maximum((table < N[..., None]).sum(axis=-1), 1).astype(xp.int64)
 
 
 def normwise_scalars(sa: RowStats, sb: RowStats, table, k: int, xp, flag=None):
@@ -539,12 +545,12 @@ def normwise_scalars(sa: RowStats, sb: RowStats, table, k: int, xp, flag=None):
     backend (no host read): (6,) or, with ``flag``, (7,) = [minimal width, max n1_int(A),
     max n1_int(B), max n2_int(A), max n2_int(B), k 2**14 - k (, NaN/Inf flag)]. The width is
     :func:`normwise_width` of the 1-norm maxima, taken from ``table`` (:func:`normwise_thresholds`
-    of the contract and k, as an array of ``xp``: the first index >= 1 whose threshold reaches
-    the sum); the last entry makes S's third source S <= k (no bound GEMM), so
-    :func:`s_bound` and the device's speculative width (:func:`speculative_thresholds`) read it
-    as they read a componentwise plan's. One-component operands with m n k > 0."""
+    of the contract and k, as an array of ``xp``); the last entry makes S's third source S <= k
+    (no bound GEMM), so :func:`s_bound` and the device's speculative width
+    (:func:`speculative_thresholds`) read it as they read a componentwise plan's.
+    One-component operands with m n k > 0."""
     mx = xp.stack([sa.n1_int.max(), sb.n1_int.max(), sa.n2_int.max(), sb.n2_int.max()]).astype(xp.int64)
-    width = xp.maximum((table < mx[0] + mx[1]).sum(), 1).astype(xp.int64)
+    width = _width_from_table(table, mx[0] + mx[1], xp)
     parts = [width.reshape(1), mx, xp.full((1,), (k << (2 * LB_BITS)) - k, dtype=xp.int64)]
     if flag is not None:
         parts.append(flag.reshape(1).astype(xp.int64))
