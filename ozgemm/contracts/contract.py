@@ -32,6 +32,7 @@ A name or path followed by ``:key=value,...`` is that contract with those keys c
 from __future__ import annotations
 
 import functools
+import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
@@ -201,11 +202,7 @@ class Contract:
         the format's precision for k < 4 is kept, as :meth:`sharpened` does; at least 2)."""
         if self.growth == "constant":
             return self
-        h = (max(int(k), 1).bit_length() - 1) // 2  # floor(log2(k) / 2)
-        b = max(2, self.bits + 1 - h)
-        p = self.fmt.p
-        c = self.with_(growth="constant", bits=min(b, p), source=self.source)
-        return c.sharpened(b - p) if b > p else c
+        return _constant_growth(self, (max(int(k), 1).bit_length() - 1) // 2)  # h = floor(log2(k) / 2)
 
     def sharpened(self, extra_bits: int) -> "Contract":
         """The same contract promising ``extra_bits`` more (bits may then exceed the format's
@@ -255,8 +252,8 @@ def load_contract(name_or_path) -> Contract:
         if _names_a_file(base):  # a user's file: read every time
             return _with_overrides(load_contract(base), spec, s)
         return _overridden(s)
-    p = Path(s)
     if s.endswith(".toml") or _is_file(s):  # a user's file: read every time (it may change)
+        p = Path(s)
         try:
             text = p.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
@@ -270,7 +267,7 @@ def load_contract(name_or_path) -> Contract:
 def _is_file(s: str) -> bool:
     """Whether ``s`` names an existing file (False where the OS refuses the name, e.g. too long)."""
     try:
-        return Path(s).is_file()
+        return os.path.isfile(s)
     except (OSError, ValueError):
         return False
 
@@ -342,3 +339,13 @@ def as_contract(c) -> Contract:
     if isinstance(c, (str, Path)):
         return load_contract(c)
     raise TypeError(f"contract must be a Contract, a name or a .toml path, got {type(c).__name__}")
+
+
+@functools.lru_cache(maxsize=256)
+def _constant_growth(c: Contract, h: int) -> Contract:
+    """:meth:`Contract.for_k` of a contract of growth "sqrt_k" at h = floor(log2(k) / 2),
+    derived once per (contract, h): every product of one kind asks for the same."""
+    b = max(2, c.bits + 1 - h)
+    p = c.fmt.p
+    d = c.with_(growth="constant", bits=min(b, p), source=c.source)
+    return d.sharpened(b - p) if b > p else d

@@ -625,7 +625,7 @@ _GUESSES_LOCK = threading.Lock()
 
 def guess_key(contract: Contract, a, b):
     """The speculation table's key of a product: the contract (every field), shapes and dtypes."""
-    return (contract, tuple(a.shape), tuple(b.shape), str(a.dtype), str(b.dtype))
+    return (contract, a.shape, b.shape, a.dtype, b.dtype)
 
 
 def speculation_guess(contract: Contract, key):
