@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 
 import cupy as cp
@@ -198,12 +199,23 @@ def _pow2_table(n: int, device: int):
     return pow2_mod_table(garner_constants(n).moduli, _POW2_WIDTH - 1, cp).astype(cp.int16)
 
 
+@functools.lru_cache(maxsize=None)
+def _event_record_external():
+    """The driver's ``cuEventRecordWithFlags`` (CUDA 11.1+): with CU_EVENT_RECORD_EXTERNAL
+    during stream capture the record becomes an event-record node of the graph, which every
+    launch of the graph records when the work captured before it is done."""
+    f = ctypes.CDLL("libcuda.so.1").cuEventRecordWithFlags
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]
+    f.restype = ctypes.c_int
+    return f
+
+
 class _PendingRead:
     """A few int64 device values copied to pinned host memory on the current stream behind an
     event: ``read()`` waits for that copy only, not for the work queued after it. While the
-    stream captures a CUDA graph (:mod:`.graphs`) the copy is recorded and no event is: the
-    replay waits for the graph and reads :meth:`host_buffer`. ``keep``: device arrays the
-    queued work reads (kept alive with it)."""
+    stream captures a CUDA graph (:mod:`.graphs`) the event is recorded as a node of the graph,
+    so a replay of the graph waits for the copy the same way (:meth:`wait`, then
+    :meth:`host_buffer`). ``keep``: device arrays the queued work reads (kept alive with it)."""
 
     def __init__(self, dev, keep=()):
         self._dev, self._keep = dev, keep  # kept alive until the copy is done
@@ -212,15 +224,25 @@ class _PendingRead:
         stream = cp.cuda.get_current_stream()
         cp.cuda.runtime.memcpyAsync(self._mem.ptr, dev.data.ptr, dev.nbytes, cp.cuda.runtime.memcpyDeviceToHost,
                                     stream.ptr)
-        self._done = None if stream.is_capturing() else stream.record(cp.cuda.Event(disable_timing=True))
+        self._done = cp.cuda.Event(disable_timing=True)
+        if stream.is_capturing():
+            status = _event_record_external()(self._done.ptr, stream.ptr, 1)  # CU_EVENT_RECORD_EXTERNAL
+            if status:
+                raise RuntimeError(f"ozgemm: recording the planner's read into a CUDA graph failed (CUDA status {status})")
+        else:
+            self._done.record(stream)
 
     def read(self):
-        if self._done is None:
+        if cp.cuda.get_current_stream().is_capturing():
             raise RuntimeError("ozgemm: a product cannot be recorded into the caller's CUDA graph (stream capture): "
                                "its plan is confirmed on the host after the product is queued")
         self._done.synchronize()
         self._dev = None
         return self._host.copy()
+
+    def wait(self):
+        """Wait until the copy is done (for a recorded graph: the copy of its latest launch)."""
+        self._done.synchronize()
 
     def host_buffer(self):
         """The pinned host array the copy writes."""
@@ -228,8 +250,7 @@ class _PendingRead:
 
     def __del__(self):  # never hand the pinned buffer back while the copy may still write it
         try:
-            if self._done is not None:
-                self._done.synchronize()
+            self._done.synchronize()
         except Exception:  # interpreter shutdown
             pass
 

@@ -7,8 +7,9 @@ reconstruction — before the host reads anything. What it queues depends only o
 contract, the shapes, the dtypes and the guessed moduli count, never on the values, so it
 can be recorded once into a CUDA graph (stream capture) and replayed for new operands of the
 same kind: the operands are copied into the graph's own input buffers, the graph is launched,
-the result is copied out and the planner's scalars are read, and the host confirms the plan
-exactly as for an eager call (:func:`~ozgemm.precision.planner.confirm_plan`; a wrong guess
+the result is copied out and the planner's scalars are read — the host waits for their copy
+only, an event-record node of the graph, while the rest of the graph runs on — and the host
+confirms the plan exactly as for an eager call (:func:`~ozgemm.precision.planner.confirm_plan`; a wrong guess
 or NaN/Inf runs the product again without a graph). The bits are those of the eager call.
 
 At n <= 2048 the per-call host work of the eager pipeline (about 1.1-1.5 ms of Python and
@@ -83,7 +84,7 @@ class _Graph:
             self.b.data.copy_from_device_async(b.data, b.nbytes, stream)
             self.graph.launch(stream)
             c = self.c.copy()
-            stream.synchronize()
+            self.plan.pending.wait()  # this launch's copy of the scalars; the rest runs on meanwhile
             host = self.host.copy()
         return self.plan.evolve(pending=_Read(host)), c, self.extra
 
