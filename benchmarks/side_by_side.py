@@ -112,7 +112,6 @@ def main(argv=None):
             rows.append((n, c, statistics.median(med["base"]), statistics.median(med["work"]), nat))
             print(f"  n={n} {c}: base rounds {['%.3f' % x for x in med['base']]}, work rounds "
                   f"{['%.3f' % x for x in med['work']]}", flush=True)
-            del a, b
     print(f"{'n':>6} {'contract':<16} {'base ms':>9} {'work ms':>9} {'native ms':>10}")
     for n, c, tb, tw, tn in rows:
         print(f"{n:>6} {c:<16} {tb:>9.3f} {tw:>9.3f} {tn:>10.3f}")
