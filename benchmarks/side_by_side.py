@@ -14,11 +14,14 @@ replays and speculative plans are in their steady state).
 Run from the repository root:
     PYTHONPATH=. python benchmarks/side_by_side.py --base REV --device gpu --sizes 1024 4096 \\
         --contracts fp32 fp64-dgemm [--phi 0.5] [--reps 7] [--rounds 5]
+(``--base-dir DIR`` instead of ``--base REV``: that version's ``ozgemm`` package directory,
+where the repository's history is not at hand.)
 """
 import argparse
 import importlib
 import io
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,14 +33,18 @@ from pathlib import Path
 import numpy as np
 
 
-def base_package(rev: str, root: Path, into: Path):
-    """The ``ozgemm`` package of ``rev`` extracted under ``into`` as ``ozgemm_base`` and imported
-    (its kernel sources read from its own copy)."""
-    blob = subprocess.run(["git", "-C", str(root), "archive", rev, "ozgemm"], check=True, capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
-        tar.extractall(into, filter="data")
+def base_package(rev: str, root: Path, into: Path, src: Path | None = None):
+    """The ``ozgemm`` package of ``rev`` (or the package directory ``src``) copied under
+    ``into`` as ``ozgemm_base`` and imported (its kernel sources read from its own copy)."""
     pkg = into / "ozgemm_base"
-    (into / "ozgemm").rename(pkg)
+    if src is not None:
+        shutil.copytree(src, pkg)
+    else:
+        blob = subprocess.run(["git", "-C", str(root), "archive", rev, "ozgemm"], check=True,
+                              capture_output=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
+            tar.extractall(into, filter="data")
+        (into / "ozgemm").rename(pkg)
     for f in pkg.rglob("*.py"):  # resources named by the package's own name
         text = f.read_text()
         if 'files("ozgemm.' in text:
@@ -48,7 +55,8 @@ def base_package(rev: str, root: Path, into: Path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--base", required=True, help="git revision of the package to compare against")
+    ap.add_argument("--base", help="git revision of the package to compare against")
+    ap.add_argument("--base-dir", type=Path, help="or: a directory holding that version's ozgemm package")
     ap.add_argument("--device", choices=("cpu", "gpu"), default="gpu")
     ap.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096])
     ap.add_argument("--contracts", nargs="+", default=["fp64", "fp32"])
@@ -60,10 +68,21 @@ def main(argv=None):
     import ozgemm
 
     root = Path(__file__).resolve().parent.parent
-    rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", args.base], check=True,
-                         capture_output=True, text=True).stdout.strip()
+    if (args.base is None) == (args.base_dir is None):
+        ap.error("give one of --base REV and --base-dir DIR")
+    if args.base_dir is not None:
+        if not (args.base_dir / "__init__.py").is_file():
+            ap.error(f"--base-dir {args.base_dir}: no package there (no __init__.py)")
+        rev = str(args.base_dir)
+    else:
+        got = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", args.base + "^{commit}"],
+                             capture_output=True, text=True)
+        if got.returncode:
+            ap.error(f"--base {args.base}: not a revision of the repository at {root} ({got.stderr.strip()}); "
+                     "fetch it, or pass that version's package directory with --base-dir")
+        rev = got.stdout.strip()
     tmp = tempfile.TemporaryDirectory()
-    base = base_package(args.base, root, Path(tmp.name))
+    base = base_package(args.base, root, Path(tmp.name), args.base_dir)
     if args.device == "gpu":
         import cupy as xp
 
