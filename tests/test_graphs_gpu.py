@@ -139,3 +139,64 @@ def test_no_recording_where_it_would_not_replay_the_same_work(replays):
         assert _same_bits(c, want) and plans[0].pending is None
         ozgemm.matmul(cp.asarray(a, dtype=cp.float32), cp.asarray(b))
     assert replays == {"replays": 0, "recorded": 0}
+
+
+def _busy():
+    """Queue a few milliseconds of work on the current stream (the replay after it then starts
+    late, so a host that did not wait for the replay's own values would read old ones)."""
+    x = cp.random.random((4096, 4096))
+    for _ in range(3):
+        x = x @ x
+        x /= cp.abs(x).max()
+    return x
+
+
+def test_a_replay_reads_its_own_launchs_values_behind_queued_work(replays):
+    rng = np.random.default_rng(23)
+    m = k = n = 64
+    for phi in (0.5, 0.5, 0.5, 4.0, 0.5, 4.0):  # phi = 4 needs more moduli than the recorded guess
+        a, b = phi_matrix(rng, (m, k), phi), phi_matrix(rng, (k, n), phi)
+        ga, gb = cp.asarray(a), cp.asarray(b)
+        busy = _busy()
+        got = ozgemm.matmul(ga, gb)
+        assert _same_bits(got, ozgemm.matmul(a, b)), (phi, replays)
+        del busy
+    assert replays["replays"] >= 2, replays
+
+
+def test_replays_without_the_drivers_event_node_wait_for_the_whole_graph(replays, monkeypatch):
+    from ozgemm.kernels.cuda import backend
+
+    monkeypatch.setattr(backend, "_event_record_external", lambda: None)
+    rng = np.random.default_rng(29)
+    a0, b0 = phi_matrix(rng, (72, 90), 0.5), phi_matrix(rng, (90, 40), 0.5)
+    for i in range(4):
+        a, b = _variant(rng, a0, i), _variant(rng, b0, -i)
+        busy = _busy()
+        got = ozgemm.matmul(cp.asarray(a), cp.asarray(b))
+        assert _same_bits(got, ozgemm.matmul(a, b)), (i, replays)
+        del busy
+    assert replays["recorded"] == 1 and replays["replays"] == 2, replays
+
+
+def test_graphs_dropped_while_their_last_replay_runs(replays):
+    from ozgemm.kernels import get_backend
+
+    rec = get_backend("cuda")._recorder
+    keep = rec.max_graphs
+    rec.max_graphs = 1  # two kinds alternating: each recording drops the other's graph
+    try:
+        rng = np.random.default_rng(31)
+        shapes = [((48, 80), (80, 56)), ((40, 64), (64, 72))]
+        base = [(phi_matrix(rng, sa, 0.5), phi_matrix(rng, sb, 0.5)) for sa, sb in shapes]
+        for i in range(8):
+            a0, b0 = base[(i // 3) % 2]
+            a, b = _variant(rng, a0, i), _variant(rng, b0, i)
+            got = ozgemm.matmul(cp.asarray(a), cp.asarray(b))
+            busy = _busy()  # queued behind the replay: a dropped graph's memory must wait for both
+            assert _same_bits(got, ozgemm.matmul(a, b)), (i, replays)
+            del busy
+            gc.collect()
+    finally:
+        rec.max_graphs = keep
+    assert replays["replays"] >= 2, replays

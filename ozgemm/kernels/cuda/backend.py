@@ -26,7 +26,7 @@ from ...crt.moduli import garner_constants
 from ...crt.reconstruct import crt_reconstruct
 from ...precision.stats import LB_BITS, RowStats
 from . import cublas
-from .graphs import Recorder
+from .graphs import Recorder, recording
 from .source import kernel_source
 from ...precision.planner import KBLOCK_INT32
 
@@ -201,10 +201,14 @@ def _pow2_table(n: int, device: int):
 
 @functools.lru_cache(maxsize=None)
 def _event_record_external():
-    """The driver's ``cuEventRecordWithFlags`` (CUDA 11.1+): with CU_EVENT_RECORD_EXTERNAL
-    during stream capture the record becomes an event-record node of the graph, which every
-    launch of the graph records when the work captured before it is done."""
-    f = ctypes.CDLL("libcuda.so.1").cuEventRecordWithFlags
+    """The driver's ``cuEventRecordWithFlags`` (CUDA 11.1+), or None where it cannot be loaded:
+    with CU_EVENT_RECORD_EXTERNAL during stream capture the record becomes an event-record
+    node of the graph, which every launch of the graph records when the work captured before
+    it is done."""
+    try:
+        f = ctypes.CDLL("libcuda.so.1").cuEventRecordWithFlags
+    except (OSError, AttributeError):
+        return None
     f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]
     f.restype = ctypes.c_int
     return f
@@ -212,10 +216,12 @@ def _event_record_external():
 
 class _PendingRead:
     """A few int64 device values copied to pinned host memory on the current stream behind an
-    event: ``read()`` waits for that copy only, not for the work queued after it. While the
-    stream captures a CUDA graph (:mod:`.graphs`) the event is recorded as a node of the graph,
-    so a replay of the graph waits for the copy the same way (:meth:`wait`, then
-    :meth:`host_buffer`). ``keep``: device arrays the queued work reads (kept alive with it)."""
+    event: ``read()`` waits for that copy only, not for the work queued after it. While ozgemm
+    records a CUDA graph (:mod:`.graphs`) the event is recorded as a node of the graph
+    (``node`` True), so a replay waits for the copy the same way (:meth:`wait`, then
+    :meth:`host_buffer`); where the driver offers no such node, and in a capture of the
+    caller's, there is no event (a replay then waits for its whole graph; ``read()`` refuses).
+    ``keep``: device arrays the queued work reads (kept alive with it)."""
 
     def __init__(self, dev, keep=()):
         self._dev, self._keep = dev, keep  # kept alive until the copy is done
@@ -224,16 +230,19 @@ class _PendingRead:
         stream = cp.cuda.get_current_stream()
         cp.cuda.runtime.memcpyAsync(self._mem.ptr, dev.data.ptr, dev.nbytes, cp.cuda.runtime.memcpyDeviceToHost,
                                     stream.ptr)
-        self._done = cp.cuda.Event(disable_timing=True)
-        if stream.is_capturing():
-            status = _event_record_external()(self._done.ptr, stream.ptr, 1)  # CU_EVENT_RECORD_EXTERNAL
+        self.node = False
+        self._done = None
+        if not stream.is_capturing():
+            self._done = stream.record(cp.cuda.Event(disable_timing=True))
+        elif recording() and _event_record_external() is not None:
+            ev = cp.cuda.Event(disable_timing=True)
+            status = _event_record_external()(ev.ptr, stream.ptr, 1)  # CU_EVENT_RECORD_EXTERNAL
             if status:
                 raise RuntimeError(f"ozgemm: recording the planner's read into a CUDA graph failed (CUDA status {status})")
-        else:
-            self._done.record(stream)
+            self._done, self.node = ev, True
 
     def read(self):
-        if cp.cuda.get_current_stream().is_capturing():
+        if self._done is None or self.node:
             raise RuntimeError("ozgemm: a product cannot be recorded into the caller's CUDA graph (stream capture): "
                                "its plan is confirmed on the host after the product is queued")
         self._done.synchronize()
@@ -241,7 +250,7 @@ class _PendingRead:
         return self._host.copy()
 
     def wait(self):
-        """Wait until the copy is done (for a recorded graph: the copy of its latest launch)."""
+        """Wait until the copy of the latest launch of the recorded graph is done (``node``)."""
         self._done.synchronize()
 
     def host_buffer(self):
@@ -250,7 +259,8 @@ class _PendingRead:
 
     def __del__(self):  # never hand the pinned buffer back while the copy may still write it
         try:
-            self._done.synchronize()
+            if self._done is not None:
+                self._done.synchronize()
         except Exception:  # interpreter shutdown
             pass
 

@@ -35,6 +35,15 @@ from . import cublas
 __all__ = ["Recorder"]
 
 
+_RECORDING = threading.local()
+
+
+def recording() -> bool:
+    """Whether this thread is recording a product into one of ozgemm's own graphs (the
+    capture :class:`_Graph` makes, not one of the caller's)."""
+    return getattr(_RECORDING, "on", False)
+
+
 class _Read:
     """The planner's host values of a replay, already read (the ``pending`` of its plan)."""
 
@@ -53,15 +62,18 @@ class _Graph:
         self.stream = cp.cuda.Stream(non_blocking=True)
         self.lock = threading.Lock()
         self.last = None  # the stream of the last replay
+        self.end = None  # an event after the last replay's work: waited for before the pool goes
         with cp.cuda.using_allocator(self.pool.malloc):
             self.a = cp.empty(a.shape, dtype=a.dtype)
             self.b = cp.empty(b.shape, dtype=b.dtype)
             with self.stream:
                 cublas.handle()  # bound to the capturing stream before the capture begins
                 self.stream.begin_capture()
+                _RECORDING.on = True
                 try:
                     self.plan, self.c, self.extra = run(self.a, self.b)
                 finally:
+                    _RECORDING.on = False
                     graph = self.stream.end_capture()  # ends (and discards) a failed capture too
         if self.plan.pending is None:
             raise RuntimeError("not a speculative product")
@@ -84,9 +96,20 @@ class _Graph:
             self.b.data.copy_from_device_async(b.data, b.nbytes, stream)
             self.graph.launch(stream)
             c = self.c.copy()
-            self.plan.pending.wait()  # this launch's copy of the scalars; the rest runs on meanwhile
+            self.end = stream.record()
+            if self.plan.pending.node:
+                self.plan.pending.wait()  # this launch's copy of the scalars; the rest runs on meanwhile
+            else:
+                stream.synchronize()
             host = self.host.copy()
         return self.plan.evolve(pending=_Read(host)), c, self.extra
+
+    def __del__(self):  # the last replay's work may still run: its memory goes back after it
+        try:
+            if getattr(self, "end", None) is not None:
+                self.end.synchronize()
+        except Exception:  # interpreter shutdown
+            pass
 
 
 class Recorder:
@@ -126,6 +149,10 @@ class Recorder:
         if key in graphs:
             g = graphs[key]
             if g is None:  # not recordable
+                return run(a, b)
+            if g.last is not None and g.last.ptr != cp.cuda.get_current_stream().ptr and g.last.is_capturing():
+                # the last replay's stream is in a capture of the caller's: waiting on it would
+                # join this stream to that capture (nothing would run), so this call runs eagerly
                 return run(a, b)
             if valid(g.plan):
                 graphs.move_to_end(key)
