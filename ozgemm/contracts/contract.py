@@ -265,11 +265,9 @@ def load_contract(name_or_path) -> Contract:
 
 
 def _is_file(s: str) -> bool:
-    """Whether ``s`` names an existing file (False where the OS refuses the name, e.g. too long)."""
-    try:
-        return os.path.isfile(s)
-    except (OSError, ValueError):
-        return False
+    """Whether ``s`` names an existing file (False where the OS refuses the name, e.g. too
+    long: ``os.path.isfile`` answers False for those itself)."""
+    return os.path.isfile(s)
 
 
 def _names_a_file(s: str) -> bool:

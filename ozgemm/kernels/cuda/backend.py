@@ -234,9 +234,9 @@ class _PendingRead:
         self._done = None
         if not stream.is_capturing():
             self._done = stream.record(cp.cuda.Event(disable_timing=True))
-        elif recording() and _event_record_external() is not None:
+        elif recording() and (record := _event_record_external()) is not None:
             ev = cp.cuda.Event(disable_timing=True)
-            status = _event_record_external()(ev.ptr, stream.ptr, 1)  # CU_EVENT_RECORD_EXTERNAL
+            status = record(ev.ptr, stream.ptr, 1)  # CU_EVENT_RECORD_EXTERNAL
             if status:
                 raise RuntimeError(f"ozgemm: recording the planner's read into a CUDA graph failed (CUDA status {status})")
             self._done, self.node = ev, True
