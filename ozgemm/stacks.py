@@ -150,12 +150,14 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
         st = dataclasses.replace(st, src=xp.broadcast_to(st.src.reshape(1, r, k), (P, r, k)).reshape(P * r, k))
         sa, sb = (st, sb) if shared == "a" else (sa, st)
         shared = None
-    groups = {}
-    for p_, key in enumerate(zip(nmod.tolist(), beta.tolist())):
-        groups.setdefault(key if shared else (key[0], None), []).append(p_)
+    # the products grouped by moduli count (and, against a shared operand, width)
+    gkey = nmod * (SPEC_BETA_HI + 2) + (beta + 1 if shared else 0)
+    order = np.argsort(gkey, kind="stable")
+    cuts = np.flatnonzero(np.diff(gkey[order])) + 1
+    groups = np.split(order, cuts)
     out = None
-    for (N, _), members in groups.items():
-        idx = np.array(members)
+    for idx in groups:
+        N = int(nmod[idx[0]])
         moduli = backend.residue_moduli(N)  # the backend's own, as the 2-D path
         # a shared operand: its residues once for the group (one width), its shifts those of
         # the group's first product (every product of the group has the same width)

@@ -1012,3 +1012,28 @@ def test_bench_times_gemmul8_side_by_side(capsys, tmp_path):
         if r["phi"] == 0.5:  # (GEMMul8's accuracy at 15 moduli on mild inputs: within a few u)
             assert r["oz_full_max_err_u"] < 100
     assert "GEMMul8 f15" in capsys.readouterr().out
+
+
+def test_float32_widening_is_exact_for_every_exponent_and_mantissa_bit():
+    """The kernels' float32 -> float64 widening (integer operations on the bit pattern) against
+    numpy's conversion on the CPU (exact, no flush): both signs, every exponent field, and
+    mantissas with each single bit, each low run and random ones (every subnormal's highest
+    set bit included); Inf/NaN keep their pattern, the payload shifted into float64's
+    mantissa."""
+    from ozgemm._xp import as_float64
+
+    rng = np.random.default_rng(41)
+    mant = np.concatenate([np.array([0], np.uint32), np.uint32(1) << np.arange(23, dtype=np.uint32),
+                           (np.uint32(1) << np.arange(1, 24, dtype=np.uint32)) - np.uint32(1),
+                           rng.integers(0, 1 << 23, 200, dtype=np.uint32)])
+    expo = np.arange(256, dtype=np.uint32)
+    bits = ((expo[:, None] << np.uint32(23)) | mant[None, :]).ravel()
+    bits = np.concatenate([bits, bits | np.uint32(1 << 31)])
+    got = cp.asnumpy(as_float64(cp.asarray(bits.view(np.float32)))).view(np.uint64)
+    finite = ((bits >> np.uint32(23)) & np.uint32(0xFF)) != 0xFF
+    want = bits[finite].view(np.float32).astype(np.float64).view(np.uint64)
+    assert np.array_equal(got[finite], want)
+    b = bits[~finite].astype(np.uint64)
+    want_special = ((b >> np.uint64(31)) << np.uint64(63)) | (np.uint64(0x7FF) << np.uint64(52)) | (
+        (b & np.uint64(0x7FFFFF)) << np.uint64(29))
+    assert np.array_equal(got[~finite], want_special)

@@ -54,7 +54,7 @@ _THREADS = 256
 
 _RES_PER_THREAD = 8  # crt.cu RES_PER_THREAD
 _STATS_CACHE = 16  # stats.cu: row entries per thread kept in registers by the float64 row_stats
-_RS_THREADS, _RS_CHUNK = 256, 256 * 8  # stats.cu RS_THREADS, RS_CHUNK (row_extent / row_sums)
+_RS_THREADS, _RS_CHUNK = 256, 256 * 8  # stats.cu RS_THREADS, RS_CHUNK (row_extent / row_sums; float32: twice the chunk)
 # one-component rows go through three streaming kernels (row_extent, row_sums, row_finish);
 # dd/binary128 components and very long rows through one block per row. A float64
 # column-major operand (B^T, as the planner passes it: the columns of a row-major B) is read
@@ -574,7 +574,7 @@ class CudaBackend:
         n1 = alloc((r,), dtype=cp.int64)
         n2 = alloc((r,), dtype=cp.int64)
         qsum = alloc((r,), dtype=cp.int64)
-        chunks = -(-k // _RS_CHUNK)
+        chunks = -(-k // (_RS_CHUNK * (2 if x.dtype == cp.float32 else 1)))
         ldx = x.strides[-2] // x.itemsize if ldc is None else 0
         flag = nonfinite if nonfinite is not None else np.uint64(0)  # a null pointer
         sfx = "_f32" if x.dtype == cp.float32 else ""

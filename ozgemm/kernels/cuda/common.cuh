@@ -7,16 +7,23 @@ typedef unsigned int u32;
 
 // float32 -> float64 from the bit pattern, exact for every value (NaN payloads and signed
 // zeros kept): CuPy compiles with -ftz=true, under which a float -> double conversion flushes
-// subnormal inputs to zero. Same rule as ozgemm/_xp.py (_WIDEN_F32).
+// subnormal inputs to zero. The same function widens float32 arrays in ozgemm/_xp.py.
 __device__ __forceinline__ double widen_f32_bits(unsigned int u) {
-    // three candidates, one select each (no branches): normal (the conversion is exact, no
-    // flush), subnormal/zero (f 2^-149, exact), Inf/NaN (bit pattern, payload kept)
+    // the float64 bit pattern built with integer operations only (a float -> double
+    // conversion is a 64-bit-type conversion, a slow instruction class, and most kernels that
+    // read float32 are bound by it): normal, exponent rebiased; Inf/NaN, exponent 0x7ff and
+    // the payload kept; subnormal f 2^-149, normalised at its highest set bit h (exponent
+    // h - 149); zero, the sign alone
     const unsigned int e = (u >> 23) & 0xffu, f = u & 0x7fffffu;
     const u64 sign = (u64)(u >> 31) << 63;
-    const double normal = (double)__uint_as_float(u);
-    const double sub = __longlong_as_double((i64)(sign | (u64)__double_as_longlong((double)f * 1.4012984643248171e-45)));
-    const double special = __longlong_as_double((i64)(sign | (0x7ffULL << 52) | ((u64)f << 29)));
-    return e == 0u ? sub : (e == 255u ? special : normal);
+    u64 body;
+    if (e != 0u) {
+        body = ((u64)(e == 255u ? 0x7ffu : e + 896u) << 52) | ((u64)f << 29);
+    } else {
+        const int h = 31 - __clz(f | 1u);
+        body = f == 0u ? 0ULL : (((u64)(h + 874) << 52) | (((u64)f << (52 - h)) & ((1ULL << 52) - 1)));
+    }
+    return __longlong_as_double((i64)(sign | body));
 }
 
 // one input value as float64: float64 as is, float32 widened exactly

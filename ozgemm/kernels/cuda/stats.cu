@@ -195,7 +195,8 @@ ROW_STATS_KERNEL(row_stats_f32_long, float, 0, 256)
 // acc (5 x r int64, zero-initialised): [n1 | n2 | qsum | tmax + 2048 | 2048 - lmin], the
 // last two encoded >= 1 so that atomicMax on zeros finds them (0: no non-zero entry). Sums
 // are exact integers, so the atomics' order changes nothing: bit for bit the same results.
-// Grid (r, ceil(kq / RS_CHUNK) <= 65535), RS_THREADS threads, RS_PER entries per thread (strided).
+// Grid (r, ceil(kq / rs_chunk<T>()) <= 65535), RS_THREADS threads: RS_CHUNK entries per block
+// for float64, twice as many for float32 (below).
 #define RS_THREADS 256
 #define RS_PER 8
 #define RS_CHUNK (RS_THREADS * RS_PER)
@@ -211,28 +212,67 @@ __device__ __forceinline__ void warp_atomic_add(u64* p, i64 v) {
     if ((threadIdx.x & 31) == 0 && v != 0) atomicAdd((unsigned long long*)p, (unsigned long long)v);
 }
 
-// this thread's RS_PER values of a row chunk (columns l0 + p * RS_THREADS), exactly widened;
-// 0 past column k
+// Each thread holds RS_PER runs of V = RowWord<T>::V consecutive entries of its row chunk (raw
+// words: float64 bits, or float32 bits widened exactly where used): run p starts at column
+// l0 + p * RS_THREADS * V with l0 = chunk start + threadIdx.x * V, so that every load of a warp
+// reads 32 consecutive runs. float32 rows are read as 8-byte pairs (V = 2), where the row is
+// 8-byte aligned and both entries lie in it, so that a thread keeps as many bytes in flight as
+// for float64 (one float32 per load ran at about a third of the bandwidth on the H200). Entries
+// past column k read as 0.
+template <typename T> struct RowWord;
+template <> struct RowWord<double> {
+    typedef u64 W;
+    static constexpr int V = 1;
+    static __device__ __forceinline__ double widen(W w) { return __longlong_as_double((i64)w); }
+};
+template <> struct RowWord<float> {
+    typedef unsigned int W;
+    static constexpr int V = 2;
+    static __device__ __forceinline__ double widen(W w) { return widen_f32_bits(w); }
+};
+template <typename T> __host__ __device__ constexpr int rs_chunk() { return RS_CHUNK * RowWord<T>::V; }
+
 template <typename T>
-__device__ __forceinline__ void load_row_chunk(const T* row, int l0, int k, double (&v)[RS_PER]) {
+__device__ __forceinline__ void load_row_chunk(const T* row, int l0, int k,
+                                               typename RowWord<T>::W (&w)[RS_PER * RowWord<T>::V]) {
+    typedef typename RowWord<T>::W W;
+    constexpr int V = RowWord<T>::V;
+    const W* rw = reinterpret_cast<const W*>(row);
+    if (V == 2) {
+        const bool aligned = (reinterpret_cast<size_t>(row) & 7) == 0;
 #pragma unroll
-    for (int p = 0; p < RS_PER; ++p) {
-        const int l = l0 + p * RS_THREADS;
-        v[p] = l < k ? load_f64(row + l) : 0.0;
+        for (int p = 0; p < RS_PER; ++p) {
+            const int l = l0 + p * RS_THREADS * V;
+            if (aligned && l + 1 < k) {
+                const uint2 pr = *reinterpret_cast<const uint2*>(rw + l);
+                w[V * p] = (W)pr.x;
+                w[V * p + V - 1] = (W)pr.y;
+            } else {
+                w[V * p] = l < k ? rw[l] : (W)0;
+                w[V * p + V - 1] = l + 1 < k ? rw[l + 1] : (W)0;
+            }
+        }
+    } else {
+#pragma unroll
+        for (int p = 0; p < RS_PER; ++p) {
+            const int l = l0 + p * RS_THREADS;
+            w[p] = l < k ? rw[l] : (W)0;
+        }
     }
 }
 
 template <typename T>
 __device__ __forceinline__ void row_extent_impl(const T* __restrict__ x, i64 ldx, int r, int k,
                                                 u64* __restrict__ acc) {
+    typedef RowWord<T> RW;
     const int i = blockIdx.x;
     const T* row = x + (i64)i * ldx;
-    const int l0 = blockIdx.y * RS_CHUNK + threadIdx.x;
-    double v[RS_PER];
-    load_row_chunk(row, l0, k, v);
+    const int l0 = blockIdx.y * rs_chunk<T>() + threadIdx.x * RW::V;
+    typename RW::W w[RS_PER * RW::V];
+    load_row_chunk(row, l0, k, w);
     int tmax = -100000, lmin = 100000;
 #pragma unroll
-    for (int p = 0; p < RS_PER; ++p) extent(v[p], tmax, lmin);
+    for (int p = 0; p < RS_PER * RW::V; ++p) extent(RW::widen(w[p]), tmax, lmin);
     warp_atomic_max(acc + 3 * (i64)r + i, tmax > -100000 ? (i64)tmax + 2048 : 0);
     warp_atomic_max(acc + 4 * (i64)r + i, lmin < 100000 ? 2048 - (i64)lmin : 0);
 }
@@ -241,28 +281,32 @@ template <typename T>
 __device__ __forceinline__ void row_sums_impl(const T* __restrict__ x, i64 ldx, int r, int k,
                                               signed char* __restrict__ q, i64 ldq, int kq,
                                               u64* __restrict__ acc) {
+    typedef RowWord<T> RW;
     const int i = blockIdx.x;
     const T* row = x + (i64)i * ldx;
-    const int l0 = blockIdx.y * RS_CHUNK + threadIdx.x;
+    const int l0 = blockIdx.y * rs_chunk<T>() + threadIdx.x * RW::V;
     const i64 tenc = (i64)acc[3 * (i64)r + i];
     const int E = tenc == 0 ? 0 : (int)(tenc - 2048);
     const Pow2 f30(NORM_BITS - E), f15(NORM_BITS / 2 - E), f7(LB_BITS - E);
-    double v[RS_PER];
-    load_row_chunk(row, l0, k, v);
+    typename RW::W w[RS_PER * RW::V];
+    load_row_chunk(row, l0, k, w);
     i64 s1 = 0, s2 = 0, sq = 0;
 #pragma unroll
     for (int p = 0; p < RS_PER; ++p) {
-        const int l = l0 + p * RS_THREADS;
-        if (l < kq) {
-            signed char qq = 0;
-            if (l < k) {
-                const EntryQ eq = entry_quant(fabs(v[p]), f30, f15, f7);
-                s1 += eq.n1;
-                s2 += eq.h * eq.h;
-                qq = (signed char)eq.fq;
+#pragma unroll
+        for (int e = 0; e < RW::V; ++e) {
+            const int l = l0 + p * RS_THREADS * RW::V + e;
+            if (l < kq) {
+                signed char qq = 0;
+                if (l < k) {
+                    const EntryQ eq = entry_quant(fabs(RW::widen(w[RW::V * p + e])), f30, f15, f7);
+                    s1 += eq.n1;
+                    s2 += eq.h * eq.h;
+                    qq = (signed char)eq.fq;
+                }
+                sq += qq;
+                q[(i64)i * ldq + l] = qq;
             }
-            sq += qq;
-            q[(i64)i * ldq + l] = qq;
         }
     }
     warp_atomic_add(acc + i, s1);
