@@ -4,7 +4,7 @@ one importable as ``ozgemm`` (the working tree with ``PYTHONPATH=.``), their cal
 alternating, with the native matmul on the same arrays. Prints its context and a table last;
 the two versions' results are checked bit-identical on every input.
 
-Input: A, B = (rand - 0.5) exp(phi randn), square n, drawn in that order from
+Input: A, B = (rand - 0.5) exp(phi randn), square n (or the stacks of ``--stacks``), drawn in that order from
 ``cupy.random.RandomState(seed)`` on the GPU (``numpy.random.RandomState(seed)`` on the CPU).
 Timing: each round times ``--reps`` calls of one version (CUDA events around each whole call,
 or ``time.perf_counter``) and keeps their median; the versions alternate over ``--rounds``
@@ -14,6 +14,8 @@ replays and speculative plans are in their steady state).
 Run from the repository root:
     PYTHONPATH=. python benchmarks/side_by_side.py --base REV --device gpu --sizes 1024 4096 \\
         --contracts fp32 fp64-dgemm [--phi 0.5] [--reps 7] [--rounds 5]
+    PYTHONPATH=. python benchmarks/side_by_side.py --base REV --device gpu --sizes \
+        --stacks 64x512x512@64x512x512 10000x10x10@1x10x10 --contracts fp64
 (``--base-dir DIR`` instead of ``--base REV``: that version's ``ozgemm`` package directory,
 where the repository's history is not at hand.)
 """
@@ -58,13 +60,24 @@ def main(argv=None):
     ap.add_argument("--base", help="git revision of the package to compare against")
     ap.add_argument("--base-dir", type=Path, help="or: a directory holding that version's ozgemm package")
     ap.add_argument("--device", choices=("cpu", "gpu"), default="gpu")
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[1024, 2048, 4096])
+    ap.add_argument("--stacks", nargs="*", default=[], metavar="AxBxC@DxExF",
+                    help="stacked products: the shapes of a and b, e.g. 64x512x512@64x512x512")
     ap.add_argument("--contracts", nargs="+", default=["fp64", "fp32"])
     ap.add_argument("--phi", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args(argv)
+    cases = [(str(n), (n, n), (n, n)) for n in args.sizes]
+    for spec in args.stacks:
+        try:
+            sa, sb = (tuple(int(v) for v in part.split("x")) for part in spec.split("@"))
+        except ValueError:
+            ap.error(f"--stacks {spec}: expected two shapes such as 64x512x512@64x512x512")
+        cases.append((spec, sa, sb))
+    if not cases:
+        ap.error("nothing to run: give --sizes and/or --stacks")
     import ozgemm
 
     root = Path(__file__).resolve().parent.parent
@@ -108,14 +121,14 @@ def main(argv=None):
         where = f"{platform.processor() or platform.machine()} CPU"
     print(f"side by side: ozgemm {rev} (base) and ozgemm from {Path(ozgemm.__file__).parent} (work); {where}, "
           f"NumPy {np.__version__}, Python {platform.python_version()}")
-    print(f"input: (rand-0.5)*exp({args.phi}*randn), seed {args.seed}, square n; whole calls, median of {args.reps} "
+    print(f"input: (rand-0.5)*exp({args.phi}*randn), seed {args.seed}; whole calls, median of {args.reps} "
           f"per round, {args.rounds} alternating rounds, median round; native = matmul on the same arrays")
     rows = []
-    for n in args.sizes:
+    for n, sa, sb in cases:
         for c in args.contracts:
             dt = xp.float32 if c.startswith("fp32") else xp.float64
             rs = xp.random.RandomState(args.seed)
-            a, b = (((rs.rand(n, n) - 0.5) * xp.exp(args.phi * rs.randn(n, n))).astype(dt) for _ in range(2))
+            a, b = (((rs.rand(*s_) - 0.5) * xp.exp(args.phi * rs.randn(*s_))).astype(dt) for s_ in (sa, sb))
             for mod in (base, ozgemm):
                 for _ in range(4):
                     mod.matmul(a, b, contract=c)
@@ -127,13 +140,14 @@ def main(argv=None):
                 for name, mod in (("base", base), ("work", ozgemm)):
                     med[name].append(statistics.median(timed(lambda: mod.matmul(a, b, contract=c))
                                                        for _ in range(args.reps)))
-            nat = statistics.median(timed(lambda: a @ b) for _ in range(args.reps))
+            nat = statistics.median(timed(lambda: xp.matmul(a, b)) for _ in range(args.reps))
             rows.append((n, c, statistics.median(med["base"]), statistics.median(med["work"]), nat))
             print(f"  n={n} {c}: base rounds {['%.3f' % x for x in med['base']]}, work rounds "
                   f"{['%.3f' % x for x in med['work']]}", flush=True)
-    print(f"{'n':>6} {'contract':<16} {'base ms':>9} {'work ms':>9} {'native ms':>10}")
+    w = max(6, *(len(n) for n, *_ in rows))
+    print(f"{'n':>{w}} {'contract':<16} {'base ms':>9} {'work ms':>9} {'native ms':>10}")
     for n, c, tb, tw, tn in rows:
-        print(f"{n:>6} {c:<16} {tb:>9.3f} {tw:>9.3f} {tn:>10.3f}")
+        print(f"{n:>{w}} {c:<16} {tb:>9.3f} {tw:>9.3f} {tn:>10.3f}")
     return 0
 
 
