@@ -150,7 +150,8 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
         st = dataclasses.replace(st, src=xp.broadcast_to(st.src.reshape(1, r, k), (P, r, k)).reshape(P * r, k))
         sa, sb = (st, sb) if shared == "a" else (sa, st)
         shared = None
-    # the products grouped by moduli count (and, against a shared operand, width)
+    # the products grouped by moduli count (and, against a shared operand, width): _choose
+    # keeps -1 <= beta < SPEC_BETA_HI, so beta + 1 < SPEC_BETA_HI + 2 and the key is one-to-one
     gkey = nmod * (SPEC_BETA_HI + 2) + (beta + 1 if shared else 0)
     order = np.argsort(gkey, kind="stable")
     cuts = np.flatnonzero(np.diff(gkey[order])) + 1

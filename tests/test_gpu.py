@@ -285,7 +285,7 @@ def test_plan_scalars_fast_and_regime_entries_mixed():
 @pytest.mark.parametrize("layout", ["rows", "columns", "components"])
 def test_row_stats_long_rows_match_numpy(layout):
     """Rows longer than the kernel's register cache (16 entries x 512 threads) and than one
-    streaming chunk (2048), float32 and float64, subnormals and extremes, through every
+    streaming chunk (2048 float64 / 4096 float32 entries), float32 and float64, subnormals and extremes, through every
     statistics kernel: C-contiguous rows (streaming kernels), column-major rows (read through
     the columns; float32 transposed first) and (2, r, k) components (one block per row, with
     the register cache up to 8192 entries); and the NaN/Inf flag of each."""

@@ -574,7 +574,7 @@ class CudaBackend:
         n1 = alloc((r,), dtype=cp.int64)
         n2 = alloc((r,), dtype=cp.int64)
         qsum = alloc((r,), dtype=cp.int64)
-        chunks = -(-k // (_RS_CHUNK * (2 if x.dtype == cp.float32 else 1)))
+        chunks = -(-k // (_RS_CHUNK * 8 // x.itemsize))  # stats.cu rs_chunk: 16 KiB of x per block
         ldx = x.strides[-2] // x.itemsize if ldc is None else 0
         flag = nonfinite if nonfinite is not None else np.uint64(0)  # a null pointer
         sfx = "_f32" if x.dtype == cp.float32 else ""

@@ -9,9 +9,10 @@ typedef unsigned int u32;
 // zeros kept): CuPy compiles with -ftz=true, under which a float -> double conversion flushes
 // subnormal inputs to zero. The same function widens float32 arrays in ozgemm/_xp.py.
 __device__ __forceinline__ double widen_f32_bits(unsigned int u) {
-    // the float64 bit pattern built with integer operations only (a float -> double
-    // conversion is a 64-bit-type conversion, a slow instruction class, and most kernels that
-    // read float32 are bound by it): normal, exponent rebiased; Inf/NaN, exponent 0x7ff and
+    // the float64 bit pattern built with integer operations only, no float -> double
+    // conversion (with stats.cu's pair loads the float32 statistics ran 14 % faster; alone
+    // it measured slower, docs/design.md "Planning on the GPU"): normal, exponent rebiased;
+    // Inf/NaN, exponent 0x7ff and
     // the payload kept; subnormal f 2^-149, normalised at its highest set bit h (exponent
     // h - 149); zero, the sign alone
     const unsigned int e = (u >> 23) & 0xffu, f = u & 0x7fffffu;
