@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import os
 from dataclasses import dataclass
 from math import prod
 
@@ -34,7 +36,39 @@ from ..precision.planner import normwise_scalars, plan_scalars, stack_plan_scala
 from ..precision.operands import complex_embedding
 from ..precision.stats import repeat_stats, row_stats, split_float
 
-__all__ = ["NumpyBackend", "SGEMM_EXACT_K", "DGEMM_EXACT_K", "available_memory"]
+__all__ = ["NumpyBackend", "SGEMM_EXACT_K", "DGEMM_EXACT_K", "available_memory", "compiled_kernels"]
+
+
+@functools.lru_cache(maxsize=1)
+def _import_compiled():
+    try:
+        from . import cpu_compiled
+    except ImportError:  # numba not installed: the numpy code runs
+        return None
+    return cpu_compiled
+
+
+def compiled_kernels():
+    """The compiled kernels of :mod:`ozgemm.kernels.cpu_compiled` where numba is installed (the
+    ``[cpu]`` extra) and the environment variable ``OZGEMM_CPU_COMPILED`` is not ``0``; else
+    None. Both give the same bits."""
+    if os.environ.get("OZGEMM_CPU_COMPILED", "1") == "0":
+        return None
+    return _import_compiled()
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_constants(moduli: tuple, bound: int):
+    """(W, eoM, Mi) of :func:`~ozgemm.kernels.cpu_compiled.crt_round_bits` for ``moduli`` and
+    |C'| < ``bound`` (4 bound <= P, the limbs of 2 bound)."""
+    gc = constants_of(moduli)
+    lb = ((2 * bound).bit_length() + 31) // 32
+    W = np.ascontiguousarray(gc.e_limbs[:, :lb].astype(np.int64))
+    eoM = np.ascontiguousarray(gc.e_over_M, dtype=np.float64)
+    Mi = np.array([int(v) for v in gc.M_limbs[:lb]], dtype=np.int64)
+    for a in (W, eoM, Mi):
+        a.setflags(write=False)
+    return W, eoM, Mi
 
 
 def available_memory() -> int:
@@ -368,8 +402,23 @@ class NumpyBackend:
 
     def reconstruct_exponents(self, c, n_moduli, e, fmt):
         """:func:`~ozgemm.crt.reconstruct.reconstruct_round` of residues ``c`` from
-        :meth:`residue_products` scaled by ``2**e``: the result storage of ``fmt``."""
-        return reconstruct_round(c, self.residue_moduli(n_moduli), e, fmt, np, bound=self._bound(n_moduli))
+        :meth:`residue_products` scaled by ``2**e``: the result storage of ``fmt`` (binary64
+        and binary32 results of the blas kind through the compiled kernel where installed,
+        :func:`compiled_kernels`: the same bits)."""
+        moduli, bound = self.residue_moduli(n_moduli), self._bound(n_moduli)
+        ck = compiled_kernels() if fmt.name in ("binary64", "binary32") and bound is not None else None
+        if ck is not None and 4 * bound <= constants_of(moduli).M:
+            W, eoM, Mi = _compiled_constants(moduli, bound)
+            if W.shape[1] <= ck.LMAX:
+                shape = c.shape[1:]
+                cf = np.ascontiguousarray(c, dtype=np.float64).reshape(c.shape[0], -1)
+                ef = np.ascontiguousarray(np.broadcast_to(e, shape), dtype=np.int64).reshape(-1)
+                bits = ck.crt_round_bits(cf, ef, W, eoM, Mi, fmt.p, fmt.emin_sub, 1023 if fmt.p == 53 else 127,
+                                         np.empty(cf.shape[1], dtype=np.uint64))
+                if fmt.p == 53:
+                    return bits.view(np.float64).reshape(shape)
+                return bits.astype(np.uint32).view(np.float32).reshape(shape)
+        return reconstruct_round(c, moduli, e, fmt, np, bound=bound)
 
     def _bound(self, n_moduli):
         """|C'| < M/2 + 1 for the plan's M: with the blas kind's P >= 4 M, the margin that lets

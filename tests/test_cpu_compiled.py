@@ -1,0 +1,155 @@
+"""The CPU engine's compiled reconstruction (ozgemm.kernels.cpu_compiled, numba: the [cpu]
+extra): its rounding against an exact integer rounding written here, and whole products
+bit-identical to the numpy code (OZGEMM_CPU_COMPILED=0) for every contract and layout that
+reaches it. Skipped where numba is not installed."""
+import math
+
+import numpy as np
+import pytest
+
+import ozgemm
+from ozgemm.contracts.formats import FORMATS
+from ozgemm.crt.moduli import garner_constants
+from ozgemm.kernels.numpy import NumpyBackend, compiled_kernels
+from ozgemm.verify.inputs import phi_matrix
+
+pytest.importorskip("numba")
+
+
+def _round_exact(v: int, e: int, p: int, emin_sub: int, emax: int, dtype):
+    """v 2**e rounded to nearest-even with p bits, gradual underflow at 2**emin_sub, overflow
+    to inf, a zero result +0: integer arithmetic only, independent of the code under test."""
+    mag = abs(v)
+    if mag == 0:
+        return dtype(0.0)
+    top = mag.bit_length() - 1 + e  # 2**top <= |v 2**e| < 2**(top+1)
+    q = max(top - (p - 1), emin_sub)  # exponent of the last kept bit
+    if e >= q:
+        mant = mag << (e - q)
+    else:
+        sh = q - e
+        mant, rem = divmod(mag, 1 << sh)
+        half = 1 << (sh - 1)
+        if rem > half or (rem == half and mant & 1):
+            mant += 1
+    if mant == 0:
+        return dtype(0.0)
+    if mant >> p:
+        mant >>= 1
+        q += 1
+    if mant.bit_length() + q > emax + 1:
+        out = dtype(np.inf)
+    else:
+        out = dtype(math.ldexp(mant, q))
+    return -out if v < 0 else out
+
+
+def _cases(rng, n_moduli, p):
+    """C' values with |C'| < M/2 + 1 (M of n_moduli table moduli) and scales: random widths,
+    exact ties and near-ties at the rounding position, carries to 2**p, powers of two, the
+    bound, zero."""
+    M = math.prod(garner_constants(n_moduli).moduli)
+    lim = M // 2
+    vals = [0, 1, -1, lim, -lim, lim - 1]
+    for _ in range(300):
+        vals.append(int(rng.integers(1, 1 << 62)) * (1 << int(rng.integers(0, max(1, lim.bit_length() - 62)))) % lim)
+    for w in range(p + 1, min(lim.bit_length(), p + 60), 7):
+        base = 1 << w
+        drop = w - p + 1
+        for d in (-1, 0, 1):
+            vals += [base + (1 << (drop - 1)) + d, (base | (1 << drop)) + (1 << (drop - 1)) + d,  # ties, odd/even
+                     (1 << (w + 1)) - 1, base]  # a carry to the next power of two
+    vals = [v if v < lim else lim for v in vals]
+    signs = rng.choice([-1, 1], size=len(vals))
+    return [int(s) * v for s, v in zip(signs, vals)]
+
+
+@pytest.mark.parametrize("fmt_name", ["binary64", "binary32"])
+@pytest.mark.parametrize("n_moduli", [3, 9, 16, 17, 25])
+def test_rounding_matches_exact_rounding(fmt_name, n_moduli, monkeypatch):
+    monkeypatch.setenv("OZGEMM_CPU_COMPILED", "1")
+    fmt = FORMATS[fmt_name]
+    dtype = np.float64 if fmt_name == "binary64" else np.float32
+    emax = 1023 if fmt_name == "binary64" else 127
+    rng = np.random.default_rng(n_moduli)
+    be = NumpyBackend("blas")
+    moduli = be.residue_moduli(n_moduli)
+    vals = _cases(rng, n_moduli, fmt.p)
+    R = len(vals)
+    c = np.array([[v % p for v in vals] for p in moduli], dtype=np.float64)
+    for e0 in (0, fmt.emin_sub, fmt.emin_sub - 40, emax - 60, emax + 10, -200):
+        # per entry: the scale that puts its top bit near 2**e0 (normal, subnormal, zero, inf)
+        e = np.array([e0 - max(abs(v).bit_length(), 1) + int(rng.integers(-3, 4)) for v in vals], dtype=np.int64)
+        got = be.reconstruct_exponents(c.copy(), n_moduli, e, fmt)
+        want = np.array([_round_exact(v, int(x), fmt.p, fmt.emin_sub, emax, dtype) for v, x in zip(vals, e)])
+        assert got.dtype == dtype and got.shape == (R,)
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), e0
+
+
+def test_the_compiled_kernel_runs_and_can_be_switched_off(monkeypatch):
+    import ozgemm.kernels.cpu_compiled as ck
+
+    calls = []
+    real = ck.crt_round_bits
+    monkeypatch.setattr(ck, "crt_round_bits", lambda *a: calls.append(1) or real(*a))
+    a, b = phi_matrix(np.random.default_rng(3), (20, 30), 0.5), phi_matrix(np.random.default_rng(4), (30, 10), 0.5)
+    monkeypatch.setenv("OZGEMM_CPU_COMPILED", "1")
+    assert compiled_kernels() is ck
+    ozgemm.matmul(a, b)
+    assert calls
+    calls.clear()
+    monkeypatch.setenv("OZGEMM_CPU_COMPILED", "0")
+    assert compiled_kernels() is None
+    ozgemm.matmul(a, b)
+    assert not calls
+
+
+def _both(monkeypatch, f):
+    monkeypatch.setenv("OZGEMM_CPU_COMPILED", "0")
+    want = f()
+    monkeypatch.setenv("OZGEMM_CPU_COMPILED", "1")
+    got = f()
+    return got, want
+
+
+def _same(got, want):
+    if isinstance(want, ozgemm.DD):
+        return np.array_equal(got.hi.view(np.uint8), want.hi.view(np.uint8)) and np.array_equal(
+            got.lo.view(np.uint8), want.lo.view(np.uint8))
+    return got.dtype == want.dtype and np.array_equal(np.asarray(got).view(np.uint8), np.asarray(want).view(np.uint8))
+
+
+@pytest.mark.parametrize("contract,dtype", [("fp64", np.float64), ("fp32", np.float32), ("fp64-dgemm", np.float64),
+                                            ("fp32-sgemm", np.float32), ("fp64-fast", np.float64),
+                                            ("fp32-fast", np.float32), ("dd", np.float64)])
+@pytest.mark.parametrize("shape,phi,scale", [((7, 33, 5), 0.5, 0), ((64, 1100, 48), 2, 0), ((40, 50, 30), 8, -1000),
+                                             ((40, 50, 30), 8, 1000), ((1, 1, 1), 0.5, 0), ((130, 70, 129), 4, -1070)])
+def test_products_bit_identical_to_the_numpy_code(contract, dtype, shape, phi, scale, monkeypatch):
+    m, k, n = shape
+    rng = np.random.default_rng(hash((contract, shape, phi)) % 2**32)
+    a, b = phi_matrix(rng, (m, k), phi, dtype), phi_matrix(rng, (k, n), phi, dtype)
+    if scale:  # toward the ends of the range (subnormal results, underflow to zero, overflow)
+        s = scale if dtype == np.float64 else scale // 8
+        a = a * np.ldexp(dtype(1), s // 2).astype(dtype)
+        b = b * np.ldexp(dtype(1), s - s // 2).astype(dtype)
+    try:
+        got, want = _both(monkeypatch, lambda: ozgemm.matmul(a, b, contract=contract))
+    except ozgemm.ContractError:
+        pytest.skip("the contract refuses these operands (either code)")
+    assert _same(got, want)
+
+
+def test_stacks_complex_and_gemm_bit_identical_to_the_numpy_code(monkeypatch, stacked):
+    rng = np.random.default_rng(9)
+    a, b = phi_matrix(rng, (50, 6, 9), 1.0), phi_matrix(rng, (1, 9, 7), 1.0)
+    got, want = _both(monkeypatch, lambda: ozgemm.matmul(a, b))
+    assert _same(got, want) and all(stacked)
+    za = phi_matrix(rng, (12, 20), 0.5) + 1j * phi_matrix(rng, (12, 20), 2)
+    zb = (phi_matrix(rng, (20, 8), 0.5) - 1j * phi_matrix(rng, (20, 8), 0.5)).astype(np.complex64)
+    for x, y in ((za, za.T[:, :5]), (za.astype(np.complex64), zb)):
+        got, want = _both(monkeypatch, lambda: ozgemm.matmul(x, y))
+        assert _same(got, want)
+    c = phi_matrix(rng, (12, 8), 0.5)
+    got, want = _both(monkeypatch, lambda: ozgemm.gemm(za.real, zb.real.astype(np.float64), c, alpha=-1.0, beta=1.0,
+                                                       contract="dd"))
+    assert _same(got, want)
