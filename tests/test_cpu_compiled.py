@@ -153,3 +153,38 @@ def test_stacks_complex_and_gemm_bit_identical_to_the_numpy_code(monkeypatch, st
     got, want = _both(monkeypatch, lambda: ozgemm.gemm(za.real, zb.real.astype(np.float64), c, alpha=-1.0, beta=1.0,
                                                        contract="dd"))
     assert _same(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_statistics_and_residues_equal_the_numpy_code(dtype):
+    """The compiled row statistics and scaled residues against the array code of
+    ozgemm.precision.stats / ozgemm.crt.residues: zeros, signed zeros, subnormals, the ends
+    of the range, rows spanning the whole range (ldexp's underflow to 0 in the 1-norm), and
+    shifts that scale left (beyond int64: the power-of-two factor) and right (rounding)."""
+    import ozgemm.kernels.cpu_compiled as ck
+    from ozgemm.crt.moduli import wide_moduli
+    from ozgemm.crt.residues import scaled_residues
+    from ozgemm.precision.stats import LB_BITS, NORM_BITS, row_stats
+
+    rng = np.random.default_rng(17)
+    fi = np.finfo(dtype)
+    x = phi_matrix(rng, (60, 77), 6.0, dtype)
+    x[::4, ::5] = 0
+    x[1, :4] = [-0.0, fi.smallest_subnormal, -fi.smallest_subnormal * 3, fi.max]  # the whole range
+    x[2] = fi.smallest_subnormal * rng.integers(1, 2**20, 77)
+    x[3] = 0
+    x[4, :3] = [fi.max, -fi.max, fi.tiny]
+    st = row_stats(x, np)
+    got = ck.row_stats(x, NORM_BITS, LB_BITS)
+    for name, g in zip(["mant", "exp", "q", "E", "width", "n1_int", "n2_int", "qsum", "zero_row"], got):
+        assert np.array_equal(g, getattr(st, name)), name
+    for beta in (30, 57, 120, 400, 1200):
+        shift = np.where(st.zero_row, 0, beta - st.E).astype(np.int64) + rng.integers(-2, 3, x.shape[0])
+        for n_moduli in (3, 16, 30):
+            mods = wide_moduli(n_moduli)
+            want = scaled_residues(st.mant, st.exp, shift, mods, np, dtype=np.float64)
+            out = np.empty_like(want)
+            assert np.array_equal(ck.scaled_residues(st.mant, st.exp, shift, mods, out), want), (beta, n_moduli)
+    y = x.astype(np.float64)
+    y[7, 7] = np.inf
+    assert ck.row_stats(y, NORM_BITS, LB_BITS) is None  # NaN/Inf: the numpy code's statistics

@@ -1,14 +1,18 @@
 """Compiled per-entry kernels of the CPU engine (numba: the optional ``[cpu]`` extra).
 
-The numpy engine's reconstruction and rounding (:func:`ozgemm.crt.reconstruct.reconstruct_round`
-for the blas kind's wide moduli, then :func:`ozgemm.precision.rounding.round_limbs`) runs as
-about a hundred whole-array passes; here it is one pass per cache-sized chunk of entries,
-the same integers and the same rounding rule, so the same bits (tested entry by entry against
-the numpy code and against exact rational rounding). Imported only where numba is installed
+The numpy engine's per-entry phases run as many whole-array passes; here each is one pass:
+the row statistics (:func:`row_stats`, as :func:`ozgemm.precision.stats.row_stats`), the
+scaled residues (:func:`scaled_residues`, as :func:`ozgemm.crt.residues.scaled_residues`),
+the reduction of the float64 GEMMs' sums (:func:`reduce_residues`) and the reconstruction
+and rounding of binary64/binary32 results (:func:`crt_round_bits`, as
+:func:`ozgemm.crt.reconstruct.reconstruct_round` with the blas kind's wide moduli, then
+:func:`ozgemm.precision.rounding.round_limbs`, one pass per cache-sized chunk of entries):
+the same integers and the same rounding rule, so the same bits (tested against the numpy
+code and the rounding against an exact integer rounding). Imported only where numba is installed
 (:func:`ozgemm.kernels.numpy.compiled_kernels`); without it, or with the environment variable
 ``OZGEMM_CPU_COMPILED=0``, the numpy code runs.
 
-Method: the direct CRT of :func:`~ozgemm.crt.reconstruct.crt_reconstruct` (Y = sum_q c_q e_q
+Reconstruction: the direct CRT of :func:`~ozgemm.crt.reconstruct.crt_reconstruct` (Y = sum_q c_q e_q
 with the quotient t = rint(sum_q c_q e_q / M), exact because |C'| < P/4), here with the
 digits Y_l = sum_q c_q W[q, l] summed in int64 (c_q < 2**21.5, W < 2**32, N <= 17: below
 2**58), then the 64-bit-window rounding of
@@ -18,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import int64, njit, uint64
-from numba.cpython.unsafe.numbers import leading_zeros
+from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
-__all__ = ["crt_round_bits", "LMAX"]
+__all__ = ["crt_round_bits", "scaled_residues", "row_stats", "reduce_residues", "LMAX"]
 
 _MASK = 0xFFFFFFFF
 _CH = 1024  # entries per chunk: the chunk's limbs (LMAX x 1024 int64) stay in cache
@@ -41,6 +45,7 @@ def _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, LMAX):
     U1 = uint64(1)
     U32 = uint64(32)
     x = np.zeros((LMAX, _CH), dtype=np.int64)
+    ci = np.empty((N, _CH), dtype=np.int64)
     tq = np.empty(_CH, dtype=np.int64)
     y = np.empty(_CH, dtype=np.int64)
     carry = np.empty(_CH, dtype=np.int64)
@@ -58,7 +63,9 @@ def _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, LMAX):
         for q in range(N):
             f = eoM[q]
             for j in range(n):
-                est[j] += c[q, r0 + j] * f
+                v = c[q, r0 + j]
+                est[j] += v * f
+                ci[q, j] = int64(v)
         for j in range(n):
             tq[j] = int64(np.floor(est[j] + 0.5))
         for l in range(Lb):
@@ -67,7 +74,7 @@ def _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, LMAX):
             for q in range(N):
                 wq = W[q, l]
                 for j in range(n):
-                    y[j] += int64(c[q, r0 + j]) * wq
+                    y[j] += ci[q, j] * wq
             ml = Mi[l]
             for j in range(n):
                 v = y[j] - tq[j] * ml + carry[j]
@@ -183,3 +190,182 @@ def crt_round_bits(c, e, W, eoM, Mi, p, emin_sub, bias, out):
         raise ValueError(f"crt_round_bits: {lb} limbs, at most {LMAX}")
     _BY_LIMBS.get(lb, _crt_round_16)(c, e, W, eoM, Mi, lb, p, emin_sub, bias, out)
     return out
+
+
+@njit(nogil=True, cache=True)
+def _residues(mant, exp, shift, mods, rinv, W22, W44, T, out):
+    """Symmetric residues out[q, i, l] of X' = round(mant 2**(exp + shift_i)) modulo mods[q]
+    (odd, below 2**21.5): the integers of :func:`ozgemm.crt.residues.scaled_residues`
+    (one component). v = mant << min(d, 9) or the rounded right shift (|v| < 2**62) and
+    d2 = max(d - 9, 0), as there; |v| in 22-bit chunks c0 + c1 2**22 + c2 2**44, so that
+    S = c0 + c1 W22 + c2 W44 < 3 2**43.5 < 2**46 (W = 2**22 / 2**44 mod m), and the symmetric
+    residue S - m floor(S / m + 1/2) is exact in float64 (the bound of scaled_residues); a
+    d2 > 0 multiplies by T[q, d2] = 2**d2 mod m (|r T| < 2**42) and reduces again; the sign
+    last (odd moduli: the symmetric range is symmetric)."""
+    r, k = mant.shape
+    N = mods.shape[0]
+    c0 = np.empty(k, dtype=np.float64)
+    c1 = np.empty(k, dtype=np.float64)
+    c2 = np.empty(k, dtype=np.float64)
+    sg = np.empty(k, dtype=np.float64)
+    d2 = np.empty(k, dtype=np.int64)
+    M22 = (1 << 22) - 1
+    for i in range(r):
+        any_d2 = False
+        for l in range(k):
+            d = exp[i, l] + shift[i]
+            m = mant[i, l]
+            if d >= 0:
+                v = m << min(d, 9)
+                e2 = max(d - 9, 0)
+            else:
+                rsh = min(-d, 60)
+                v = (m + (int64(1) << (rsh - 1))) >> rsh
+                e2 = 0
+            a = -v if v < 0 else v
+            sg[l] = -1.0 if v < 0 else 1.0
+            c0[l] = float(a & M22)
+            c1[l] = float((a >> 22) & M22)
+            c2[l] = float(a >> 44)
+            d2[l] = e2
+            any_d2 = any_d2 or e2 > 0
+        for q in range(N):
+            p = mods[q]
+            ri = rinv[q]
+            w1 = W22[q]
+            w2 = W44[q]
+            o = out[q, i]
+            for l in range(k):
+                s = c0[l] + c1[l] * w1 + c2[l] * w2
+                o[l] = s - p * np.floor(s * ri + 0.5)
+            if any_d2:
+                for l in range(k):
+                    if d2[l] > 0:
+                        s = o[l] * T[q, d2[l]]
+                        o[l] = s - p * np.floor(s * ri + 0.5)
+            for l in range(k):
+                o[l] = o[l] * sg[l]
+
+
+def scaled_residues(mant, exp, shift, moduli, out):
+    """:func:`_residues` into ``out`` (N, r, k) float64 for one-component rows ``mant``,
+    ``exp`` (r, k) int64 and ``shift`` (r,) int64, ``moduli`` odd and below 2**21.5."""
+    mods = np.array(moduli, dtype=np.float64)
+    d2max = max(0, int((exp.max(initial=0) if exp.size else 0) + (shift.max(initial=0) if shift.size else 0)) - 9)
+    T = np.array([[pow(2, d, m) for d in range(d2max + 1)] for m in moduli], dtype=np.float64)
+    _residues(np.ascontiguousarray(mant), np.ascontiguousarray(exp), np.ascontiguousarray(shift), mods, 1.0 / mods,
+              np.array([pow(2, 22, m) for m in moduli], dtype=np.float64),
+              np.array([pow(2, 44, m) for m in moduli], dtype=np.float64), T, out)
+    return out
+
+
+@njit(inline="always")
+def _ceil_scaled(M, bl, d):
+    """ceil(ldexp(M 2**d)) as numpy computes it for an integer M >= 0 of bit length bl: the
+    exact ceiling, except 0 where M 2**d <= 2**-1075 (ldexp rounds it to 0 below half the
+    smallest subnormal, a tie to even); results below 2**62."""
+    if M == 0:
+        return int64(0)
+    if d >= 0:
+        return M << d
+    t = bl - 1 + d  # M 2**d in [2**t, 2**(t+1))
+    if t < -1075 or (t == -1075 and M == (int64(1) << (bl - 1))):
+        return int64(0)
+    if -d >= 63:
+        return int64(1)
+    return (M + (int64(1) << (-d)) - 1) >> (-d)
+
+
+@njit(nogil=True, cache=True)
+def _row_stats(xb, NB, LB, mant, exp, q, E_out, width, n1, n2, qsum):
+    """Per row of ``xb`` (r, k): the int64 bit patterns of float64 entries. The integers of
+    :func:`ozgemm.precision.stats.row_stats` (one component) from the bits: mant/exp (numpy's
+    frexp: mant = frac 2**53), E (the largest frexp exponent of a non-zero entry, 0 for a
+    zero row), width (E - the lowest set bit's exponent), n1 = sum ceil(|x| 2**(NB-E)),
+    n2 = sum ceil(|x| 2**(NB/2-E))**2, q = floor(|x| 2**(LB-E)) and its sum — each ceil and
+    floor of numpy's ldexp in integers (:func:`_ceil_scaled`), integer sums (order-free)."""
+    r, k = xb.shape
+    M52 = (int64(1) << 52) - 1
+    bl = np.empty(k, dtype=np.int64)  # bit length of |mant|
+    special = False
+    for i in range(r):
+        tmax = np.iinfo(np.int64).min
+        lmin = np.iinfo(np.int64).max
+        for l in range(k):
+            u = xb[i, l]
+            ef = (u >> 52) & 0x7FF
+            f = u & M52
+            special = special or ef == 0x7FF
+            if ef == 0:  # zero or subnormal f 2**-1074
+                b = int64(64) - int64(leading_zeros(uint64(f))) if f != 0 else int64(0)
+                a = f << (53 - b) if f != 0 else int64(0)
+                tp = b - 1074
+            else:
+                a = f | (int64(1) << 52)
+                tp = ef - 1022
+                b = int64(53)
+            mant[i, l] = -a if u < 0 else a
+            exp[i, l] = tp - 53 if a != 0 else int64(-53)
+            bl[l] = b if a != 0 else int64(0)
+            if a != 0:
+                tmax = max(tmax, tp)
+                lmin = min(lmin, tp - 53 + int64(trailing_zeros(uint64(a))))
+        zero = tmax == np.iinfo(np.int64).min
+        E = int64(0) if zero else tmax
+        E_out[i] = E
+        width[i] = 0 if zero else E - lmin
+        s1 = int64(0)
+        s2 = int64(0)
+        sq = int64(0)
+        for l in range(k):
+            m = mant[i, l]
+            a = -m if m < 0 else m
+            d = exp[i, l] - E
+            s1 += _ceil_scaled(a, bl[l], d + NB)
+            h = _ceil_scaled(a, bl[l], d + NB // 2)
+            s2 += h * h
+            d7 = d + LB
+            f = (a << d7) if d7 >= 0 else ((a >> (-d7)) if -d7 < 63 else int64(0))
+            q[i, l] = f
+            sq += f
+        n1[i] = s1
+        n2[i] = s2
+        qsum[i] = sq
+    return special
+
+
+def row_stats(x, nb, lb):
+    """:func:`_row_stats` of ``x`` (r, k) float32/float64: (mant, exp, q, E, width, n1, n2,
+    qsum, zero_row) as :func:`ozgemm.precision.stats.row_stats` gives them, or None where
+    ``x`` holds NaN/Inf (whose statistics the numpy code defines)."""
+    r, k = x.shape
+    xb = np.ascontiguousarray(x, dtype=np.float64).view(np.int64)  # float32 widens exactly
+    mant = np.empty((r, k), dtype=np.int64)
+    exp = np.empty((r, k), dtype=np.int64)
+    q = np.empty((r, k), dtype=np.int8)
+    E, width, n1, n2, qsum = (np.empty(r, dtype=np.int64) for _ in range(5))
+    if _row_stats(xb, nb, lb, mant, exp, q, E, width, n1, n2, qsum):
+        return None
+    zero_row = np.ones(r, dtype=bool) if k == 0 else ~(mant != 0).any(axis=1)
+    return mant, exp, q, E, width, n1, n2, qsum, zero_row
+
+
+@njit(nogil=True, cache=True)
+def _reduce(c, mods, rinv):
+    """c[q] <- c[q] - p_q floor((c[q] + 1/2) (1/p_q)) in place: the exact reduction of
+    :meth:`ozgemm.kernels.numpy.NumpyBackend.residue_products` (the same float64 operations
+    on exact integers), in one pass."""
+    N, R = c.shape
+    for q in range(N):
+        p = mods[q]
+        ri = rinv[q]
+        for j in range(R):
+            x = c[q, j]
+            c[q, j] = x - p * np.floor((x + 0.5) * ri)
+
+
+def reduce_residues(c, moduli):
+    """:func:`_reduce` of ``c`` (N, ...) C-contiguous float64, in place."""
+    mods = np.array(moduli, dtype=np.float64)
+    _reduce(c.reshape(c.shape[0], -1), mods, 1.0 / mods)
+    return c

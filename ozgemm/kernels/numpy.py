@@ -34,7 +34,7 @@ from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
 from ..precision.planner import normwise_scalars, plan_scalars, stack_plan_scalars
 from ..precision.operands import complex_embedding
-from ..precision.stats import repeat_stats, row_stats, split_float
+from ..precision.stats import LB_BITS, NORM_BITS, RowStats, repeat_stats, row_stats, split_float
 
 __all__ = ["NumpyBackend", "SGEMM_EXACT_K", "DGEMM_EXACT_K", "available_memory", "compiled_kernels"]
 
@@ -152,8 +152,16 @@ class NumpyBackend:
 
     def row_stats(self, x, nonfinite=None):
         """:func:`ozgemm.precision.stats.row_stats` in blocks of rows (the statistics are per
-        row: the same values, with the passes in cache)."""
+        row: the same values, with the passes in cache); one-component rows through the
+        compiled kernel where installed (:func:`compiled_kernels`: the same integers)."""
         r, k = x.shape[-2:]
+        ck = compiled_kernels() if x.ndim == 2 else None
+        if ck is not None:
+            got = ck.row_stats(x, NORM_BITS, LB_BITS)
+            if got is not None:
+                mant, exp, q, E, width, n1, n2, qsum, zero = got
+                return RowStats(mant=mant, exp=exp, E=E, width=width, norm1=np.ldexp(n1.astype(np.float64), -NORM_BITS),
+                                q=q, zero_row=zero, n1_int=n1, n2_int=n2, qsum=qsum, ncomp=1)
         rows = max(1, (1 << 15) // max(k, 1))
         if r <= rows:
             return row_stats(x, np)
@@ -243,9 +251,17 @@ class NumpyBackend:
 
     def scaled_residues(self, mant, exp, shift, n_moduli):
         """:func:`~ozgemm.crt.residues.scaled_residues` modulo :meth:`residue_moduli`, in the
-        dtype :meth:`residue_products` reads (float64 for the blas kind, int8 otherwise)."""
-        dt = np.float64 if self.kind == "blas" else None
-        return scaled_residues(mant, exp, shift, self.residue_moduli(n_moduli), np, dtype=dt)
+        dtype :meth:`residue_products` reads (float64 for the blas kind, int8 otherwise); the
+        blas kind's one-component rows through the compiled kernel where installed
+        (:func:`compiled_kernels`: the same integers)."""
+        moduli = self.residue_moduli(n_moduli)
+        if self.kind == "blas":
+            ck = compiled_kernels() if mant.ndim == 2 else None  # (one-component rows)
+            if ck is not None and all(m % 2 for m in moduli):
+                out = np.empty((len(moduli),) + mant.shape, dtype=np.float64)
+                return ck.scaled_residues(mant, exp, shift, moduli, out)
+            return scaled_residues(mant, exp, shift, moduli, np, dtype=np.float64)
+        return scaled_residues(mant, exp, shift, moduli, np)
 
     def residues(self, rows, stats, shift, n_moduli, i0=0, i1=None):
         """Scaled symmetric residues (N, r, k) modulo :meth:`residue_moduli` of rows
@@ -335,7 +351,12 @@ class NumpyBackend:
     @staticmethod
     def _reduce(c, moduli):
         """c[q] <- c[q] - p_q floor((c[q] + 1/2) / p_q) in place (exact, see
-        :meth:`residue_products`); per modulus, so the passes stay in cache."""
+        :meth:`residue_products`); per modulus, so the passes stay in cache (one compiled
+        pass where installed, :func:`compiled_kernels`)."""
+        ck = compiled_kernels()
+        if ck is not None and c.flags.c_contiguous and c.dtype == np.float64:
+            ck.reduce_residues(c, moduli)
+            return
         for q, p in enumerate(moduli):
             x = c[q]
             t = x + 0.5
