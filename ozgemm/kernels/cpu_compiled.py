@@ -14,17 +14,19 @@ code and the rounding against an exact integer rounding). Imported only where nu
 
 Reconstruction: the direct CRT of :func:`~ozgemm.crt.reconstruct.crt_reconstruct` (Y = sum_q c_q e_q
 with the quotient t = rint(sum_q c_q e_q / M), exact because |C'| < P/4), here with the
-digits Y_l = sum_q c_q W[q, l] summed in int64 (c_q < 2**21.5, W < 2**32, N <= 17: below
-2**58), then the 64-bit-window rounding of
+digits Y_l = sum_q c_q W[q, l] summed in int64 (c_q < 2**21.5, W < 2**32, N <= 31: below
+2**58.5, and t M_l as well), then the 64-bit-window rounding of
 :func:`~ozgemm.precision.rounding.round_limbs` written as IEEE bits.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import int64, njit, uint64
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
-__all__ = ["crt_round_bits", "scaled_residues", "row_stats", "reduce_residues", "LMAX"]
+__all__ = ["crt_round_bits", "scaled_residues", "row_stats", "reduce_residues", "plan_widths", "LMAX"]
 
 _MASK = 0xFFFFFFFF
 _CH = 1024  # entries per chunk: the chunk's limbs (LMAX x 1024 int64) stay in cache
@@ -369,3 +371,70 @@ def reduce_residues(c, moduli):
     mods = np.array(moduli, dtype=np.float64)
     _reduce(c.reshape(c.shape[0], -1), mods, 1.0 / mods)
     return c
+
+
+@njit(inline="always")
+def _ceil_log2_ratio(z, r):
+    """ceil(log2(z / r)) for positive doubles, exactly: frexp exponents and one comparison of
+    the fractions (:func:`ozgemm.precision.planner._ceil_log2_ratio`)."""
+    bz = np.float64(z).view(np.int64)
+    br = np.float64(r).view(np.int64)
+    xz = (bz >> 52) & 0x7FF
+    xr = (br >> 52) & 0x7FF
+    if xz == 0 or xr == 0:  # a subnormal (not reached by the planner's values): frexp itself
+        fz, ez = math.frexp(z)
+        fr, er = math.frexp(r)
+        return int64(ez) - int64(er) + (int64(1) if fz > fr else int64(0))
+    M = (int64(1) << 52) - 1  # normal: frexp exponent = field - 1022, fraction order = field order
+    return xz - xr + (int64(1) if (bz & M) > (br & M) else int64(0))
+
+
+@njit(inline="always")
+def _need(z, Rs, pos, fac, BIG):
+    """The smallest beta with 2**(-beta-1) z fac <= R (planner.required_beta_entries' need)."""
+    zz = z * fac
+    n = _ceil_log2_ratio(zz if zz > 0 else 1.0, Rs) - 1
+    n = n if zz > 0 else -BIG
+    return n if (pos or zz == 0) else BIG
+
+
+@njit(nogil=True, cache=True)
+def _plan_widths(lb, w, v, na, nb, ra, cb, pw, fac, K):
+    """(max_ij beta_ij, max_ij (lb_ij + ra_i + cb_j)) of a bound GEMM ``lb`` (m, n): the
+    per-entry smallest widths of :func:`ozgemm.precision.planner.required_beta_entries`
+    (R = lb pw, pw = 2**scale exact; the regimes w <= beta < v and v <= beta < w where t_d reaches
+    min(w_i, v_j)) and :func:`ozgemm.precision.planner._lb_upper_max`, in one pass."""
+    m, n = lb.shape
+    BIG = int64(1) << 40
+    best = -(int64(1) << 62)
+    ub = -(int64(1) << 62)
+    for i in range(m):
+        wi = w[i]
+        nai = na[i]
+        rowub = -(int64(1) << 62)
+        for j in range(n):
+            L = lb[i, j]
+            rowub = max(rowub, int64(L) + cb[j])
+            R = np.float64(L) * pw  # exact (as ldexp): a power of two, no underflow
+            pos = R > 0
+            Rs = R if pos else 1.0
+            t = _need((nb[j] + nai) + K, Rs, pos, fac, BIG)
+            vj = v[j]
+            if t >= min(wi, vj):
+                if wi < vj:
+                    t = min(max(wi, _need(nai, Rs, pos, fac, BIG)), vj)
+                elif vj < wi:
+                    t = min(max(vj, _need(nb[j], Rs, pos, fac, BIG)), wi)
+                else:
+                    t = wi
+            best = max(best, t)
+        ub = max(ub, rowub + ra[i])
+    return best, ub
+
+
+def plan_widths(lb, w, v, na, nb, ra, cb, scale, fac, K):
+    """:func:`_plan_widths` for a 2-D ``lb`` of any integer dtype (m, n >= 1)."""
+    return _plan_widths(np.ascontiguousarray(lb), np.ascontiguousarray(w, dtype=np.int64),
+                        np.ascontiguousarray(v, dtype=np.int64), np.ascontiguousarray(na, dtype=np.float64),
+                        np.ascontiguousarray(nb, dtype=np.float64), np.ascontiguousarray(ra, dtype=np.int64),
+                        np.ascontiguousarray(cb, dtype=np.int64), math.ldexp(1.0, int(scale)), float(fac), float(K))

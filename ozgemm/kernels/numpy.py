@@ -177,7 +177,21 @@ class NumpyBackend:
         return dataclasses.replace(first, **cat)
 
     def plan_scalars(self, sa, sb, lb, bits, k, u, flag=None, lb_shift=0):
-        return plan_scalars(sa, sb, lb, bits, k, u, np, flag=flag, lb_shift=lb_shift)
+        """:func:`~ozgemm.precision.planner.plan_scalars`; the minimal width and the bound
+        GEMM's upper bound of a 2-D product in one compiled pass where installed
+        (:func:`compiled_kernels`: the same integers)."""
+        ck = compiled_kernels()
+        m, n = lb.shape[-2:]
+        if ck is None or lb.ndim != 2 or not m * n:
+            return plan_scalars(sa, sb, lb, bits, k, u, np, flag=flag, lb_shift=lb_shift)
+        beta, ub = ck.plan_widths(lb, sa.width, sb.width, sa.norm1, sb.norm1, sa.qsum, sb.qsum,
+                                  -(bits - 1) - 2 * LB_BITS - lb_shift, (1.0 + u) * (1.0 + 2.0 ** -40),
+                                  k * 2.0 ** (1 - bits))
+        out = [max(int(beta), 1), int(sa.n1_int.max()), int(sb.n1_int.max()), int(sa.n2_int.max()),
+               int(sb.n2_int.max()), int(ub)]
+        if flag is not None:
+            out.append(int(flag.reshape(-1)[0]))
+        return np.array(out, dtype=np.int64)
 
     def normwise_scalars(self, sa, sb, table, k, flag=None):
         return normwise_scalars(sa, sb, table, k, np, flag)
@@ -428,7 +442,7 @@ class NumpyBackend:
         :func:`compiled_kernels`: the same bits)."""
         moduli, bound = self.residue_moduli(n_moduli), self._bound(n_moduli)
         ck = compiled_kernels() if fmt.name in ("binary64", "binary32") and bound is not None else None
-        if ck is not None and 4 * bound <= constants_of(moduli).M:
+        if ck is not None and len(moduli) <= 31 and 4 * bound <= constants_of(moduli).M:
             W, eoM, Mi = _compiled_constants(moduli, bound)
             if W.shape[1] <= ck.LMAX:
                 shape = c.shape[1:]
