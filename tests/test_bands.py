@@ -209,3 +209,15 @@ def test_binary128_band_split_of_the_pieces_is_exact():
         for j in range(6):
             neg, sig, unit = rows[i][j]
             assert total[i][j] == (-1 if neg else 1) * Fraction(sig) * Fraction(2) ** unit
+
+
+def test_a_width_beyond_the_float_range_is_planned_in_bands_not_an_overflow():
+    """The one-plan refusal's message states the moduli product needed as a power of two; a
+    width whose product exceeds the float range (2**653 beside 0.0066 under a widened exponent
+    range) must still refuse with WidthShortfall, so that the bands take it."""
+    from ozgemm.verify.reference import exact_product, measure
+
+    a, b = np.array([[0.0066, 2.0**653]]), np.array([[-62487.86], [61.37]])
+    c = ozgemm.load_contract("fp64:exponent_range=900")
+    r = ozgemm.matmul(a, b, contract=c)
+    assert measure(r, exact_product(a, b), contract=c).breaches == 0

@@ -174,6 +174,8 @@ def test_statistics_and_residues_equal_the_numpy_code(dtype):
     x[2] = fi.smallest_subnormal * rng.integers(1, 2**20, 77)
     x[3] = 0
     x[4, :3] = [fi.max, -fi.max, fi.tiny]
+    x[5, :6] = [1.0, fi.smallest_subnormal, -fi.smallest_subnormal * 5, 0.75, fi.tiny / 3, 2.0**-30]  # beside O(1)
+    x[6] = fi.smallest_subnormal * rng.integers(1, 2**20, 77) + (np.arange(77) % 9 == 0)
     st = row_stats(x, np)
     got = ck.row_stats(x, NORM_BITS, LB_BITS)
     for name, g in zip(["mant", "exp", "q", "E", "width", "n1_int", "n2_int", "qsum", "zero_row"], got):
@@ -188,3 +190,19 @@ def test_statistics_and_residues_equal_the_numpy_code(dtype):
     y = x.astype(np.float64)
     y[7, 7] = np.inf
     assert ck.row_stats(y, NORM_BITS, LB_BITS) is None  # NaN/Inf: the numpy code's statistics
+
+
+def test_subnormal_entries_beside_ordinary_ones_plan_and_round_as_the_numpy_code(monkeypatch):
+    """A row whose largest entry is O(1) and whose others are subnormal: each subnormal adds
+    one to the 1-norm bound (ldexp gives the smallest subnormal, its ceil 1), so the plan —
+    here the width and moduli count sit right at a threshold — is the numpy code's."""
+    from ozgemm.verify.reference import exact_product, measure
+
+    s = 3000
+    v, t = 0.05 + 3 * 2.0**-57, 0.6735839843750001
+    a = np.array([[0.5] + [v] * 8 + [5e-324] * s])
+    b = np.array([1.0] + [t] * 8 + [2.0**-20] * s)[:, None]
+    got, want = _both(monkeypatch, lambda: ozgemm.matmul(a, b, return_plan=True))
+    assert (got[1][0].n_moduli, got[1][0].beta) == (want[1][0].n_moduli, want[1][0].beta)
+    assert _same(got[0], want[0])
+    assert measure(got[0], exact_product(a, b), contract=ozgemm.load_contract("fp64")).breaches == 0

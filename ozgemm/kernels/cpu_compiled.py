@@ -246,14 +246,14 @@ def _residues(mant, exp, shift, mods, rinv, W22, W44, T, out):
                         s = o[l] * T[q, d2[l]]
                         o[l] = s - p * np.floor(s * ri + 0.5)
             for l in range(k):
-                o[l] = o[l] * sg[l]
+                o[l] = (0.0 - o[l]) if sg[l] < 0 else o[l]  # (+0, as the numpy code gives)
 
 
 def scaled_residues(mant, exp, shift, moduli, out):
     """:func:`_residues` into ``out`` (N, r, k) float64 for one-component rows ``mant``,
     ``exp`` (r, k) int64 and ``shift`` (r,) int64, ``moduli`` odd and below 2**21.5."""
     mods = np.array(moduli, dtype=np.float64)
-    d2max = max(0, int((exp.max(initial=0) if exp.size else 0) + (shift.max(initial=0) if shift.size else 0)) - 9)
+    d2max = max(0, int((exp.max(axis=1) + shift).max(initial=0)) - 9) if exp.size else 0  # the largest d - 9
     T = np.array([[pow(2, d, m) for d in range(d2max + 1)] for m in moduli], dtype=np.float64)
     _residues(np.ascontiguousarray(mant), np.ascontiguousarray(exp), np.ascontiguousarray(shift), mods, 1.0 / mods,
               np.array([pow(2, 22, m) for m in moduli], dtype=np.float64),
@@ -288,7 +288,6 @@ def _row_stats(xb, NB, LB, mant, exp, q, E_out, width, n1, n2, qsum):
     floor of numpy's ldexp in integers (:func:`_ceil_scaled`), integer sums (order-free)."""
     r, k = xb.shape
     M52 = (int64(1) << 52) - 1
-    bl = np.empty(k, dtype=np.int64)  # bit length of |mant|
     special = False
     for i in range(r):
         tmax = np.iinfo(np.int64).min
@@ -305,10 +304,8 @@ def _row_stats(xb, NB, LB, mant, exp, q, E_out, width, n1, n2, qsum):
             else:
                 a = f | (int64(1) << 52)
                 tp = ef - 1022
-                b = int64(53)
-            mant[i, l] = -a if u < 0 else a
+            mant[i, l] = -a if u < 0 else a  # |mant| of bit length 53 (subnormals normalised)
             exp[i, l] = tp - 53 if a != 0 else int64(-53)
-            bl[l] = b if a != 0 else int64(0)
             if a != 0:
                 tmax = max(tmax, tp)
                 lmin = min(lmin, tp - 53 + int64(trailing_zeros(uint64(a))))
@@ -323,8 +320,8 @@ def _row_stats(xb, NB, LB, mant, exp, q, E_out, width, n1, n2, qsum):
             m = mant[i, l]
             a = -m if m < 0 else m
             d = exp[i, l] - E
-            s1 += _ceil_scaled(a, bl[l], d + NB)
-            h = _ceil_scaled(a, bl[l], d + NB // 2)
+            s1 += _ceil_scaled(a, int64(53), d + NB)
+            h = _ceil_scaled(a, int64(53), d + NB // 2)
             s2 += h * h
             d7 = d + LB
             f = (a << d7) if d7 >= 0 else ((a >> (-d7)) if -d7 < 63 else int64(0))

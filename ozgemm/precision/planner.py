@@ -463,6 +463,13 @@ def check_width(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cp
             "normwise contract (e.g. 'fp64-fast').")
 
 
+def _log2_int(x: int) -> float:
+    """log2 of a positive integer of any size (a float conversion overflows beyond 2**1024)."""
+    x = int(x)
+    sh = max(0, x.bit_length() - 60)
+    return float(np.log2(float(x >> sh))) + sh
+
+
 def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int):
     """(moduli count, width, report) of a componentwise contract from the planner's scalars
     ``host`` = [minimal width, max n1 A, max n1 B, max n2 A, max n2 B, max (LB + ra + cb)]
@@ -476,7 +483,7 @@ def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, 
     if nmod is None:
         raise WidthShortfall(
             f"{where}: one plan cannot prove a componentwise bound for these inputs: width {beta_min} "
-            f"bits needs a moduli product above 2^{float(np.log2(float(2 * cmax(beta_min, S, k, cpow)))):.1f}, "
+            f"bits needs a moduli product above 2^{_log2_int(2 * cmax(beta_min, S, k, cpow)):.1f}, "
             f"beyond the table's {len(MODULI)} moduli (2^{np.log2(np.array(MODULI, float)).sum():.1f}). "
             "Fix: a contract whose moduli (slices) follow the data (\"auto\") splits such products into "
             "exponent bands; or reduce k, or use a normwise contract (e.g. 'fp64-fast').")
