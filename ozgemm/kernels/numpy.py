@@ -311,8 +311,16 @@ class NumpyBackend:
             acc = None
             for k0 in range(0, k, DGEMM_EXACT_K):
                 k1 = min(k, k0 + DGEMM_EXACT_K)
-                blk = np.matmul(ra[..., k0:k1].astype(np.float64, copy=False),
-                                np.swapaxes(rb[..., k0:k1], -1, -2).astype(np.float64, copy=False))
+                a_, b_ = (x[..., k0:k1].astype(np.float64, copy=False) for x in (ra, rb))
+                if a_.ndim == 3 and b_.ndim == 3:
+                    # one 2-D dgemm per modulus (B transposed by the BLAS call itself): numpy's
+                    # stacked matmul over a transposed view ran 11 % slower at 1024 and several
+                    # times slower for thin products (k = 10: 136 against 22 ms)
+                    blk = np.empty(out_shape)
+                    for q in range(a_.shape[0]):
+                        np.matmul(a_[q], b_[q].T, out=blk[q])
+                else:  # stacked products: the transposed operand contiguous first (the same)
+                    blk = np.matmul(a_, np.ascontiguousarray(np.swapaxes(b_, -1, -2)))
                 self._reduce(blk, moduli)
                 if acc is None:
                     acc = blk
