@@ -156,9 +156,9 @@ def test_a_replay_reads_its_own_launchs_values_behind_queued_work(replays):
     m = k = n = 64
     a0, b0 = phi_matrix(rng, (m, k), 0.5), phi_matrix(rng, (k, n), 0.5)
     wide = phi_matrix(rng, (m, k), 4.0), phi_matrix(rng, (k, n), 4.0)  # more moduli than a0 @ b0
-    # calls 1-3 share a0 @ b0's moduli count (recorded at the second, replayed at the third);
-    # the fourth replays that guess with values that need more: read behind the queued work,
-    # only this launch's own scalars show the guess wrong
+    # the first three products share a0 @ b0's moduli count (recorded at the second, replayed
+    # at the third); the fourth replays that guess with values that need more: read behind
+    # the queued work, only this launch's own scalars show the guess wrong
     for i in range(4):
         a, b = wide if i == 3 else (_variant(rng, a0, i), _variant(rng, b0, -i))
         busy = _busy()

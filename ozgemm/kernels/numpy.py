@@ -32,7 +32,7 @@ import numpy as np
 from ..crt.moduli import WIDE_K_BLOCK, garner_constants, wide_moduli
 from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
-from ..precision.planner import normwise_scalars, plan_scalars, stack_plan_scalars
+from ..precision.planner import normwise_scalars, plan_scalars, stack_plan_scalars, width_constants
 from ..precision.operands import complex_embedding
 from ..precision.stats import LB_BITS, NORM_BITS, RowStats, repeat_stats, row_stats, split_float
 
@@ -181,17 +181,11 @@ class NumpyBackend:
         GEMM's upper bound of a 2-D product in one compiled pass where installed
         (:func:`compiled_kernels`: the same integers)."""
         ck = compiled_kernels()
-        m, n = lb.shape[-2:]
-        if ck is None or lb.ndim != 2 or not m * n:
-            return plan_scalars(sa, sb, lb, bits, k, u, np, flag=flag, lb_shift=lb_shift)
-        beta, ub = ck.plan_widths(lb, sa.width, sb.width, sa.norm1, sb.norm1, sa.qsum, sb.qsum,
-                                  -(bits - 1) - 2 * LB_BITS - lb_shift, (1.0 + u) * (1.0 + 2.0 ** -40),
-                                  k * 2.0 ** (1 - bits))
-        out = [max(int(beta), 1), int(sa.n1_int.max()), int(sb.n1_int.max()), int(sa.n2_int.max()),
-               int(sb.n2_int.max()), int(ub)]
-        if flag is not None:
-            out.append(int(flag.reshape(-1)[0]))
-        return np.array(out, dtype=np.int64)
+        widths = None
+        if ck is not None and lb.ndim == 2 and lb.size:
+            widths = ck.plan_widths(lb, sa.width, sb.width, sa.norm1, sb.norm1, sa.qsum, sb.qsum,
+                                    *width_constants(bits, k, u, lb_shift))
+        return plan_scalars(sa, sb, lb, bits, k, u, np, flag=flag, lb_shift=lb_shift, widths=widths)
 
     def normwise_scalars(self, sa, sb, table, k, flag=None):
         return normwise_scalars(sa, sb, table, k, np, flag)
@@ -456,9 +450,9 @@ class NumpyBackend:
                 shape = c.shape[1:]
                 cf = np.ascontiguousarray(c, dtype=np.float64).reshape(c.shape[0], -1)
                 ef = np.ascontiguousarray(np.broadcast_to(e, shape), dtype=np.int64).reshape(-1)
-                bits = ck.crt_round_bits(cf, ef, W, eoM, Mi, fmt.p, fmt.emin_sub, 1023 if fmt.p == 53 else 127,
+                bits = ck.crt_round_bits(cf, ef, W, eoM, Mi, fmt.p, fmt.emin_sub, fmt.emax,  # (bias = emax)
                                          np.empty(cf.shape[1], dtype=np.uint64))
-                if fmt.p == 53:
+                if fmt.name == "binary64":
                     return bits.view(np.float64).reshape(shape)
                 return bits.astype(np.uint32).view(np.float32).reshape(shape)
         return reconstruct_round(c, moduli, e, fmt, np, bound=bound)

@@ -61,7 +61,7 @@ from .stats import LB_BITS, NORM_BITS, RowStats
 __all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "RefineBound", "REFINE_GAP", "REFINE_MIN_WORK",
            "second_window", "needs_refinement", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
            "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound", "normwise_width", "normwise_thresholds", "normwise_scalars",
-           "check_width", "delta_norm", "required_beta", "plan_scalars", "KBLOCK_INT32"]
+           "check_width", "delta_norm", "required_beta", "width_constants", "plan_scalars", "KBLOCK_INT32"]
 
 #: k-block for exact int32 accumulation of int8 products: residues lie in [-128, 127], so
 #: |sum| <= k * 2**14 and k <= (2**31 - 1) // 2**14 = 131071 keeps every partial sum in int32.
@@ -314,20 +314,28 @@ def _lb_upper_max(lb, ra, cb, xp):
     return (rowmax + ra).max(axis=-1)  # a scalar array; per product for stacked (P, m, n) inputs
 
 
-def plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp, flag=None, lb_shift: int = 0):
+def plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp, flag=None, lb_shift: int = 0,
+                 widths=None):
     """The six integers the componentwise planner reads from the device, as one int64 array:
     [minimal width (:func:`required_beta`), max_i n1_i(A), max_j n1_j(B), max_i n2_i(A),
     max_j n2_j(B), max_ij (LB_ij + ra_i + cb_j) (:func:`_lb_upper_max`)]; 0 for an empty side;
     with ``flag`` (a (1,) int32 array, the NaN/Inf flag) a seventh entry: flag[0].
     ``lb_shift``: ``lb`` is in units of 2**-(14 + lb_shift) (the refined bound of
     :class:`Bound`; the sixth entry then means nothing). A backend may fuse them into one
-    kernel (``Backend.plan_scalars``: the CUDA backend)."""
+    kernel (``Backend.plan_scalars``: the CUDA backend), or pass ``widths`` = (max_ij beta_ij,
+    max_ij (LB_ij + ra_i + cb_j)) from its own pass over ``lb`` (m n > 0; the constants of
+    that pass: :func:`width_constants`)."""
     m, n = lb.shape
     z = xp.zeros((1,), dtype=xp.int64)
-    parts = [xp.asarray(required_beta(sa, sb, lb, bits, k, u, xp, lb_shift), dtype=xp.int64).reshape(1),
+    if widths is None:
+        beta = required_beta(sa, sb, lb, bits, k, u, xp, lb_shift)
+        ub = _lb_upper_max(lb, sa.qsum, sb.qsum, xp) if m and n else z
+    else:
+        beta, ub = xp.maximum(xp.asarray(widths[0], dtype=xp.int64), 1), xp.asarray(widths[1], dtype=xp.int64)
+    parts = [xp.asarray(beta, dtype=xp.int64).reshape(1),
              sa.n1_int.max(keepdims=True) if m else z, sb.n1_int.max(keepdims=True) if n else z,
              sa.n2_int.max(keepdims=True) if m else z, sb.n2_int.max(keepdims=True) if n else z,
-             _lb_upper_max(lb, sa.qsum, sb.qsum, xp).reshape(1) if m and n else z]
+             xp.asarray(ub, dtype=xp.int64).reshape(1)]
     if flag is not None:
         parts.append(flag.astype(xp.int64).reshape(1))
     return xp.concatenate(parts)
@@ -379,17 +387,23 @@ def required_beta(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, x
     return xp.maximum(best, 1)
 
 
+def width_constants(bits: int, k: int, u: float, lb_shift: int = 0):
+    """(scale, fac, K) of :func:`required_beta_entries`: R = lb 2**scale (the bound GEMM in units
+    of 2**-(bits-1) |A||B|), the factor (1 + u)(1 + 2**-40) of its condition and
+    K = k 2**(1-bits)."""
+    return -(bits - 1) - 2 * LB_BITS - lb_shift, (1.0 + u) * (1.0 + 2.0 ** -40), k * 2.0 ** (1 - bits)
+
+
 def required_beta_entries(w, v, na, nb, lb, bits: int, k: int, u: float, xp, lb_shift: int = 0):
     """The per-entry smallest widths of :func:`required_beta` (before the maximum), from the
     row widths ``w`` and 1-norm bounds ``na`` of A and the column ones ``v``, ``nb`` of B,
     broadcast against ``lb`` (an (m, n) or a stacked (P, m, n) bound GEMM, in units of
     2**-(14 + lb_shift))."""
     big = xp.int64(1 << 40)
-    fac = (1.0 + u) * (1.0 + 2.0 ** -40)
-    R = xp.ldexp(lb.astype(xp.float64), -(bits - 1) - 2 * LB_BITS - lb_shift)
+    scale, fac, K = width_constants(bits, k, u, lb_shift)
+    R = xp.ldexp(lb.astype(xp.float64), scale)
     pos = R > 0
     Rs = xp.where(pos, R, 1.0)
-    K = k * 2.0 ** (1 - bits)
 
     def need(z, Rs, pos):
         # smallest beta with 2**(-beta-1) z fac <= R; z == 0 needs nothing; R == 0 needs G == 0
