@@ -206,3 +206,37 @@ def test_subnormal_entries_beside_ordinary_ones_plan_and_round_as_the_numpy_code
     assert (got[1][0].n_moduli, got[1][0].beta) == (want[1][0].n_moduli, want[1][0].beta)
     assert _same(got[0], want[0])
     assert measure(got[0], exact_product(a, b), contract=ozgemm.load_contract("fp64")).breaches == 0
+
+
+@pytest.mark.parametrize("shared", [None, "a", "b"])
+def test_stacked_plan_scalars_equal_the_numpy_code(shared, monkeypatch):
+    """The compiled per-product planner scalars of a stack (one pass over the bound GEMMs, a
+    shared operand's statistics once) against planner.stack_plan_scalars, entry by entry,
+    for products whose widths reach a row's or column's exact regime, zero rows and columns
+    and a wide spread between products."""
+    rng = np.random.default_rng({None: 0, "a": 1, "b": 2}[shared])
+    P, m, k, n = 9, 6, 13, 5
+    a = phi_matrix(rng, (1 if shared == "a" else P, m, k), 4.0)
+    b = phi_matrix(rng, (1 if shared == "b" else P, k, n), 4.0)
+    a[0, 1] = 0.0
+    b[0, :, 2] = 0.0
+    a[0, 2, 3:] = 0.0  # a row exact at a small width
+    b[0, 5:, 0] = np.ldexp(1.0, 30)  # a column exact at a small width, far above the rest
+    if a.shape[0] > 1:
+        a[3] *= 2.0 ** 400
+    # a product whose widest entry is set by B's 1-norms: an A row with one significant entry
+    # against B's columns of k equal entries (exact at width 1, 1-norm k/2), unlike the other products'
+    a[-1, 0] = 2.0 ** -60
+    a[-1, 0, 0] = 1.0
+    b[-1] = 1.0
+    be = NumpyBackend("blas")
+    sa = be.row_stats(a.reshape(-1, k))
+    sb = be.row_stats(np.ascontiguousarray(b.transpose(0, 2, 1)).reshape(-1, k))
+    shape = (P, m, n, shared == "a", shared == "b")
+    for bits in (53, 24, 47):
+        monkeypatch.setenv("OZGEMM_CPU_COMPILED", "0")
+        want = be.stack_scalars(sa, sb, shape, bits, k, 2.0 ** -53)
+        monkeypatch.setenv("OZGEMM_CPU_COMPILED", "1")
+        got = be.stack_scalars(sa, sb, shape, bits, k, 2.0 ** -53)
+        assert got.dtype == want.dtype == np.int64 and got.shape == (P, 6)
+        assert np.array_equal(got, want), (bits, got, want)

@@ -26,7 +26,7 @@ import numpy as np
 from numba import int64, njit, uint64
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
-__all__ = ["crt_round_bits", "scaled_residues", "row_stats", "reduce_residues", "plan_widths", "LMAX"]
+__all__ = ["crt_round_bits", "scaled_residues", "row_stats", "reduce_residues", "plan_widths", "stack_plan_widths", "LMAX"]
 
 _MASK = 0xFFFFFFFF
 _CH = 1024  # entries per chunk: the chunk's limbs (LMAX x 1024 int64) stay in cache
@@ -395,12 +395,30 @@ def _need(z, Rs, pos, fac, BIG):
     return n if (pos or zz == 0) else BIG
 
 
+@njit(inline="always")
+def _entry_width(L, wi, vj, nai, nbj, pw, fac, K, BIG):
+    """The smallest width of one entry (planner.required_beta_entries): R = L pw (pw = 2**scale,
+    exact as ldexp: a power of two, no underflow); t_d, or the regimes w <= beta < v and
+    v <= beta < w where t_d reaches min(w_i, v_j)."""
+    R = np.float64(L) * pw
+    pos = R > 0
+    Rs = R if pos else 1.0
+    t = _need((nbj + nai) + K, Rs, pos, fac, BIG)
+    if t >= min(wi, vj):
+        if wi < vj:
+            t = min(max(wi, _need(nai, Rs, pos, fac, BIG)), vj)
+        elif vj < wi:
+            t = min(max(vj, _need(nbj, Rs, pos, fac, BIG)), wi)
+        else:
+            t = wi
+    return t
+
+
 @njit(nogil=True, cache=True)
 def _plan_widths(lb, w, v, na, nb, ra, cb, pw, fac, K):
     """(max_ij beta_ij, max_ij (lb_ij + ra_i + cb_j)) of a bound GEMM ``lb`` (m, n): the
     per-entry smallest widths of :func:`ozgemm.precision.planner.required_beta_entries`
-    (R = lb pw, pw = 2**scale exact; the regimes w <= beta < v and v <= beta < w where t_d reaches
-    min(w_i, v_j)) and :func:`ozgemm.precision.planner._lb_upper_max`, in one pass."""
+    (:func:`_entry_width`) and :func:`ozgemm.precision.planner._lb_upper_max`, in one pass."""
     m, n = lb.shape
     BIG = int64(1) << 40
     best = -(int64(1) << 62)
@@ -412,21 +430,35 @@ def _plan_widths(lb, w, v, na, nb, ra, cb, pw, fac, K):
         for j in range(n):
             L = lb[i, j]
             rowub = max(rowub, int64(L) + cb[j])
-            R = np.float64(L) * pw  # exact (as ldexp): a power of two, no underflow
-            pos = R > 0
-            Rs = R if pos else 1.0
-            t = _need((nb[j] + nai) + K, Rs, pos, fac, BIG)
-            vj = v[j]
-            if t >= min(wi, vj):
-                if wi < vj:
-                    t = min(max(wi, _need(nai, Rs, pos, fac, BIG)), vj)
-                elif vj < wi:
-                    t = min(max(vj, _need(nb[j], Rs, pos, fac, BIG)), wi)
-                else:
-                    t = wi
-            best = max(best, t)
+            best = max(best, _entry_width(L, wi, v[j], nai, nb[j], pw, fac, K, BIG))
         ub = max(ub, rowub + ra[i])
     return best, ub
+
+
+@njit(nogil=True, cache=True)
+def _stack_plan_widths(lb, w, v, na, nb, ra, cb, pw, fac, K, out):
+    """:func:`_plan_widths` of every product p of a stack: ``lb`` (P, m, n) its bound GEMMs,
+    ``w``, ``na``, ``ra`` (Pa, m) and ``v``, ``nb``, ``cb`` (Pb, n) the statistics of A's rows
+    and B's columns per product (Pa or Pb = 1: an operand every product shares); ``out``
+    (P, 2) int64 receives (max beta, max (lb + ra + cb)) of each product."""
+    P, m, n = lb.shape
+    BIG = int64(1) << 40
+    for p in range(P):
+        pa = p if w.shape[0] > 1 else 0
+        pb = p if v.shape[0] > 1 else 0
+        best = -(int64(1) << 62)
+        ub = -(int64(1) << 62)
+        for i in range(m):
+            wi = w[pa, i]
+            nai = na[pa, i]
+            rowub = -(int64(1) << 62)
+            for j in range(n):
+                L = lb[p, i, j]
+                rowub = max(rowub, int64(L) + cb[pb, j])
+                best = max(best, _entry_width(L, wi, v[pb, j], nai, nb[pb, j], pw, fac, K, BIG))
+            ub = max(ub, rowub + ra[pa, i])
+        out[p, 0] = best
+        out[p, 1] = ub
 
 
 def plan_widths(lb, w, v, na, nb, ra, cb, scale, fac, K):
@@ -435,3 +467,14 @@ def plan_widths(lb, w, v, na, nb, ra, cb, scale, fac, K):
                         np.ascontiguousarray(v, dtype=np.int64), np.ascontiguousarray(na, dtype=np.float64),
                         np.ascontiguousarray(nb, dtype=np.float64), np.ascontiguousarray(ra, dtype=np.int64),
                         np.ascontiguousarray(cb, dtype=np.int64), math.ldexp(1.0, int(scale)), float(fac), float(K))
+
+
+def stack_plan_widths(lb, w, v, na, nb, ra, cb, scale, fac, K):
+    """:func:`_stack_plan_widths`: ``lb`` (P, m, n) of any integer or exact float dtype (a view
+    is fine), the statistics as 2-D (Pa, m) and (Pb, n) arrays; returns int64 (P, 2)."""
+    out = np.empty((lb.shape[0], 2), dtype=np.int64)
+    _stack_plan_widths(lb, np.ascontiguousarray(w, dtype=np.int64), np.ascontiguousarray(v, dtype=np.int64),
+                       np.ascontiguousarray(na, dtype=np.float64), np.ascontiguousarray(nb, dtype=np.float64),
+                       np.ascontiguousarray(ra, dtype=np.int64), np.ascontiguousarray(cb, dtype=np.int64),
+                       math.ldexp(1.0, int(scale)), float(fac), float(K), out)
+    return out

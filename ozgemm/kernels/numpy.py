@@ -402,6 +402,24 @@ class NumpyBackend:
         (:func:`~ozgemm.precision.planner.stack_plan_scalars` over one stacked bound GEMM);
         ``shape`` = (P, m, n, a_shared, b_shared), a shared operand's statistics repeated."""
         P, m, n, a_sh, b_sh = shape
+        ck = compiled_kernels()
+        if ck is not None:  # one compiled pass over the bound GEMMs; a shared operand's statistics once
+            Pa, Pb = (1 if a_sh else P), (1 if b_sh else P)
+            qa, qb = sa.q.reshape(Pa * m, k), sb.q.reshape(Pb * n, k)
+            if b_sh:  # every product's rows against the one B: one 2-D GEMM
+                lb = self._mm(qa, qb).reshape(P, m, n)
+            elif a_sh:
+                lb = self._mm(qb, qa).reshape(P, n, m).transpose(0, 2, 1)
+            else:
+                lb = self._mm(qa.reshape(P, m, k), qb.reshape(P, n, k))
+            wu = ck.stack_plan_widths(lb, sa.width.reshape(Pa, m), sb.width.reshape(Pb, n),
+                                      sa.norm1.reshape(Pa, m), sb.norm1.reshape(Pb, n), sa.qsum.reshape(Pa, m),
+                                      sb.qsum.reshape(Pb, n), *width_constants(bits, k, u))
+            cols = [np.maximum(wu[:, 0], 1)]
+            for x, r in ((sa.n1_int, Pa), (sb.n1_int, Pb), (sa.n2_int, Pa), (sb.n2_int, Pb)):
+                cols.append(np.broadcast_to(x.reshape(r, -1).max(axis=1), (P,)))
+            cols.append(wu[:, 1])
+            return np.stack(cols, axis=1).astype(np.int64)
         sa = repeat_stats(sa, P, np) if a_sh else sa
         sb = repeat_stats(sb, P, np) if b_sh else sb
         lb = self.gemm_exact(sa.q.reshape(P, m, k), sb.q.reshape(P, n, k))
