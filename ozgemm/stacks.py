@@ -27,7 +27,7 @@ import numpy as np
 
 from ._xp import to_numpy
 from .contracts.moduli import MODULI
-from .precision.planner import (SPEC_BETA_HI, ceil_sqrt_products, needs_refinement, normwise_width, speculative_thresholds,
+from .precision.planner import (SPEC_BETA_HI, ceil_sqrt, needs_refinement, normwise_width, speculative_thresholds,
                                 width_cap)
 from .precision.stats import LB_BITS
 
@@ -127,10 +127,10 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
                               for v in np.split(host[:2 * (Pa + Pb)], np.cumsum([Pa, Pb, Pa])))
         beta_min = normwise_width(contract, n1a + n1b, k)
         third = np.full(P, k << (2 * LB_BITS))  # S <= k (no bound GEMM)
-    cs = ceil_sqrt_products(n2a, n2b)  # exact
-    if cs.max() >= _NUM_MAX:
+    cs = [ceil_sqrt(x * y) for x, y in zip(n2a.tolist(), n2b.tolist())]  # exact Python integers
+    if max(cs) >= _NUM_MAX:
         return None
-    nums = np.stack([np.minimum(n1a, n1b), cs, third], axis=1).astype(np.int64)
+    nums = np.stack([np.minimum(n1a, n1b), np.array(cs, dtype=np.int64), third], axis=1).astype(np.int64)
     chosen = _choose(contract, beta_min.astype(np.int64), nums, k)
     if chosen is None:
         return None

@@ -620,25 +620,6 @@ def ceil_sqrt(x: int) -> int:
     return c + (c * c < x)
 
 
-def ceil_sqrt_products(x, y):
-    """:func:`ceil_sqrt` of ``x * y`` entry by entry for non-negative int64 arrays, as an int64
-    array: where the product is below 2**60, from the float64 square root corrected in exact
-    int64 arithmetic (the estimate is within one of the root; r**2 < 2**61 for r < 2**30.5);
-    elsewhere with Python integers."""
-    x, y = np.asarray(x, dtype=np.int64), np.asarray(y, dtype=np.int64)
-    small = x.astype(np.float64) * y.astype(np.float64) < 2.0 ** 59  # the product exact below 2**60
-    out = np.empty(x.shape, dtype=np.int64)
-    xs, ys = x[small], y[small]
-    xy = xs * ys
-    r = np.ceil(np.sqrt(xy.astype(np.float64))).astype(np.int64)
-    r -= (r > 0) & ((r - 1) * (r - 1) >= xy)  # ceil: the smallest r with r**2 >= xy
-    r += r * r < xy
-    out[small] = r
-    big = np.flatnonzero(~small)
-    out[big] = [ceil_sqrt(int(a) * int(b)) for a, b in zip(x[big].tolist(), y[big].tolist())] if big.size else []
-    return out
-
-
 def s_bound(host, k: int) -> Fraction:
     """S >= sum_l |a~_il||b~_lj| for every (i, j) from the planner's scalars: the smallest of
     min(max 1-norm), the Cauchy-Schwarz bound and the bound GEMM's own upper bound
