@@ -518,6 +518,13 @@ def _complex_product_2d(a, b, contract, backend):
         if k == 0 or m == 0 or n == 0:
             c = empty_result(m, 2 * n, fmt, xp)
             c[...] = 0
+        elif p.method == "crt" and bad_r is None and fmt.name in ("binary64", "binary32"):
+            # the parts rounded straight into the complex result's interleaved real and imaginary
+            # words (no [Re | Im] array, no copy into the complex result)
+            out = xp.empty((m, n), dtype=xp.complex64 if fmt.name == "binary32" else xp.complex128)
+            parts = out.view(fmt.dtype).reshape(m, n, 2)
+            execute_complex(p, backend, a0, b0, out=(parts[:, :, 0], parts[:, :, 1]))
+            return out, p
         else:
             c = execute_complex(p, backend, a0, b0)
     except MemoryError as exc:

@@ -121,15 +121,16 @@ def execute(plan, backend, a, b, timings=None, reuse=None):
     return crt_pipeline.execute(plan, backend, a, b, timings, reuse)
 
 
-def execute_complex(plan, backend, a, b, timings=None):
+def execute_complex(plan, backend, a, b, timings=None, out=None):
     """Run ``plan`` — made for the finite real embedding ``a`` (m, 2k), ``b`` (2k, 2n) of a
     complex product (:func:`ozgemm.precision.operands.complex_embedding`) — giving
     [Re | Im] (m, 2n): CRT plans in the three-product form on the embedding's parts
-    (:func:`ozgemm.crt.pipeline.execute_3m`), Ozaki-I and banded plans as the embedding's
-    product."""
+    (:func:`ozgemm.crt.pipeline.execute_3m`, which takes ``out`` = (re, im) to write the parts
+    into, e.g. the real and imaginary views of a complex array), Ozaki-I and banded plans as
+    the embedding's product."""
     if plan.method == "bands":
         return crt_pipeline.execute_bands(plan, backend, a, b, timings)
     if plan.method == "crt":
         k, n = a.shape[1] // 2, b.shape[1] // 2
-        return crt_pipeline.execute_3m(plan, backend, (a[:, :k], a[:, k:]), (b[:k, :n], b[:k, n:]), timings)
+        return crt_pipeline.execute_3m(plan, backend, (a[:, :k], a[:, k:]), (b[:k, :n], b[:k, n:]), timings, out)
     return ozaki_pipeline.execute(plan, backend, a, b, timings)

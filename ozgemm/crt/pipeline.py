@@ -139,7 +139,7 @@ def execute_bands(plan, backend, a, b, timings=None):
     return acc.round(plan.contract.fmt)
 
 
-def execute_3m(plan, backend, a_parts, b_parts, timings=None):
+def execute_3m(plan, backend, a_parts, b_parts, timings=None, out=None):
     """A complex product in the three-product ("3M") form, exactly.
 
     ``plan`` is the CRT plan of the real embedding of the product
@@ -159,9 +159,11 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None):
     negates the rounded Bi; the plan's proof covers both: |scaling error| <= 1/2 per entry).
 
     ``a_parts`` = (Ar, Ai) (m, k), ``b_parts`` = (Br, Bi) (k, n): finite float32/float64
-    (views of the embedding are fine). ``timings`` as :func:`execute`. The row tiles are
-    those of a real (m, k, n) product with three residue and product buffers (Ar, Ai and
-    their sum; P1, P2, P3).
+    (views of the embedding are fine). ``timings`` as :func:`execute`. ``out`` = (re, im):
+    (m, n) float views (any strides, e.g. the real and imaginary words of a complex array)
+    that receive the parts instead of a new [Re | Im] array; returns ``out`` then. The row
+    tiles are those of a real (m, k, n) product with three residue and product buffers (Ar, Ai
+    and their sum; P1, P2, P3).
     """
     fmt = plan.contract.fmt
     m, k2, n2 = plan.shape
@@ -177,7 +179,11 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None):
         t0 = time.perf_counter()
         rbr, rbi, rbs = backend.residues_3m(br.T, bi.T, tb, N)
         t0 = lap("residues", t0)
-        out = empty_result(m, n2, fmt, backend.xp)
+        if out is None:
+            res = empty_result(m, n2, fmt, backend.xp)
+            out_re, out_im = res[lead + (slice(None), slice(0, n))], res[lead + (slice(None), slice(n, n2))]
+        else:
+            res = out_re, out_im = out
         for tile in tiles:
             with tile:
                 i0, i1 = tile.i0, tile.i1
@@ -192,7 +198,7 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None):
                 t0 = lap("gemms", t0)
                 rows = lead + (slice(i0, i1),)
                 backend.reconstruct_round_3m(p1, p2, p3, plan.s[i0:i1], plan.t[:n], plan.t[n:], N, fmt,
-                                             out[rows + (slice(0, n),)], out[rows + (slice(n, n2),)], k)
+                                             out_re[rows], out_im[rows], k)
                 del p1, p2, p3
                 lap("reconstruction", t0)
-    return out
+    return res

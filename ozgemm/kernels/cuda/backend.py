@@ -783,6 +783,7 @@ class CudaBackend:
         dtype = cp.float64 if fmt.name == "binary64" else cp.float32
         if out is None:
             out = cp.empty((m, n), dtype=dtype)
+        assert out.strides[1] == out.itemsize or n <= 1
         if m * n:
             _crt_round(fmt, n_moduli, c, ldc, sc, s, t, m, n, out, out.strides[0] // out.itemsize)
         return out
@@ -833,19 +834,22 @@ class CudaBackend:
                 return
             c1, c2, c3 = (x[:, :m, :] for x in (p1, p2, p3))
             assert c1.strides == c2.strides == c3.strides and c1.strides[2] == 4
-            assert out_re.strides == out_im.strides and out_re.strides[1] == out_re.itemsize
+            assert out_re.strides == out_im.strides and out_re.strides[1] in (out_re.itemsize, 2 * out_re.itemsize)
             f = _fn("crt_round_3m_f64", n_moduli) if fmt.name == "binary64" else _fn("crt_round_3m_f32", n_moduli)
             grid, block = _grid2d(n, m)
             i64 = cp.int64
             f(grid, block, (c1, c2, c3, np.int64(c1.strides[1] // 4), np.int64(c1.strides[0] // 4),
                             cp.ascontiguousarray(s, dtype=i64), cp.ascontiguousarray(t_re, dtype=i64),
                             cp.ascontiguousarray(t_im, dtype=i64), np.int32(m), np.int32(n), out_re, out_im,
-                            np.int64(out_re.strides[0] // out_re.itemsize)))
+                            np.int64(out_re.strides[0] // out_re.itemsize), np.int64(out_re.strides[1] // out_re.itemsize)))
             return
         p1, p2, p3 = (x.astype(cp.int64, copy=False) for x in (p1, p2, p3))
         _combine_3m_kernel()(p2, p1, p3)
-        self.reconstruct_round(p1, s, t_re, n_moduli, fmt, out_re)
-        self.reconstruct_round(p3, s, t_im, n_moduli, fmt, out_im)
+        for c, t, o in ((p1, t_re, out_re), (p3, t_im, out_im)):
+            if fmt.name in ("binary64", "binary32") and o.strides[1] != o.itemsize:  # (interleaved parts)
+                o[...] = self.reconstruct_round(c, s, t, n_moduli, fmt)
+            else:
+                self.reconstruct_round(c, s, t, n_moduli, fmt, o)
 
     def residue_products(self, ra, rb, moduli):
         """The exact int32 products (N, mp, np) of padded residues (int64 sums beyond one

@@ -599,14 +599,15 @@ CRT_ROUND_KERNEL(crt_round_f32, float, 24, -149, 255, 31)
 // part P3 - P1 - P2 of each entry, reconstructed and rounded like crt_round_impl, so no
 // combined array is written. The caller guarantees |P| <= 2^29 (inner dimension <= 2^15), so
 // both differences fit int32; they are formed in unsigned arithmetic (wrap-around gives the
-// two's complement bits of the exact value) and read by crt_limbs_v like any product.
+// two's complement bits of the exact value) and read by crt_limbs_v like any product. The
+// outputs have row stride ldo and column stride cso (2: the interleaved words of a complex array).
 template <typename OUT_T, int P, int EMIN_SUB, int BEINF, int SIGN>
 __device__ __forceinline__ void crt_round_3m_impl(const int* __restrict__ c1, const int* __restrict__ c2,
                                                   const int* __restrict__ c3, i64 ldc, i64 sc,
                                                   const i64* __restrict__ s, const i64* __restrict__ tr,
                                                   const i64* __restrict__ ti, int m, int n,
                                                   OUT_T* __restrict__ out_re, OUT_T* __restrict__ out_im,
-                                                  i64 ldo) {
+                                                  i64 ldo, i64 cso) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
     const i64 trj = tr[j], tij = ti[j];
@@ -623,9 +624,9 @@ __device__ __forceinline__ void crt_round_3m_impl(const int* __restrict__ c1, co
         }
         u32 x[NLIMB];
         bool neg = crt_limbs_v(re, x);
-        store_bits(out_re + (i64)i * ldo + j, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + trj)));
+        store_bits(out_re + (i64)i * ldo + j * cso, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + trj)));
         neg = crt_limbs_v(im, x);
-        store_bits(out_im + (i64)i * ldo + j, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + tij)));
+        store_bits(out_im + (i64)i * ldo + j * cso, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + tij)));
     }
 }
 
@@ -635,9 +636,9 @@ __device__ __forceinline__ void crt_round_3m_impl(const int* __restrict__ c1, co
                                     const i64* __restrict__ s, const i64* __restrict__ tr,         \
                                     const i64* __restrict__ ti, int m, int n,                      \
                                     OUT_T* __restrict__ out_re, OUT_T* __restrict__ out_im,        \
-                                    i64 ldo) {                                                     \
+                                    i64 ldo, i64 cso) {                                            \
         crt_round_3m_impl<OUT_T, P, EMIN_SUB, BEINF, SIGN>(c1, c2, c3, ldc, sc, s, tr, ti, m, n,   \
-                                                           out_re, out_im, ldo);                   \
+                                                           out_re, out_im, ldo, cso);              \
     }
 
 CRT_ROUND_3M_KERNEL(crt_round_3m_f64, double, 53, -1074, 2047, 63)
