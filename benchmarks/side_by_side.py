@@ -5,7 +5,9 @@ alternating, with the native matmul on the same arrays. Prints its context and a
 the two versions' results are checked bit-identical on every input.
 
 Input: A, B = (rand - 0.5) exp(phi randn), square n (or the stacks of ``--stacks``), drawn in that order from
-``cupy.random.RandomState(seed)`` on the GPU (``numpy.random.RandomState(seed)`` on the CPU).
+``cupy.random.RandomState(seed)`` on the GPU (``numpy.random.RandomState(seed)`` on the CPU);
+with ``--complex``, complex64 (fp32 contracts) or complex128 operands whose real parts are
+those and whose imaginary parts are drawn the same way after them.
 Timing: each round times ``--reps`` calls of one version (CUDA events around each whole call,
 or ``time.perf_counter``) and keeps their median; the versions alternate over ``--rounds``
 rounds and the table gives the median round (after a warm-up of 4 calls each, so that graph
@@ -64,6 +66,7 @@ def main(argv=None):
     ap.add_argument("--stacks", nargs="*", default=[], metavar="AxBxC@DxExF",
                     help="stacked products: the shapes of a and b, e.g. 64x512x512@64x512x512")
     ap.add_argument("--contracts", nargs="+", default=["fp64", "fp32"])
+    ap.add_argument("--complex", action="store_true", help="complex operands (complex64 for fp32 contracts)")
     ap.add_argument("--phi", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reps", type=int, default=7)
@@ -121,7 +124,7 @@ def main(argv=None):
         where = f"{platform.processor() or platform.machine()} CPU"
     print(f"side by side: ozgemm {rev} (base) and ozgemm from {Path(ozgemm.__file__).parent} (work); {where}, "
           f"NumPy {np.__version__}, Python {platform.python_version()}")
-    print(f"input: (rand-0.5)*exp({args.phi}*randn), seed {args.seed}; whole calls, median of {args.reps} "
+    print(f"input: {'complex, parts ' if args.complex else ''}(rand-0.5)*exp({args.phi}*randn), seed {args.seed}; whole calls, median of {args.reps} "
           f"per round, {args.rounds} alternating rounds, median round; native = matmul on the same arrays")
     rows = []
     for n, sa, sb in cases:
@@ -129,6 +132,10 @@ def main(argv=None):
             dt = xp.float32 if c.startswith("fp32") else xp.float64
             rs = xp.random.RandomState(args.seed)
             a, b = (((rs.rand(*s_) - 0.5) * xp.exp(args.phi * rs.randn(*s_))).astype(dt) for s_ in (sa, sb))
+            if args.complex:
+                ai, bi = (((rs.rand(*s_) - 0.5) * xp.exp(args.phi * rs.randn(*s_))).astype(dt) for s_ in (sa, sb))
+                a, b = a + 1j * ai, b + 1j * bi  # complex64 from float32 parts
+                del ai, bi
             for mod in (base, ozgemm):
                 for _ in range(4):
                     mod.matmul(a, b, contract=c)

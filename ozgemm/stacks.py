@@ -156,6 +156,11 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
     order = np.argsort(gkey, kind="stable")
     cuts = np.flatnonzero(np.diff(gkey[order])) + 1
     groups = np.split(order, cuts)
+    chunk = backend.stack_chunk_bytes
+    if chunk is not None:  # groups cut into chunks of products whose workspace stays in cache
+        per = max(backend.stack_workspace(int(nmod[g[0]]), 1, m, n, k) for g in groups)
+        q = max(1, chunk // per)
+        groups = [g[i:i + q] for g in groups for i in range(0, len(g), q)]
     out = None
     for idx in groups:
         N = int(nmod[idx[0]])

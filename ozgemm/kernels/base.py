@@ -63,6 +63,10 @@ class Backend(Protocol):
                             residues computed once per width group (True), or copied for
                             every product so that products group by moduli count only
                             (False: where each group costs kernel launches)
+    stack_chunk_bytes : int or None
+                            a stack's group of products runs in chunks of about this much
+                            workspace (:meth:`stack_workspace`), so that its residues, products
+                            and reconstruction stay in cache (None: each group at once)
     """
 
     name: str
@@ -71,6 +75,7 @@ class Backend(Protocol):
 
     flags_nonfinite: bool
     stack_shares_operands: bool
+    stack_chunk_bytes: int | None
 
     def workspace_budget(self) -> tuple:
         """(tile budget, hard limit): bytes of workspace one product may use."""

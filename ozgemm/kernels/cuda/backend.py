@@ -431,6 +431,7 @@ class CudaBackend:
     speculates = True  # speculative_shifts derives the width on the device
     flags_nonfinite = True  # row_stats(x, nonfinite=flag) flags NaN/Inf at no extra pass
     stack_shares_operands = False  # a stack's shared operand copied per product: groups by moduli count
+    stack_chunk_bytes = None  # each group in one set of launches
 
     def __init__(self, memory_fraction: float = 0.6, overlap_tiles: int = _OVERLAP_TILES,
                  overlap_min_rows: int = _OVERLAP_MIN_ROWS, gemm_split_out: int = _GEMM_SPLIT_OUT,
