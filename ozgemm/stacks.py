@@ -41,6 +41,25 @@ def _tables(k: int):
     return np.stack([speculative_thresholds(n, k) for n in range(1, len(MODULI) + 1)])
 
 
+def _ceil_sqrt_products(x, y):
+    """:func:`~ozgemm.precision.planner.ceil_sqrt` of ``x * y`` per product (int64 arrays of
+    non-negative values), exactly: r0 = sqrt(x) sqrt(y) in float64 errs by less than r0 2**-48
+    (four roundings of relative error 2**-53), so ceil(r0) is the answer wherever no integer
+    lies within that distance of r0; the others (exact squares among them) take Python
+    integers."""
+    xf, yf = x.astype(np.float64), y.astype(np.float64)
+    r0 = np.sqrt(xf) * np.sqrt(yf)
+    tol = r0 * 2.0 ** -48 + 2.0 ** -1000
+    near = np.minimum(r0 - np.floor(r0), np.ceil(r0) - r0) <= tol
+    out = np.where(near, 0.0, np.ceil(r0))
+    out = np.where(out < 2.0 ** 62, out, 0.0).astype(np.int64)
+    far = near | (np.ceil(r0) >= 2.0 ** 62)
+    idx = np.flatnonzero(far)
+    if idx.size:
+        out[idx] = [min(ceil_sqrt(int(a) * int(b)), _NUM_MAX) for a, b in zip(x[idx].tolist(), y[idx].tolist())]
+    return out
+
+
 def _choose(contract, beta_min, nums, k):
     """Per product (moduli count, width) of a CRT contract from its minimal widths and the
     numerators of its three S sources (:func:`~ozgemm.precision.planner.speculative_thresholds`),
@@ -127,10 +146,10 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
                               for v in np.split(host[:2 * (Pa + Pb)], np.cumsum([Pa, Pb, Pa])))
         beta_min = normwise_width(contract, n1a + n1b, k)
         third = np.full(P, k << (2 * LB_BITS))  # S <= k (no bound GEMM)
-    cs = [ceil_sqrt(x * y) for x, y in zip(n2a.tolist(), n2b.tolist())]  # exact Python integers
-    if max(cs) >= _NUM_MAX:
+    cs = _ceil_sqrt_products(np.asarray(n2a, dtype=np.int64), np.asarray(n2b, dtype=np.int64))
+    if cs.max() >= _NUM_MAX:
         return None
-    nums = np.stack([np.minimum(n1a, n1b), np.array(cs, dtype=np.int64), third], axis=1).astype(np.int64)
+    nums = np.stack([np.minimum(n1a, n1b), cs, third], axis=1).astype(np.int64)
     chosen = _choose(contract, beta_min.astype(np.int64), nums, k)
     if chosen is None:
         return None

@@ -71,3 +71,26 @@ def test_stack_beyond_the_workspace_runs_product_by_product(stacked, monkeypatch
     got = ozgemm.matmul(a, b)
     assert stacked == [True, False]
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_stack_cauchy_schwarz_roots_are_exact():
+    """The stack planner's roots ceil(sqrt(x y)) against math.isqrt on Python integers:
+    random sizes up to 2**62 per factor, exact squares and their neighbours (where the float
+    estimate is ambiguous), zeros, and roots at the table clamp."""
+    import math
+    import random
+
+    from ozgemm.stacks import _NUM_MAX, _ceil_sqrt_products
+    rng = random.Random(7)
+    x = [rng.randrange(0, 1 << rng.randrange(1, 63)) for _ in range(30000)]
+    y = [rng.randrange(0, 1 << rng.randrange(1, 63)) for _ in range(30000)]
+    for r in list(range(0, 300)) + [2**26 + 1, 2**31 - 1, 2**40 + 3, 3037000499, 2**52 + 1, 2**61 - 1]:
+        for d in (-1, 0, 1):
+            if 0 <= r * r + d < 2**63:
+                x.append(r * r + d)
+                y.append(1)
+        x.append(r)
+        y.append(r)
+    got = _ceil_sqrt_products(np.array(x, dtype=np.int64), np.array(y, dtype=np.int64))
+    want = [min(math.isqrt(a * b - 1) + 1 if a * b else 0, _NUM_MAX) for a, b in zip(x, y)]
+    assert got.dtype == np.int64 and got.tolist() == want

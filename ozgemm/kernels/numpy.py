@@ -111,7 +111,7 @@ class NumpyBackend:
     speculates = False
     flags_nonfinite = False
     stack_shares_operands = True  # a shared operand's residues once per width group
-    stack_chunk_bytes = 4 << 20  # a stack's products in chunks that stay in the caches
+    stack_chunk_bytes = 16 << 20  # a stack's products in chunks that stay in the caches
 
     #: bytes of workspace one call may use; None: half of the memory the OS reports available
     memory_budget_bytes = None
