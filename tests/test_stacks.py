@@ -94,3 +94,24 @@ def test_stack_cauchy_schwarz_roots_are_exact():
     got = _ceil_sqrt_products(np.array(x, dtype=np.int64), np.array(y, dtype=np.int64))
     want = [min(math.isqrt(a * b - 1) + 1 if a * b else 0, _NUM_MAX) for a, b in zip(x, y)]
     assert got.dtype == np.int64 and got.tolist() == want
+
+
+@pytest.mark.parametrize("contract", ["fp64", "dd", "fp32"])
+@pytest.mark.parametrize("shapes", [((30, 5, 9), (1, 9, 4)), ((30, 5, 9), (30, 9, 4)), ((1, 5, 9), (30, 9, 4))])
+def test_stack_in_chunks_equals_product_by_product(contract, shapes, stacked, monkeypatch):
+    """Groups cut into chunks of a few products (a small Backend.stack_chunk_bytes), products of
+    several widths and moduli counts among them: every product bit-identical to its 2-D call."""
+    from ozgemm.kernels import get_backend
+
+    rng = np.random.default_rng(11)
+    dt = np.float32 if contract == "fp32" else np.float64
+    a, b = phi_matrix(rng, shapes[0], 1.0, dt), phi_matrix(rng, shapes[1], 1.0, dt)
+    if a.shape[0] > 1:
+        a[::7] *= dt(2.0 ** 20)  # other widths (and moduli counts) every seventh product
+    else:
+        b[::7] *= dt(2.0 ** -20)
+    monkeypatch.setattr(get_backend("cpu"), "stack_chunk_bytes", 1)  # one product per chunk
+    got = ozgemm.matmul(a, b, contract=contract)
+    assert stacked == [True]
+    for i, w in enumerate(_loop(a, b, contract)):
+        assert _bits(got[i]) == _bits(w), i
