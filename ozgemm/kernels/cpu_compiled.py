@@ -34,105 +34,124 @@ LMAX = 16  # the most limbs a compiled variant takes
 
 
 @njit(inline='always')
-def _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, LMAX):
-    """Per entry r of ``c`` (N, R) float64 residues in [0, p_q): C' from the direct CRT with
-    the rounded quotient (crt.reconstruct.crt_reconstruct with ``bound``, 4 bound <= P),
-    then (-1)**neg |C'| 2**e[r] rounded once to p = P bits with gradual underflow at 2**EMIN
-    (rounding.round_limbs: the same 64-bit window, nearest-even, zero results +0, overflow
-    to inf), written as the format's IEEE bits to ``out`` (R,) uint64. W (N, Lb) int64: the
-    32-bit limbs of the CRT weights e_q; eoM (N,): e_q / M; Mi (Lb,): the limbs of M. LMAX
-    (a constant of each compiled wrapper, >= Lb): the limb loops of the sign and rounding
-    passes run LMAX times, branch-free, so that they vectorise."""
-    N, R = c.shape
+def _crt_limbs(c, r0, n, W, eoM, Mi, Lb, x, ci, tq, y, carry, est, LMAX):
+    """Entries r0 .. r0+n-1 of ``c`` (N, R) float64 residues in [0, p_q): C' from the direct
+    CRT with the rounded quotient (crt.reconstruct.crt_reconstruct with ``bound``,
+    4 bound <= P), written as |C'| in 32-bit limbs x[:, :n] (LMAX, _CH) int64 (limbs from Lb
+    on stay 0) and carry[:n] = 1 where C' < 0, else 0. W (N, Lb) int64: the 32-bit limbs of
+    the CRT weights e_q; eoM (N,): e_q / M; Mi (Lb,): the limbs of M; ci, tq, y, est:
+    scratch of the chunk. The sign pass runs LMAX times, branch-free, so that it vectorises."""
+    N = c.shape[0]
+    for j in range(n):
+        est[j] = 0.0
+        carry[j] = 0
+    for q in range(N):
+        f = eoM[q]
+        for j in range(n):
+            v = c[q, r0 + j]
+            est[j] += v * f
+            ci[q, j] = int64(v)
+    for j in range(n):
+        tq[j] = int64(np.floor(est[j] + 0.5))
+    for l in range(Lb):
+        for j in range(n):
+            y[j] = 0
+        for q in range(N):
+            wq = W[q, l]
+            for j in range(n):
+                y[j] += ci[q, j] * wq
+        ml = Mi[l]
+        for j in range(n):
+            v = y[j] - tq[j] * ml + carry[j]
+            x[l, j] = v & _MASK
+            carry[j] = v >> 32
+    for j in range(n):
+        carry[j] = x[Lb - 1, j] >> 31
+    for j in range(n):
+        ng = carry[j] == 1
+        cr = int64(1)
+        for l in range(LMAX):
+            xv = x[l, j]
+            v = (_MASK - xv) + cr
+            x[l, j] = (v & _MASK) if (ng and l < Lb) else xv
+            cr = v >> 32
+
+
+@njit(inline='always')
+def _round_window(x, j, e, P, EMIN, BIAS, LMAX):
+    """X 2**e, X >= 0 the integer of the limbs x[:, j], rounded once to p = P bits with
+    gradual underflow at 2**EMIN (rounding.round_limbs: the same 64-bit window of X's top
+    bits with a sticky bit below it, nearest-even, overflow to inf). Returns the format's
+    IEEE bits of the rounded magnitude (0 for a zero result, no sign bit). The limb loops run
+    LMAX times, branch-free."""
     U1 = uint64(1)
     U32 = uint64(32)
+    MBITS = P - 1
+    EXPMAX = 2 * BIAS + 1
+    INF = uint64(EXPMAX) << uint64(MBITS)
+    FIELD = (U1 << uint64(MBITS)) - U1
+    tt = int64(-1)
+    for l in range(LMAX):
+        tt = int64(l) if x[l, j] != 0 else tt
+    hi = uint64(0)
+    mid = uint64(0)
+    lo = uint64(0)
+    sticky = uint64(0)
+    for l in range(LMAX):
+        xv = uint64(x[l, j])
+        hi = xv if int64(l) == tt else hi
+        mid = xv if int64(l) == tt - 1 else mid
+        lo = xv if int64(l) == tt - 2 else lo
+        sticky = sticky | (xv if int64(l) < tt - 2 else uint64(0))
+    nz = tt >= 0
+    hi1 = hi | (uint64(0) if nz else U1)
+    b = int64(64) - int64(leading_zeros(hi1))
+    sh = uint64(32 - b)
+    w = (hi << (U32 + sh)) | (mid << sh) | (lo >> (U32 - sh))
+    sticky = sticky | (lo & ((U1 << (U32 - sh)) - U1))
+    g = int64(32) * (tt - 1) - (int64(32) - b) + e  # exponent of w's last bit
+    qexp = max(g + 63 - MBITS, int64(EMIN))
+    d = qexp - g
+    dd = uint64(min(max(d, int64(1)), int64(64)))
+    top = w >> (dd - U1)
+    kept = top >> U1
+    rb = top & U1
+    rest = w & ((U1 << (dd - U1)) - U1)
+    st = (sticky | rest) != uint64(0)
+    up = (rb == U1) and (st or (kept & U1) == U1)
+    mant = kept + (U1 if up else uint64(0))
+    mant = uint64(0) if (d > 64 or not nz) else mant
+    big = mant >> uint64(P)
+    mant2 = mant >> big
+    be = qexp + int64(big) + MBITS + BIAS
+    normal = mant2 >= (U1 << uint64(MBITS))
+    bits = (uint64(max(be, int64(0))) << uint64(MBITS)) | (mant2 & FIELD)
+    bits = bits if normal else mant2
+    bits = INF if (normal and be >= EXPMAX) else bits
+    return bits
+
+
+@njit(inline='always')
+def _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, LMAX):
+    """Per entry r of ``c`` (N, R) float64 residues: C' (:func:`_crt_limbs`) and
+    (-1)**neg |C'| 2**e[r] rounded once to the format of P, EMIN, BIAS (:func:`_round_window`;
+    rounding.round_limbs: zero results +0), written as its IEEE bits to ``out`` (R,) uint64.
+    LMAX (a constant of each compiled wrapper, >= Lb): the length of the limb loops."""
+    N, R = c.shape
     x = np.zeros((LMAX, _CH), dtype=np.int64)
     ci = np.empty((N, _CH), dtype=np.int64)
     tq = np.empty(_CH, dtype=np.int64)
     y = np.empty(_CH, dtype=np.int64)
     carry = np.empty(_CH, dtype=np.int64)
     est = np.empty(_CH, dtype=np.float64)
-    MBITS = P - 1
-    EXPMAX = 2 * BIAS + 1
-    SIGN = U1 << uint64(63 if P == 53 else 31)
-    INF = uint64(EXPMAX) << uint64(MBITS)
-    FIELD = (U1 << uint64(MBITS)) - U1
+    Z = uint64(0)
+    SIGN = uint64(1) << uint64(63 if P == 53 else 31)
     for r0 in range(0, R, _CH):
         n = min(_CH, R - r0)
+        _crt_limbs(c, r0, n, W, eoM, Mi, Lb, x, ci, tq, y, carry, est, LMAX)
         for j in range(n):
-            est[j] = 0.0
-            carry[j] = 0
-        for q in range(N):
-            f = eoM[q]
-            for j in range(n):
-                v = c[q, r0 + j]
-                est[j] += v * f
-                ci[q, j] = int64(v)
-        for j in range(n):
-            tq[j] = int64(np.floor(est[j] + 0.5))
-        for l in range(Lb):
-            for j in range(n):
-                y[j] = 0
-            for q in range(N):
-                wq = W[q, l]
-                for j in range(n):
-                    y[j] += ci[q, j] * wq
-            ml = Mi[l]
-            for j in range(n):
-                v = y[j] - tq[j] * ml + carry[j]
-                x[l, j] = v & _MASK
-                carry[j] = v >> 32
-        for j in range(n):
-            carry[j] = x[Lb - 1, j] >> 31
-        for j in range(n):
-            ng = carry[j] == 1
-            cr = int64(1)
-            for l in range(LMAX):
-                xv = x[l, j]
-                v = (_MASK - xv) + cr
-                x[l, j] = (v & _MASK) if (ng and l < Lb) else xv
-                cr = v >> 32
-        for j in range(n):
-            tt = int64(-1)
-            for l in range(LMAX):
-                tt = int64(l) if x[l, j] != 0 else tt
-            hi = uint64(0)
-            mid = uint64(0)
-            lo = uint64(0)
-            sticky = uint64(0)
-            for l in range(LMAX):
-                xv = uint64(x[l, j])
-                hi = xv if int64(l) == tt else hi
-                mid = xv if int64(l) == tt - 1 else mid
-                lo = xv if int64(l) == tt - 2 else lo
-                sticky = sticky | (xv if int64(l) < tt - 2 else uint64(0))
-            nz = tt >= 0
-            hi1 = hi | (uint64(0) if nz else U1)
-            b = int64(64) - int64(leading_zeros(hi1))
-            sh = uint64(32 - b)
-            w = (hi << (U32 + sh)) | (mid << sh) | (lo >> (U32 - sh))
-            sticky = sticky | (lo & ((U1 << (U32 - sh)) - U1))
-            g = int64(32) * (tt - 1) - (int64(32) - b) + e[r0 + j]
-            qexp = max(g + 63 - MBITS, int64(EMIN))
-            d = qexp - g
-            dd = uint64(min(max(d, int64(1)), int64(64)))
-            top = w >> (dd - U1)
-            kept = top >> U1
-            rb = top & U1
-            rest = w & ((U1 << (dd - U1)) - U1)
-            st = (sticky | rest) != uint64(0)
-            up = (rb == U1) and (st or (kept & U1) == U1)
-            mant = kept + (U1 if up else uint64(0))
-            mant = uint64(0) if (d > 64 or not nz) else mant
-            big = mant >> uint64(P)
-            mant2 = mant >> big
-            be = qexp + int64(big) + MBITS + BIAS
-            normal = mant2 >= (U1 << uint64(MBITS))
-            bits = (uint64(max(be, int64(0))) << uint64(MBITS)) | (mant2 & FIELD)
-            bits = bits if normal else mant2
-            bits = INF if (normal and be >= EXPMAX) else bits
-            out[r0 + j] = bits | (SIGN if (carry[j] == 1 and mant != uint64(0)) else uint64(0))
-
+            bits = _round_window(x, j, e[r0 + j], P, EMIN, BIAS, LMAX)
+            out[r0 + j] = bits | (SIGN if (carry[j] == 1 and bits != Z) else Z)
 
 
 @njit(nogil=True, cache=True)
