@@ -118,7 +118,7 @@ def _dd_cases(rng, n_moduli):
     return [int(sg) * min(abs(v), lim) for sg, v in zip(signs, vals)]
 
 
-@pytest.mark.parametrize("n_moduli", [3, 9, 16, 21, 25, 31])
+@pytest.mark.parametrize("n_moduli", [3, 9, 16, 21, 25, 31, 40])
 def test_dd_rounding_matches_exact_rounding(n_moduli, monkeypatch):
     """The compiled dd reconstruction (hi, lo) against :func:`_dd_exact` per entry, the
     scales putting hi near 1, in binary64's subnormal range (hi subnormal, or normal with a
