@@ -149,7 +149,9 @@ def _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, LMAX):
     magnitude is X mod 2**D or, where hi rounded up, 2**D - (X mod 2**D) (the two's complement
     of X over the limbs, masked to D bits), with the sign of x flipped where hi rounded up
     (lo = +0 where the remainder is 0, and where hi is +-inf). LMAX (a constant of each
-    compiled wrapper, >= Lb): the length of the limb loops."""
+    compiled wrapper, >= Lb): the length of the limb loops. Every pass is a loop over the
+    chunk's entries (the remainders' limbs one limb at a time for all entries, not per entry
+    inside the rounding loop), so that it vectorises."""
     N, R = c.shape
     x = np.zeros((LMAX, _CH), dtype=np.int64)
     ci = np.empty((N, _CH), dtype=np.int64)
@@ -157,6 +159,10 @@ def _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, LMAX):
     y = np.empty(_CH, dtype=np.int64)
     carry = np.empty(_CH, dtype=np.int64)
     est = np.empty(_CH, dtype=np.float64)
+    ups = np.empty(_CH, dtype=np.int64)  # dd: hi rounded up (1) or not (0)
+    Ds = np.empty(_CH, dtype=np.int64)  # dd: the bits of X below hi's last bit
+    lsign = np.empty(_CH, dtype=np.uint64)  # dd: lo's sign bit
+    lkeep = np.empty(_CH, dtype=np.uint64)  # dd: 0 where hi is infinite (lo = +0)
     Z = uint64(0)
     SIGN = uint64(1) << uint64(63 if P == 53 else 31)
     INF = uint64(2 * BIAS + 1) << uint64(P - 1)
@@ -168,20 +174,26 @@ def _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, LMAX):
                 bits, _, _ = _round_window(x, j, e[r0 + j], P, EMIN, BIAS, LMAX)
                 out[0, r0 + j] = bits | (SIGN if (carry[j] == 1 and bits != Z) else Z)
             continue
-        for j in range(n):
-            ej = e[r0 + j]
-            hb, up, D = _round_window(x, j, ej, P, EMIN, BIAS, LMAX)
-            cr = int64(1)
-            for l in range(LMAX):  # x[:, j] <- the remainder's magnitude
-                xv = x[l, j]
-                v = (_MASK - xv) + cr
-                cr = v >> 32
-                keep = min(max(D - int64(32) * l, int64(0)), int64(32)) if l < Lb else int64(0)
-                x[l, j] = ((v & _MASK) if up else xv) & ((int64(1) << keep) - 1)
-            lob, _, _ = _round_window(x, j, ej, P, EMIN, BIAS, LMAX)
+        for j in range(n):  # hi (apart from the loop above: a test of DD inside it slowed both)
+            bits, up, D = _round_window(x, j, e[r0 + j], P, EMIN, BIAS, LMAX)
             ng = carry[j] == 1
-            out[0, r0 + j] = hb | (SIGN if (ng and hb != Z) else Z)
-            out[1, r0 + j] = Z if hb == INF else (lob | (SIGN if (ng != up and lob != Z) else Z))
+            out[0, r0 + j] = bits | (SIGN if (ng and bits != Z) else Z)
+            ups[j] = int64(1) if up else int64(0)
+            Ds[j] = D
+            lsign[j] = SIGN if ng != up else Z
+            lkeep[j] = Z if bits == INF else ~Z
+        for j in range(n):
+            y[j] = 1  # the carry of the two's complement
+        for l in range(Lb):  # x[:, :n] <- the remainders' magnitudes (limbs from Lb on stay 0)
+            for j in range(n):
+                xv = x[l, j]
+                v = (_MASK - xv) + y[j]
+                y[j] = v >> 32
+                keep = min(max(Ds[j] - int64(32) * l, int64(0)), int64(32))
+                x[l, j] = ((v & _MASK) if ups[j] == 1 else xv) & ((int64(1) << keep) - 1)
+        for j in range(n):
+            bits, _, _ = _round_window(x, j, e[r0 + j], P, EMIN, BIAS, LMAX)
+            out[1, r0 + j] = (bits | (lsign[j] if bits != Z else Z)) & lkeep[j]
 
 
 @njit(nogil=True, cache=True)
