@@ -3,6 +3,7 @@ extra): its rounding against an exact integer rounding written here, and whole p
 bit-identical to the numpy code (OZGEMM_CPU_COMPILED=0) for every contract and layout that
 reaches it. Skipped where numba is not installed."""
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -84,6 +85,88 @@ def test_rounding_matches_exact_rounding(fmt_name, n_moduli, monkeypatch):
         want = np.array([_round_exact(v, int(x), fmt.p, fmt.emin_sub, emax, dtype) for v, x in zip(vals, e)])
         assert got.dtype == dtype and got.shape == (R,)
         assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), e0
+
+
+def _dd_exact(v: int, e: int):
+    """The double-double [hi, lo] of v 2**e: hi = RN(v 2**e) (binary64, gradual underflow,
+    overflow to inf), lo = RN(v 2**e - hi) from the exact remainder as a Fraction (its
+    denominator a power of two), lo = +0 where hi is infinite; integers only."""
+    hi = _round_exact(v, e, 53, -1074, 1023, np.float64)
+    if not np.isfinite(hi):
+        return hi, np.float64(0.0)
+    rem = Fraction(v) * Fraction(2) ** e - Fraction(float(hi))
+    den = rem.denominator
+    assert den & (den - 1) == 0
+    return hi, _round_exact(rem.numerator, -(den.bit_length() - 1), 53, -1074, 1023, np.float64)
+
+
+def _dd_cases(rng, n_moduli):
+    """:func:`_cases` with ties and carries at hi's rounding position (p = 53) and at p = 106,
+    and values whose remainder is a tie of its own rounding (54 bits, odd or even) beside a
+    hi that is exact, rounded down or rounded up (a negative remainder), at several widths."""
+    lim = math.prod(garner_constants(n_moduli).moduli) // 2
+    vals = _cases(rng, n_moduli, 53) + _cases(rng, n_moduli, 106)
+    t54 = [(1 << 53) + 1, (1 << 53) + 3, (1 << 54) - 1, 1 << 53]
+    for w in range(56, lim.bit_length() - 1, 11):
+        for s in sorted({0, 1, max(0, w - 110), max(0, w - 60)}):
+            for t in t54:
+                if (t << s) >= (1 << (w - 53)):
+                    continue  # the remainder must stay below hi's half-ulp
+                vals += [(1 << w) + (t << s), (1 << w) - (t << s), ((1 << w) | (1 << (w - 52))) + (t << s),
+                         (1 << (w + 1)) - (1 << (w - 52)) - (t << s)]
+    signs = rng.choice([-1, 1], size=len(vals))
+    return [int(sg) * min(abs(v), lim) for sg, v in zip(signs, vals)]
+
+
+@pytest.mark.parametrize("n_moduli", [3, 9, 16, 21, 25, 31, 40])
+def test_dd_rounding_matches_exact_rounding(n_moduli, monkeypatch):
+    """The compiled dd reconstruction (hi, lo) against :func:`_dd_exact` per entry, the
+    scales putting hi near 1, in binary64's subnormal range (hi subnormal, or normal with a
+    subnormal lo), below it (zero results), and at and beyond the overflow threshold."""
+    import ozgemm.kernels.cpu_compiled as ck
+
+    monkeypatch.setenv("OZGEMM_CPU_COMPILED", "1")
+    calls = []
+    real = ck.crt_round_dd_bits
+    monkeypatch.setattr(ck, "crt_round_dd_bits", lambda *a: calls.append(1) or real(*a))
+    fmt = FORMATS["dd"]
+    rng = np.random.default_rng(100 + n_moduli)
+    be = NumpyBackend("blas")
+    moduli = be.residue_moduli(n_moduli)
+    vals = _dd_cases(rng, n_moduli)
+    R = len(vals)
+    c = np.array([[v % p for v in vals] for p in moduli], dtype=np.float64)
+    for e0 in (0, -200, -969, -1000, -1021, -1060, -1074, -1074 - 40, 963, 1024, 1033):
+        # per entry: the scale that puts its top bit near 2**e0
+        e = np.array([e0 - max(abs(v).bit_length(), 1) + int(rng.integers(-3, 4)) for v in vals], dtype=np.int64)
+        got = be.reconstruct_exponents(c.copy(), n_moduli, e, fmt)
+        want = np.array([_dd_exact(v, int(x)) for v, x in zip(vals, e)]).T
+        assert got.dtype == np.float64 and got.shape == (2, R)
+        bad = np.flatnonzero((got.view(np.uint64) != want.view(np.uint64)).any(axis=0))
+        assert bad.size == 0, (e0, [(vals[i], int(e[i]), got[:, i], want[:, i]) for i in bad[:3]])
+    assert calls
+
+
+@pytest.mark.parametrize("shape", [(1, 300, 40), (40, 300, 1), (64, 3, 64), (33, 1100, 17), (1, 1, 1)])
+@pytest.mark.parametrize("phi", [0.5, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_dd_products_bit_identical_to_the_numpy_code(shape, phi, dtype, monkeypatch):
+    """dd products (real and complex, thin ones and a k beyond one GEMM block) through the
+    compiled reconstruction, bit for bit the numpy code's (OZGEMM_CPU_COMPILED=0)."""
+    import ozgemm.kernels.cpu_compiled as ck
+
+    calls = []
+    real = ck.crt_round_dd_bits
+    monkeypatch.setattr(ck, "crt_round_dd_bits", lambda *a: calls.append(1) or real(*a))
+    m, k, n = shape
+    rng = np.random.default_rng(hash((shape, phi, np.dtype(dtype).name)) % 2**32)
+    a, b = phi_matrix(rng, (m, k), phi), phi_matrix(rng, (k, n), phi)
+    if dtype == np.complex128:
+        a = a + 1j * phi_matrix(rng, (m, k), phi)
+        b = b - 1j * phi_matrix(rng, (k, n), phi)
+    got, want = _both(monkeypatch, lambda: ozgemm.matmul(a, b, contract="dd"))
+    assert calls and got.hi.dtype == want.hi.dtype == dtype
+    assert _same(got, want)
 
 
 def test_the_compiled_kernel_runs_and_can_be_switched_off(monkeypatch):

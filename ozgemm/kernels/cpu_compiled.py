@@ -6,9 +6,11 @@ scaled residues (:func:`scaled_residues`, as :func:`ozgemm.crt.residues.scaled_r
 the reduction of the float64 GEMMs' sums (:func:`reduce_residues`) and the reconstruction
 and rounding of binary64/binary32 results (:func:`crt_round_bits`, as
 :func:`ozgemm.crt.reconstruct.reconstruct_round` with the blas kind's wide moduli, then
-:func:`ozgemm.precision.rounding.round_limbs`, one pass per cache-sized chunk of entries):
+:func:`ozgemm.precision.rounding.round_limbs`) and of double-double results
+(:func:`crt_round_dd_bits`, the same reconstruction, then
+:func:`ozgemm.precision.rounding.round_limbs_dd`), one pass per cache-sized chunk of entries:
 the same integers and the same rounding rule, so the same bits (tested against the numpy
-code and the rounding against an exact integer rounding). Imported only where numba is installed
+code and the roundings against an exact integer rounding). Imported only where numba is installed
 (:func:`ozgemm.kernels.numpy.compiled_kernels`); without it, or with the environment variable
 ``OZGEMM_CPU_COMPILED=0``, the numpy code runs.
 
@@ -16,7 +18,8 @@ Reconstruction: the direct CRT of :func:`~ozgemm.crt.reconstruct.crt_reconstruct
 with the quotient t = rint(sum_q c_q e_q / M), exact because |C'| < P/4), here with the
 digits Y_l = sum_q c_q W[q, l] summed in int64 (c_q < 2**21.5, W < 2**32, N <= 31: below
 2**58.5, and t M_l as well), then the 64-bit-window rounding of
-:func:`~ozgemm.precision.rounding.round_limbs` written as IEEE bits.
+:func:`~ozgemm.precision.rounding.round_limbs` written as IEEE bits; for dd the same
+rounding once more, of the exact remainder x - hi formed from the limbs.
 """
 from __future__ import annotations
 
@@ -26,7 +29,8 @@ import numpy as np
 from numba import int64, njit, uint64
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
-__all__ = ["crt_round_bits", "scaled_residues", "row_stats", "reduce_residues", "plan_widths", "stack_plan_widths", "LMAX"]
+__all__ = ["crt_round_bits", "crt_round_dd_bits", "scaled_residues", "row_stats", "reduce_residues", "plan_widths",
+           "stack_plan_widths", "LMAX"]
 
 _MASK = 0xFFFFFFFF
 _CH = 1024  # entries per chunk: the chunk's limbs (LMAX x 1024 int64) stay in cache
@@ -34,164 +38,238 @@ LMAX = 16  # the most limbs a compiled variant takes
 
 
 @njit(inline='always')
-def _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, LMAX):
-    """Per entry r of ``c`` (N, R) float64 residues in [0, p_q): C' from the direct CRT with
-    the rounded quotient (crt.reconstruct.crt_reconstruct with ``bound``, 4 bound <= P),
-    then (-1)**neg |C'| 2**e[r] rounded once to p = P bits with gradual underflow at 2**EMIN
-    (rounding.round_limbs: the same 64-bit window, nearest-even, zero results +0, overflow
-    to inf), written as the format's IEEE bits to ``out`` (R,) uint64. W (N, Lb) int64: the
-    32-bit limbs of the CRT weights e_q; eoM (N,): e_q / M; Mi (Lb,): the limbs of M. LMAX
-    (a constant of each compiled wrapper, >= Lb): the limb loops of the sign and rounding
-    passes run LMAX times, branch-free, so that they vectorise."""
-    N, R = c.shape
+def _crt_limbs(c, r0, n, W, eoM, Mi, Lb, x, ci, tq, y, carry, est, LMAX):
+    """Entries r0 .. r0+n-1 of ``c`` (N, R) float64 residues in [0, p_q): C' from the direct
+    CRT with the rounded quotient (crt.reconstruct.crt_reconstruct with ``bound``,
+    4 bound <= P), written as |C'| in 32-bit limbs x[:, :n] (LMAX, _CH) int64 (limbs from Lb
+    on stay 0) and carry[:n] = 1 where C' < 0, else 0. W (N, Lb) int64: the 32-bit limbs of
+    the CRT weights e_q; eoM (N,): e_q / M; Mi (Lb,): the limbs of M; ci, tq, y, est:
+    scratch of the chunk. The sign pass runs LMAX times, branch-free, so that it vectorises."""
+    N = c.shape[0]
+    for j in range(n):
+        est[j] = 0.0
+        carry[j] = 0
+    for q in range(N):
+        f = eoM[q]
+        for j in range(n):
+            v = c[q, r0 + j]
+            est[j] += v * f
+            ci[q, j] = int64(v)
+    for j in range(n):
+        tq[j] = int64(np.floor(est[j] + 0.5))
+    for l in range(Lb):
+        for j in range(n):
+            y[j] = 0
+        for q in range(N):
+            wq = W[q, l]
+            for j in range(n):
+                y[j] += ci[q, j] * wq
+        ml = Mi[l]
+        for j in range(n):
+            v = y[j] - tq[j] * ml + carry[j]
+            x[l, j] = v & _MASK
+            carry[j] = v >> 32
+    for j in range(n):
+        carry[j] = x[Lb - 1, j] >> 31
+    for j in range(n):
+        ng = carry[j] == 1
+        cr = int64(1)
+        for l in range(LMAX):
+            xv = x[l, j]
+            v = (_MASK - xv) + cr
+            x[l, j] = (v & _MASK) if (ng and l < Lb) else xv
+            cr = v >> 32
+
+
+@njit(inline='always')
+def _round_window(x, j, e, P, EMIN, BIAS, LMAX):
+    """X 2**e, X >= 0 the integer of the limbs x[:, j], rounded once to p = P bits with
+    gradual underflow at 2**EMIN (rounding.round_limbs: the same 64-bit window of X's top
+    bits with a sticky bit below it, nearest-even, overflow to inf). Returns (bits, up, D):
+    the format's IEEE bits of the rounded magnitude (0 for a zero result, no sign bit), whether
+    the rounding went up (X 2**e below the result), and D = the rounded value's last bit
+    position in X's units (the rounded value is (floor(X / 2**D) + up) 2**(D + e); D <= 0:
+    no bit of X dropped, up False). The limb loops run LMAX times, branch-free."""
     U1 = uint64(1)
     U32 = uint64(32)
+    MBITS = P - 1
+    EXPMAX = 2 * BIAS + 1
+    INF = uint64(EXPMAX) << uint64(MBITS)
+    FIELD = (U1 << uint64(MBITS)) - U1
+    tt = int64(-1)
+    for l in range(LMAX):
+        tt = int64(l) if x[l, j] != 0 else tt
+    hi = uint64(0)
+    mid = uint64(0)
+    lo = uint64(0)
+    sticky = uint64(0)
+    for l in range(LMAX):
+        xv = uint64(x[l, j])
+        hi = xv if int64(l) == tt else hi
+        mid = xv if int64(l) == tt - 1 else mid
+        lo = xv if int64(l) == tt - 2 else lo
+        sticky = sticky | (xv if int64(l) < tt - 2 else uint64(0))
+    nz = tt >= 0
+    hi1 = hi | (uint64(0) if nz else U1)
+    b = int64(64) - int64(leading_zeros(hi1))
+    sh = uint64(32 - b)
+    w = (hi << (U32 + sh)) | (mid << sh) | (lo >> (U32 - sh))
+    sticky = sticky | (lo & ((U1 << (U32 - sh)) - U1))
+    gx = int64(32) * (tt - 1) - (int64(32) - b)  # X's bit at w's last bit
+    g = gx + e
+    qexp = max(g + 63 - MBITS, int64(EMIN))
+    d = qexp - g
+    dd = uint64(min(max(d, int64(1)), int64(64)))
+    top = w >> (dd - U1)
+    kept = top >> U1
+    rb = top & U1
+    rest = w & ((U1 << (dd - U1)) - U1)
+    st = (sticky | rest) != uint64(0)
+    up = (rb == U1) and (st or (kept & U1) == U1) and d <= 64 and nz
+    mant = kept + (U1 if up else uint64(0))
+    mant = uint64(0) if (d > 64 or not nz) else mant
+    big = mant >> uint64(P)
+    mant2 = mant >> big
+    be = qexp + int64(big) + MBITS + BIAS
+    normal = mant2 >= (U1 << uint64(MBITS))
+    bits = (uint64(max(be, int64(0))) << uint64(MBITS)) | (mant2 & FIELD)
+    bits = bits if normal else mant2
+    bits = INF if (normal and be >= EXPMAX) else bits
+    return bits, up, d + gx
+
+
+@njit(inline='always')
+def _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, LMAX):
+    """Per entry r of ``c`` (N, R) float64 residues: C' (:func:`_crt_limbs`) and
+    (-1)**neg |C'| 2**e[r] rounded once (:func:`_round_window`; zero results +0), written as
+    IEEE bits to ``out`` (uint64). DD False: ``out`` (1, R), the format of P, EMIN, BIAS
+    (binary64 or binary32; rounding.round_limbs). DD True (P, EMIN, BIAS those of binary64):
+    ``out`` (2, R) = [hi, lo] of rounding.round_limbs_dd: hi = RN(x), and lo = RN(x - hi) from
+    the exact remainder X - (floor(X / 2**D) + up) 2**D = (X mod 2**D) - up 2**D, whose
+    magnitude is X mod 2**D or, where hi rounded up, 2**D - (X mod 2**D) (the two's complement
+    of X over the limbs, masked to D bits), with the sign of x flipped where hi rounded up
+    (lo = +0 where the remainder is 0, and where hi is +-inf). LMAX (a constant of each
+    compiled wrapper, >= Lb): the length of the limb loops. Every pass is a loop over the
+    chunk's entries (the remainders' limbs one limb at a time for all entries, not per entry
+    inside the rounding loop), so that it vectorises."""
+    N, R = c.shape
     x = np.zeros((LMAX, _CH), dtype=np.int64)
     ci = np.empty((N, _CH), dtype=np.int64)
     tq = np.empty(_CH, dtype=np.int64)
     y = np.empty(_CH, dtype=np.int64)
     carry = np.empty(_CH, dtype=np.int64)
     est = np.empty(_CH, dtype=np.float64)
-    MBITS = P - 1
-    EXPMAX = 2 * BIAS + 1
-    SIGN = U1 << uint64(63 if P == 53 else 31)
-    INF = uint64(EXPMAX) << uint64(MBITS)
-    FIELD = (U1 << uint64(MBITS)) - U1
+    ups = np.empty(_CH, dtype=np.int64)  # dd: hi rounded up (1) or not (0)
+    Ds = np.empty(_CH, dtype=np.int64)  # dd: the bits of X below hi's last bit
+    lsign = np.empty(_CH, dtype=np.uint64)  # dd: lo's sign bit
+    lkeep = np.empty(_CH, dtype=np.uint64)  # dd: 0 where hi is infinite (lo = +0)
+    Z = uint64(0)
+    SIGN = uint64(1) << uint64(63 if P == 53 else 31)
+    INF = uint64(2 * BIAS + 1) << uint64(P - 1)
     for r0 in range(0, R, _CH):
         n = min(_CH, R - r0)
-        for j in range(n):
-            est[j] = 0.0
-            carry[j] = 0
-        for q in range(N):
-            f = eoM[q]
+        _crt_limbs(c, r0, n, W, eoM, Mi, Lb, x, ci, tq, y, carry, est, LMAX)
+        if not DD:
             for j in range(n):
-                v = c[q, r0 + j]
-                est[j] += v * f
-                ci[q, j] = int64(v)
-        for j in range(n):
-            tq[j] = int64(np.floor(est[j] + 0.5))
-        for l in range(Lb):
-            for j in range(n):
-                y[j] = 0
-            for q in range(N):
-                wq = W[q, l]
-                for j in range(n):
-                    y[j] += ci[q, j] * wq
-            ml = Mi[l]
-            for j in range(n):
-                v = y[j] - tq[j] * ml + carry[j]
-                x[l, j] = v & _MASK
-                carry[j] = v >> 32
-        for j in range(n):
-            carry[j] = x[Lb - 1, j] >> 31
-        for j in range(n):
+                bits, _, _ = _round_window(x, j, e[r0 + j], P, EMIN, BIAS, LMAX)
+                out[0, r0 + j] = bits | (SIGN if (carry[j] == 1 and bits != Z) else Z)
+            continue
+        for j in range(n):  # hi (apart from the loop above: a test of DD inside it slowed both)
+            bits, up, D = _round_window(x, j, e[r0 + j], P, EMIN, BIAS, LMAX)
             ng = carry[j] == 1
-            cr = int64(1)
-            for l in range(LMAX):
-                xv = x[l, j]
-                v = (_MASK - xv) + cr
-                x[l, j] = (v & _MASK) if (ng and l < Lb) else xv
-                cr = v >> 32
+            out[0, r0 + j] = bits | (SIGN if (ng and bits != Z) else Z)
+            ups[j] = int64(1) if up else int64(0)
+            Ds[j] = D
+            lsign[j] = SIGN if ng != up else Z
+            lkeep[j] = Z if bits == INF else ~Z
         for j in range(n):
-            tt = int64(-1)
-            for l in range(LMAX):
-                tt = int64(l) if x[l, j] != 0 else tt
-            hi = uint64(0)
-            mid = uint64(0)
-            lo = uint64(0)
-            sticky = uint64(0)
-            for l in range(LMAX):
-                xv = uint64(x[l, j])
-                hi = xv if int64(l) == tt else hi
-                mid = xv if int64(l) == tt - 1 else mid
-                lo = xv if int64(l) == tt - 2 else lo
-                sticky = sticky | (xv if int64(l) < tt - 2 else uint64(0))
-            nz = tt >= 0
-            hi1 = hi | (uint64(0) if nz else U1)
-            b = int64(64) - int64(leading_zeros(hi1))
-            sh = uint64(32 - b)
-            w = (hi << (U32 + sh)) | (mid << sh) | (lo >> (U32 - sh))
-            sticky = sticky | (lo & ((U1 << (U32 - sh)) - U1))
-            g = int64(32) * (tt - 1) - (int64(32) - b) + e[r0 + j]
-            qexp = max(g + 63 - MBITS, int64(EMIN))
-            d = qexp - g
-            dd = uint64(min(max(d, int64(1)), int64(64)))
-            top = w >> (dd - U1)
-            kept = top >> U1
-            rb = top & U1
-            rest = w & ((U1 << (dd - U1)) - U1)
-            st = (sticky | rest) != uint64(0)
-            up = (rb == U1) and (st or (kept & U1) == U1)
-            mant = kept + (U1 if up else uint64(0))
-            mant = uint64(0) if (d > 64 or not nz) else mant
-            big = mant >> uint64(P)
-            mant2 = mant >> big
-            be = qexp + int64(big) + MBITS + BIAS
-            normal = mant2 >= (U1 << uint64(MBITS))
-            bits = (uint64(max(be, int64(0))) << uint64(MBITS)) | (mant2 & FIELD)
-            bits = bits if normal else mant2
-            bits = INF if (normal and be >= EXPMAX) else bits
-            out[r0 + j] = bits | (SIGN if (carry[j] == 1 and mant != uint64(0)) else uint64(0))
-
+            y[j] = 1  # the carry of the two's complement
+        for l in range(Lb):  # x[:, :n] <- the remainders' magnitudes (limbs from Lb on stay 0)
+            for j in range(n):
+                xv = x[l, j]
+                v = (_MASK - xv) + y[j]
+                y[j] = v >> 32
+                keep = min(max(Ds[j] - int64(32) * l, int64(0)), int64(32))
+                x[l, j] = ((v & _MASK) if ups[j] == 1 else xv) & ((int64(1) << keep) - 1)
+        for j in range(n):
+            bits, _, _ = _round_window(x, j, e[r0 + j], P, EMIN, BIAS, LMAX)
+            out[1, r0 + j] = (bits | (lsign[j] if bits != Z else Z)) & lkeep[j]
 
 
 @njit(nogil=True, cache=True)
-def _crt_round_1(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out):
-    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, 1)
+def _crt_round_1(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out):
+    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, 1)
 
 
 @njit(nogil=True, cache=True)
-def _crt_round_2(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out):
-    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, 2)
+def _crt_round_2(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out):
+    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, 2)
 
 
 @njit(nogil=True, cache=True)
-def _crt_round_3(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out):
-    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, 3)
+def _crt_round_3(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out):
+    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, 3)
 
 
 @njit(nogil=True, cache=True)
-def _crt_round_4(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out):
-    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, 4)
+def _crt_round_4(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out):
+    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, 4)
 
 
 @njit(nogil=True, cache=True)
-def _crt_round_5(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out):
-    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, 5)
+def _crt_round_5(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out):
+    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, 5)
 
 
 @njit(nogil=True, cache=True)
-def _crt_round_6(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out):
-    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, 6)
+def _crt_round_6(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out):
+    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, 6)
 
 
 @njit(nogil=True, cache=True)
-def _crt_round_7(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out):
-    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, 7)
+def _crt_round_7(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out):
+    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, 7)
 
 
 @njit(nogil=True, cache=True)
-def _crt_round_8(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out):
-    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, 8)
+def _crt_round_8(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out):
+    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, 8)
 
 
 @njit(nogil=True, cache=True)
-def _crt_round_16(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out):
-    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, out, 16)
+def _crt_round_16(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out):
+    _crt_round(c, e, W, eoM, Mi, Lb, P, EMIN, BIAS, DD, out, 16)
 
 
 _BY_LIMBS = {1: _crt_round_1, 2: _crt_round_2, 3: _crt_round_3, 4: _crt_round_4, 5: _crt_round_5,
              6: _crt_round_6, 7: _crt_round_7, 8: _crt_round_8}
 
 
-def crt_round_bits(c, e, W, eoM, Mi, p, emin_sub, bias, out):
+def _run(c, e, W, eoM, Mi, p, emin_sub, bias, dd, out):
     """:func:`_crt_round` through the variant compiled for its limb count (Lb = W.shape[1]
-    <= LMAX): ``c`` (N, R) float64, ``e`` (R,) int64, ``out`` (R,) uint64, all C-contiguous."""
+    <= LMAX)."""
     lb = W.shape[1]
     if lb > LMAX:
-        raise ValueError(f"crt_round_bits: {lb} limbs, at most {LMAX}")
-    _BY_LIMBS.get(lb, _crt_round_16)(c, e, W, eoM, Mi, lb, p, emin_sub, bias, out)
+        raise ValueError(f"crt_round: {lb} limbs, at most {LMAX}")
+    _BY_LIMBS.get(lb, _crt_round_16)(c, e, W, eoM, Mi, lb, p, emin_sub, bias, dd, out)
     return out
+
+
+def crt_round_bits(c, e, W, eoM, Mi, p, emin_sub, bias, out):
+    """The binary64/binary32 results (p, emin_sub, bias: the format's) of the residues ``c``
+    (N, R) float64 scaled by 2**``e`` (R,) int64, as IEEE bits into ``out`` (R,) uint64, all
+    C-contiguous (:func:`_crt_round`): the numpy code's bits (reconstruct_round with the
+    bound, rounding.round_limbs)."""
+    _run(c, e, W, eoM, Mi, p, emin_sub, bias, False, out.reshape(1, -1))
+    return out
+
+
+def crt_round_dd_bits(c, e, W, eoM, Mi, out):
+    """The double-double results [hi, lo] of the residues ``c`` (N, R) float64 scaled by
+    2**``e`` (R,) int64, as binary64 bits into ``out`` (2, R) uint64, all C-contiguous
+    (:func:`_crt_round`): the numpy code's bits (reconstruct_round with the bound,
+    rounding.round_limbs_dd)."""
+    return _run(c, e, W, eoM, Mi, 53, -1074, 1023, True, out)
 
 
 @njit(nogil=True, cache=True)

@@ -458,17 +458,20 @@ class NumpyBackend:
 
     def reconstruct_exponents(self, c, n_moduli, e, fmt):
         """:func:`~ozgemm.crt.reconstruct.reconstruct_round` of residues ``c`` from
-        :meth:`residue_products` scaled by ``2**e``: the result storage of ``fmt`` (binary64
-        and binary32 results of the blas kind through the compiled kernel where installed,
+        :meth:`residue_products` scaled by ``2**e``: the result storage of ``fmt`` (binary64,
+        binary32 and dd results of the blas kind through the compiled kernel where installed,
         :func:`compiled_kernels`: the same bits)."""
         moduli, bound = self.residue_moduli(n_moduli), self._bound(n_moduli)
-        ck = compiled_kernels() if fmt.name in ("binary64", "binary32") and bound is not None else None
+        ck = compiled_kernels() if fmt.name in ("binary64", "binary32", "dd") and bound is not None else None
         if ck is not None and len(moduli) <= 31 and 4 * bound <= constants_of(moduli).M:
             W, eoM, Mi = _compiled_constants(moduli, bound)
             if W.shape[1] <= ck.LMAX:
                 shape = c.shape[1:]
                 cf = np.ascontiguousarray(c, dtype=np.float64).reshape(c.shape[0], -1)
                 ef = np.ascontiguousarray(np.broadcast_to(e, shape), dtype=np.int64).reshape(-1)
+                if fmt.name == "dd":
+                    bits = ck.crt_round_dd_bits(cf, ef, W, eoM, Mi, np.empty((2, cf.shape[1]), dtype=np.uint64))
+                    return bits.view(np.float64).reshape((2,) + shape)
                 bits = ck.crt_round_bits(cf, ef, W, eoM, Mi, fmt.p, fmt.emin_sub, fmt.emax,  # (bias = emax)
                                          np.empty(cf.shape[1], dtype=np.uint64))
                 if fmt.name == "binary64":
