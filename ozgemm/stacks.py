@@ -34,6 +34,7 @@ from .precision.stats import LB_BITS
 __all__ = ["stacked_product"]
 
 _NUM_MAX = 1 << 61  # the threshold tables are exact for numerators below their 2**62 clamp
+_CHUNK_ROWS = 512  # the fewest rows of a chunk's GEMM against a shared operand
 
 
 def _tables(k: int):
@@ -44,11 +45,12 @@ def _tables(k: int):
 def _ceil_sqrt_products(x, y):
     """:func:`~ozgemm.precision.planner.ceil_sqrt` of ``x * y`` per product (int64 arrays of
     non-negative values), exactly: r0 = sqrt(x) sqrt(y) in float64 errs by less than r0 2**-48
-    (four roundings of relative error 2**-53), so ceil(r0) is the answer wherever no integer
+    (five roundings of relative error 2**-53: two conversions, two roots, the product), so
+    ceil(r0) is the answer wherever no integer
     lies within that distance of r0; the others (exact squares among them) take Python
     integers."""
     xf, yf = x.astype(np.float64), y.astype(np.float64)
-    r0 = np.sqrt(xf) * np.sqrt(yf)
+    r0 = np.sqrt(xf) * np.sqrt(yf)  # five roundings of relative error 2**-53: within r0 2**-50
     tol = r0 * 2.0 ** -48 + 2.0 ** -1000
     near = np.minimum(r0 - np.floor(r0), np.ceil(r0) - r0) <= tol
     out = np.where(near, 0.0, np.ceil(r0))
@@ -158,7 +160,8 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
     s = xp.where(sa.zero_row.reshape(Pa, m), 0, beta_d[:, None] - sa.E.reshape(Pa, m)).astype(xp.int64)
     t = xp.where(sb.zero_row.reshape(Pb, n), 0, beta_d[:, None] - sb.E.reshape(Pb, n)).astype(xp.int64)
     expand = shared is not None and not backend.stack_shares_operands
-    need = max(backend.stack_workspace(N, int((nmod == N).sum()), m, n, k) for N in np.unique(nmod).tolist())
+    need = max(backend.stack_workspace(N, int((nmod == N).sum()), m, n, k, None if expand else shared)
+               for N in np.unique(nmod).tolist())
     if expand:  # the shared operand's rows copied for every product
         need += P * (m if shared == "a" else n) * k * 8
     if need > backend.workspace_budget()[0]:
@@ -176,30 +179,39 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
     cuts = np.flatnonzero(np.diff(gkey[order])) + 1
     groups = np.split(order, cuts)
     chunk = backend.stack_chunk_bytes
-    if chunk is not None:  # groups cut into chunks of products whose workspace stays in cache
-        per = max(backend.stack_workspace(int(nmod[g[0]]), 1, m, n, k) for g in groups)
-        q = max(1, chunk // per)
-        groups = [g[i:i + q] for g in groups for i in range(0, len(g), q)]
     out = None
     for idx in groups:
         N = int(nmod[idx[0]])
         moduli = backend.residue_moduli(N)  # the backend's own, as the 2-D path
         # a shared operand: its residues once for the group (one width), its shifts those of
         # the group's first product (every product of the group has the same width)
-        sel = xp.asarray(idx)
-        s_, t_ = s[sel[:1]] if shared == "a" else s[sel], t[sel[:1]] if shared == "b" else t[sel]
-        ra_ = backend.stack_residues(sa, None if shared == "a" else idx, s_, N)
-        rb_ = backend.stack_residues(sb, None if shared == "b" else idx, t_, N)
-        c = backend.stack_products(ra_, rb_, moduli, shared)
-        del ra_, rb_
-        r = backend.stack_reconstruct(c, s_, t_, N, fmt, shared)
-        del c
-        if len(groups) == 1:  # the group's result is the stack's
-            return r
-        if fmt.name == "dd":
-            out = xp.empty((2, P, m, n)) if out is None else out
-            out[:, sel] = r
-        else:
-            out = xp.empty((P, m, n) + r.shape[3:], dtype=r.dtype) if out is None else out
-            out[sel] = r
+        first = xp.asarray(idx[:1])
+        ra_sh = backend.stack_residues(sa, None, s[first], N) if shared == "a" else None
+        rb_sh = backend.stack_residues(sb, None, t[first], N) if shared == "b" else None
+        q = len(idx)
+        if chunk is not None:  # chunks of products whose own workspace stays in cache; against a
+            # shared operand, each chunk's GEMM keeps at least _CHUNK_ROWS rows (BLAS efficiency)
+            q = max(1, chunk // (backend.stack_workspace(N, 2, m, n, k, shared)
+                                 - backend.stack_workspace(N, 1, m, n, k, shared)))
+            if shared is not None:
+                q = max(q, -(-_CHUNK_ROWS // (m if shared == "b" else n)))
+        for c0 in range(0, len(idx), q):
+            sub = idx[c0:c0 + q]
+            sel = xp.asarray(sub)
+            s_, t_ = s[first] if shared == "a" else s[sel], t[first] if shared == "b" else t[sel]
+            ra_ = ra_sh if shared == "a" else backend.stack_residues(sa, sub, s_, N)
+            rb_ = rb_sh if shared == "b" else backend.stack_residues(sb, sub, t_, N)
+            c = backend.stack_products(ra_, rb_, moduli, shared)
+            del ra_, rb_
+            r = backend.stack_reconstruct(c, s_, t_, N, fmt, shared)
+            del c
+            if len(groups) == 1 and len(sub) == len(idx):  # the group's result is the stack's
+                return r
+            if fmt.name == "dd":
+                out = xp.empty((2, P, m, n)) if out is None else out
+                out[:, sel] = r
+            else:
+                out = xp.empty((P, m, n) + r.shape[3:], dtype=r.dtype) if out is None else out
+                out[sel] = r
+        del ra_sh, rb_sh
     return out

@@ -115,3 +115,26 @@ def test_stack_in_chunks_equals_product_by_product(contract, shapes, stacked, mo
     assert stacked == [True]
     for i, w in enumerate(_loop(a, b, contract)):
         assert _bits(got[i]) == _bits(w), i
+
+
+@pytest.mark.parametrize("shared", ["a", "b"])
+def test_a_shared_operands_residues_are_computed_once_per_group_not_per_chunk(shared, monkeypatch):
+    """With groups cut into many chunks, the shared operand's residues are computed once per
+    group (a call of stack_residues without products), the other operand's once per chunk;
+    results bit-identical to the 2-D calls."""
+    from ozgemm.kernels import get_backend
+
+    be = get_backend("cpu")
+    rng = np.random.default_rng(12)
+    scale = np.ldexp(1.0, np.arange(24) * 3)[:, None, None]  # one plan for all: a group of 24 products
+    a = phi_matrix(rng, (1, 6, 40), 0.5) * (1.0 if shared == "a" else scale)
+    b = phi_matrix(rng, (1, 40, 5), 0.5) * (1.0 if shared == "b" else scale)
+    calls = []
+    real = type(be).stack_residues
+    monkeypatch.setattr(type(be), "stack_residues", lambda self, st, sel, *r: calls.append(sel is None) or
+                        real(self, st, sel, *r))
+    monkeypatch.setattr(be, "stack_chunk_bytes", 1)  # one product per chunk
+    got = ozgemm.matmul(a, b)
+    assert calls.count(True) == 1 and calls.count(False) == 24  # once for the group; once per chunk
+    for i, w in enumerate(_loop(a, b, "fp64")):
+        assert _bits(got[i]) == _bits(w), i

@@ -65,7 +65,8 @@ class Backend(Protocol):
                             (False: where each group costs kernel launches)
     stack_chunk_bytes : int or None
                             a stack's group of products runs in chunks of about this much
-                            workspace (:meth:`stack_workspace`), so that its residues, products
+                            workspace per chunk (:meth:`stack_workspace`, a shared operand's
+                            residues apart: once per group), so that its residues, products
                             and reconstruction stay in cache (None: each group at once)
     """
 
@@ -195,8 +196,9 @@ class Backend(Protocol):
         """Whether a stack with results in ``fmt`` and inner dimension ``k`` runs as one
         computation here (otherwise it is computed product by product)."""
 
-    def stack_workspace(self, n_moduli: int, Q: int, m: int, n: int, k: int) -> int:
-        """Bytes of workspace a group of ``Q`` products of m x k x n takes."""
+    def stack_workspace(self, n_moduli: int, Q: int, m: int, n: int, k: int, shared=None) -> int:
+        """Bytes of workspace a group of ``Q`` products of m x k x n takes; ``shared`` ("a" or
+        "b"): that operand is one for the whole group, its residues counted once."""
 
     def stack_scalars(self, sa, sb, shape, bits: int, k: int, u: float, flag=None):
         """Per product the planner's six scalars (:meth:`plan_scalars`) as a host int64

@@ -391,12 +391,14 @@ class NumpyBackend:
         """Every result format and k run as stacks here."""
         return True
 
-    def stack_workspace(self, n_moduli, Q, m, n, k):
-        """Bytes a group of ``Q`` products takes: float64 residues, products and the
-        reconstruction's limbs (as :meth:`row_tiles` counts a 2-D product)."""
+    def stack_workspace(self, n_moduli, Q, m, n, k, shared=None):
+        """Bytes a group of ``Q`` products takes: float64 residues (a ``shared`` operand's
+        once), products and the reconstruction's limbs (as :meth:`row_tiles` counts a 2-D
+        product)."""
         mods = self.residue_moduli(n_moduli)
         N, L = len(mods), constants_of(mods).limbs
-        return Q * (8 * N * (m + n) * k + 8 * (2 * N + 2 * L + 6) * m * n)
+        rows = Q * (m + n) - (Q - 1) * {"a": m, "b": n}.get(shared, 0)
+        return 8 * N * rows * k + Q * 8 * (2 * N + 2 * L + 6) * m * n
 
     def stack_scalars(self, sa, sb, shape, bits, k, u, flag=None):
         """Per product of a stack, the planner's six scalars as int64 (P, 6)

@@ -897,11 +897,13 @@ class CudaBackend:
         KBLOCK_INT32); dd/binary128 results and longer k are computed product by product."""
         return fmt.name in ("binary64", "binary32") and _ceil(k, _PAD) <= KBLOCK_INT32
 
-    def stack_workspace(self, n_moduli, Q, m, n, k):
-        """Bytes a group of ``Q`` products takes: padded residues of both operands, the int32
-        products and the result."""
+    def stack_workspace(self, n_moduli, Q, m, n, k, shared=None):
+        """Bytes a group of ``Q`` products takes: padded residues of both operands (a
+        ``shared`` operand's once), the int32 products and the result."""
         mp, np_, kp = _ceil(m, _ROW_PAD), _ceil(n, _ROW_PAD), _ceil(k, _PAD)
-        return Q * (n_moduli * ((mp + np_) * kp + 4 * mp * np_) + 8 * (mp + np_) * k + 8 * m * n)
+        rows = {"a": (mp, m), "b": (np_, n)}.get(shared, (0, 0))
+        return (Q * (n_moduli * ((mp + np_) * kp + 4 * mp * np_) + 8 * (mp + np_) * k + 8 * m * n)
+                - (Q - 1) * (n_moduli * rows[0] * kp + 8 * rows[1] * k))
 
     def _gemm_pairs_i32(self, a, bt):
         """c[z] = a[z] @ bt[z].T exactly for int8 (B, mp, kp) and (B, np, kp) (C-contiguous, mp,
