@@ -111,6 +111,7 @@ def test_stack_in_chunks_equals_product_by_product(contract, shapes, stacked, mo
     else:
         b[::7] *= dt(2.0 ** -20)
     monkeypatch.setattr(get_backend("cpu"), "stack_chunk_bytes", 1)  # one product per chunk
+    monkeypatch.setattr(ozgemm.stacks, "_CHUNK_ROWS", 1)
     got = ozgemm.matmul(a, b, contract=contract)
     assert stacked == [True]
     for i, w in enumerate(_loop(a, b, contract)):
@@ -134,6 +135,7 @@ def test_a_shared_operands_residues_are_computed_once_per_group_not_per_chunk(sh
     monkeypatch.setattr(type(be), "stack_residues", lambda self, st, sel, *r: calls.append(sel is None) or
                         real(self, st, sel, *r))
     monkeypatch.setattr(be, "stack_chunk_bytes", 1)  # one product per chunk
+    monkeypatch.setattr(ozgemm.stacks, "_CHUNK_ROWS", 1)
     got = ozgemm.matmul(a, b)
     assert calls.count(True) == 1 and calls.count(False) == 24  # once for the group; once per chunk
     for i, w in enumerate(_loop(a, b, "fp64")):
