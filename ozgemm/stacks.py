@@ -9,8 +9,9 @@ choices as array operations on exact integers (the moduli thresholds of
 :func:`~ozgemm.precision.planner.max_beta_for`), and per moduli count one residue pass, one
 batched set of exact integer GEMMs, one reconstruction and one rounding — through the
 backend's stack phases (``Backend.stack_scalars``, ``stack_residues``, ``stack_products``,
-``stack_reconstruct``: on the CPU its primes up to 2965821 and stacked BLAS GEMMs, on the GPU
-strided-batched INT8 GEMMs and kernels with one grid row per product). Results are
+``stack_reconstruct``: on the CPU its primes up to 2965821 and stacked BLAS GEMMs, in chunks
+of products that stay in cache (``Backend.stack_chunk_bytes``), on the GPU strided-batched
+INT8 GEMMs and kernels with one grid row per product). Results are
 bit-identical to the per-product calls (the same exact integers, rounded once by the same
 code).
 
