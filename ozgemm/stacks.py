@@ -190,10 +190,12 @@ def stacked_product(a, b, contract, backend, b_shared=False, a_shared=False):
         ra_sh = backend.stack_residues(sa, None, s[first], N) if shared == "a" else None
         rb_sh = backend.stack_residues(sb, None, t[first], N) if shared == "b" else None
         q = len(idx)
-        if chunk is not None:  # chunks of products whose own workspace stays in cache; against a
-            # shared operand, each chunk's GEMM keeps at least _CHUNK_ROWS rows (BLAS efficiency)
-            q = max(1, chunk // (backend.stack_workspace(N, 2, m, n, k, shared)
-                                 - backend.stack_workspace(N, 1, m, n, k, shared)))
+        per = None if chunk is None else (backend.stack_workspace(N, 2, m, n, k, shared)
+                                          - backend.stack_workspace(N, 1, m, n, k, shared))
+        if per is not None and per <= chunk:  # chunks of products whose own workspace stays in
+            # cache (none where one product alone exceeds it); against a shared operand, each
+            # chunk's GEMM keeps at least _CHUNK_ROWS rows (BLAS efficiency)
+            q = chunk // per
             if shared is not None:
                 q = max(q, -(-_CHUNK_ROWS // (m if shared == "b" else n)))
         for c0 in range(0, len(idx), q):

@@ -110,7 +110,9 @@ def test_stack_in_chunks_equals_product_by_product(contract, shapes, stacked, mo
         a[::7] *= dt(2.0 ** 20)  # other widths (and moduli counts) every seventh product
     else:
         b[::7] *= dt(2.0 ** -20)
-    monkeypatch.setattr(get_backend("cpu"), "stack_chunk_bytes", 1)  # one product per chunk
+    be = get_backend("cpu")
+    monkeypatch.setattr(be, "stack_chunk_bytes", 1)  # one product per chunk: each product's
+    monkeypatch.setattr(type(be), "stack_workspace", lambda self, N, Q, m, n, k, shared=None: Q)  # 1 byte
     monkeypatch.setattr(ozgemm.stacks, "_CHUNK_ROWS", 1)
     got = ozgemm.matmul(a, b, contract=contract)
     assert stacked == [True]
@@ -134,9 +136,29 @@ def test_a_shared_operands_residues_are_computed_once_per_group_not_per_chunk(sh
     real = type(be).stack_residues
     monkeypatch.setattr(type(be), "stack_residues", lambda self, st, sel, *r: calls.append(sel is None) or
                         real(self, st, sel, *r))
-    monkeypatch.setattr(be, "stack_chunk_bytes", 1)  # one product per chunk
+    monkeypatch.setattr(be, "stack_chunk_bytes", 1)  # one product per chunk: each product's
+    monkeypatch.setattr(type(be), "stack_workspace", lambda self, N, Q, m, n, k, shared=None: Q)  # 1 byte
     monkeypatch.setattr(ozgemm.stacks, "_CHUNK_ROWS", 1)
     got = ozgemm.matmul(a, b)
     assert calls.count(True) == 1 and calls.count(False) == 24  # once for the group; once per chunk
+    for i, w in enumerate(_loop(a, b, "fp64")):
+        assert _bits(got[i]) == _bits(w), i
+
+
+def test_a_group_whose_products_each_exceed_the_chunk_runs_whole(monkeypatch):
+    """Products whose own workspace exceeds stack_chunk_bytes gain nothing from chunks of one:
+    the group runs as one set of calls (one residue pass per operand), bit-identical."""
+    from ozgemm.kernels import get_backend
+
+    be = get_backend("cpu")
+    rng = np.random.default_rng(13)
+    scale = np.ldexp(1.0, np.arange(6) * 5)[:, None, None]  # one plan for all
+    a, b = phi_matrix(rng, (1, 7, 30), 0.5) * scale, phi_matrix(rng, (1, 30, 9), 0.5) * scale
+    calls = []
+    real = type(be).stack_residues
+    monkeypatch.setattr(type(be), "stack_residues", lambda self, *r: calls.append(1) or real(self, *r))
+    monkeypatch.setattr(be, "stack_chunk_bytes", 100)  # below one product's workspace
+    got = ozgemm.matmul(a, b)
+    assert len(calls) == 2
     for i, w in enumerate(_loop(a, b, "fp64")):
         assert _bits(got[i]) == _bits(w), i
