@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import ozgemm
+import ozgemm.stacks
 from ozgemm.verify.inputs import phi_matrix
 
 
