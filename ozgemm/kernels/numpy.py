@@ -34,7 +34,7 @@ from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
 from ..precision.planner import normwise_scalars, plan_scalars, stack_plan_scalars, width_constants
 from ..precision.operands import complex_embedding
-from ..precision.stats import LB_BITS, NORM_BITS, RowStats, repeat_stats, row_stats, split_float
+from ..precision.stats import LB_BITS, NORM_BITS, RowStats, row_stats, split_float
 
 __all__ = ["NumpyBackend", "SGEMM_EXACT_K", "DGEMM_EXACT_K", "available_memory", "compiled_kernels"]
 
@@ -403,30 +403,24 @@ class NumpyBackend:
     def stack_scalars(self, sa, sb, shape, bits, k, u, flag=None):
         """Per product of a stack, the planner's six scalars as int64 (P, 6)
         (:func:`~ozgemm.precision.planner.stack_plan_scalars` over one stacked bound GEMM);
-        ``shape`` = (P, m, n, a_shared, b_shared), a shared operand's statistics repeated."""
+        ``shape`` = (P, m, n, a_shared, b_shared): a shared operand's statistics are one
+        product's, its bound GEMM one 2-D GEMM against the stacked rows of the other. The
+        minimal widths and upper bounds in one compiled pass where installed
+        (:func:`compiled_kernels`: the same integers)."""
         P, m, n, a_sh, b_sh = shape
+        Pa, Pb = (1 if a_sh else P), (1 if b_sh else P)
+        qa, qb = sa.q.reshape(Pa * m, k), sb.q.reshape(Pb * n, k)
+        if b_sh:  # every product's rows against the one B
+            lb = self.gemm_exact(qa, qb).reshape(P, m, n)
+        elif a_sh:
+            lb = self.gemm_exact(qb, qa).reshape(P, n, m).transpose(0, 2, 1)
+        else:
+            lb = self._mm(qa.reshape(P, m, k), qb.reshape(P, n, k))
         ck = compiled_kernels()
-        if ck is not None:  # one compiled pass over the bound GEMMs; a shared operand's statistics once
-            Pa, Pb = (1 if a_sh else P), (1 if b_sh else P)
-            qa, qb = sa.q.reshape(Pa * m, k), sb.q.reshape(Pb * n, k)
-            if b_sh:  # every product's rows against the one B: one 2-D GEMM
-                lb = self._mm(qa, qb).reshape(P, m, n)
-            elif a_sh:
-                lb = self._mm(qb, qa).reshape(P, n, m).transpose(0, 2, 1)
-            else:
-                lb = self._mm(qa.reshape(P, m, k), qb.reshape(P, n, k))
-            wu = ck.stack_plan_widths(lb, sa.width.reshape(Pa, m), sb.width.reshape(Pb, n),
-                                      sa.norm1.reshape(Pa, m), sb.norm1.reshape(Pb, n), sa.qsum.reshape(Pa, m),
-                                      sb.qsum.reshape(Pb, n), *width_constants(bits, k, u))
-            cols = [np.maximum(wu[:, 0], 1)]
-            for x, r in ((sa.n1_int, Pa), (sb.n1_int, Pb), (sa.n2_int, Pa), (sb.n2_int, Pb)):
-                cols.append(np.broadcast_to(x.reshape(r, -1).max(axis=1), (P,)))
-            cols.append(wu[:, 1])
-            return np.stack(cols, axis=1).astype(np.int64)
-        sa = repeat_stats(sa, P, np) if a_sh else sa
-        sb = repeat_stats(sb, P, np) if b_sh else sb
-        lb = self.gemm_exact(sa.q.reshape(P, m, k), sb.q.reshape(P, n, k))
-        return stack_plan_scalars(sa, sb, lb, bits, k, u, np)
+        widths = None if ck is None else ck.stack_plan_widths(
+            lb, sa.width.reshape(Pa, m), sb.width.reshape(Pb, n), sa.norm1.reshape(Pa, m), sb.norm1.reshape(Pb, n),
+            sa.qsum.reshape(Pa, m), sb.qsum.reshape(Pb, n), *width_constants(bits, k, u))
+        return stack_plan_scalars(sa, sb, lb, bits, k, u, np, widths=widths)
 
     def stack_residues(self, st, sel, shift, n_moduli):
         """Residues (N, Q, r, k) of the products ``sel`` (indices, or None: the one product of a

@@ -341,17 +341,25 @@ def plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp
     return xp.concatenate(parts)
 
 
-def stack_plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp):
+def stack_plan_scalars(sa: RowStats, sb: RowStats, lb, bits: int, k: int, u: float, xp, widths=None):
     """:func:`plan_scalars` of every product of a stack at once: ``lb`` (P, m, n) the stacked
     bound GEMM, ``sa`` / ``sb`` the statistics of the P m rows of A and P n columns of B
-    (products after one another). Returns int64 (P, 6), row p the six scalars of product p."""
+    (products after one another), or of one product's m rows (n columns) where every product
+    shares that operand. ``widths`` (P, 2): (max beta_ij, max (LB_ij + ra_i + cb_j)) per
+    product from a backend's own pass over ``lb`` (as :func:`plan_scalars`' ``widths``).
+    Returns int64 (P, 6), row p the six scalars of product p."""
     P, m, n = lb.shape
-    beta_ij = required_beta_entries(sa.width.reshape(P, m, 1), sb.width.reshape(P, 1, n), sa.norm1.reshape(P, m, 1),
-                                    sb.norm1.reshape(P, 1, n), lb, bits, k, u, xp)
-    return xp.stack([xp.maximum(beta_ij.max(axis=(1, 2)), 1),
-                     sa.n1_int.reshape(P, m).max(axis=1), sb.n1_int.reshape(P, n).max(axis=1),
-                     sa.n2_int.reshape(P, m).max(axis=1), sb.n2_int.reshape(P, n).max(axis=1),
-                     _lb_upper_max(lb, sa.qsum.reshape(P, m), sb.qsum.reshape(P, n), xp)], axis=1).astype(xp.int64)
+    Pa, Pb = sa.width.shape[0] // m, sb.width.shape[0] // n  # 1: the operand every product shares
+    if widths is None:
+        beta = required_beta_entries(sa.width.reshape(Pa, m, 1), sb.width.reshape(Pb, 1, n),
+                                     sa.norm1.reshape(Pa, m, 1), sb.norm1.reshape(Pb, 1, n), lb, bits, k, u,
+                                     xp).max(axis=(1, 2))
+        ub = _lb_upper_max(lb, sa.qsum.reshape(Pa, m), sb.qsum.reshape(Pb, n), xp)
+    else:
+        beta, ub = widths[:, 0], widths[:, 1]
+    maxima = [xp.broadcast_to(x.reshape(r, -1).max(axis=1), (P,))
+              for x, r in ((sa.n1_int, Pa), (sb.n1_int, Pb), (sa.n2_int, Pa), (sb.n2_int, Pb))]
+    return xp.stack([xp.maximum(beta, 1)] + maxima + [ub], axis=1).astype(xp.int64)
 
 
 def _ceil_log2_ratio(z, r, xp):

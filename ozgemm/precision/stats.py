@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .._xp import as_float64
 
-__all__ = ["split_float", "RowStats", "row_stats", "repeat_stats"]
+__all__ = ["split_float", "RowStats", "row_stats"]
 
 NORM_BITS = 30  # |x| 2**-E quantised up to multiples of 2**-30 for the 1-norm bound
 LB_BITS = 7  # |x| quantised to 7 bits (0..127) for the lower-bound INT8 GEMM of |A||B|
@@ -136,16 +136,3 @@ def row_stats(x, xp) -> RowStats:
         mant, exp = mant[0], exp[0]
     return RowStats(mant=mant, exp=exp, E=E, width=width, norm1=norm1, q=q, zero_row=zero_row,
                     n1_int=qs, n2_int=n2, qsum=q.sum(axis=1, dtype=xp.int64), ncomp=C)
-
-
-def repeat_stats(st: RowStats, P: int, xp) -> RowStats:
-    """The per-row statistics of one operand repeated for the P products of a stack that
-    broadcasts it (``mant``/``exp``/``src`` kept as they are: one product's rows)."""
-    import dataclasses
-
-    def rep(x):
-        return None if x is None else xp.concatenate([x] * P, axis=0)
-
-    return dataclasses.replace(st, E=rep(st.E), width=rep(st.width), norm1=rep(st.norm1), q=rep(st.q),
-                               zero_row=rep(st.zero_row), n1_int=rep(st.n1_int), n2_int=rep(st.n2_int),
-                               qsum=rep(st.qsum))
