@@ -47,17 +47,13 @@ def _ceil_sqrt_products(x, y):
     """:func:`~ozgemm.precision.planner.ceil_sqrt` of ``x * y`` per product (int64 arrays of
     non-negative values), exactly: r0 = sqrt(x) sqrt(y) in float64 errs by less than r0 2**-48
     (five roundings of relative error 2**-53: two conversions, two roots, the product), so
-    ceil(r0) is the answer wherever no integer
-    lies within that distance of r0; the others (exact squares among them) take Python
-    integers."""
-    xf, yf = x.astype(np.float64), y.astype(np.float64)
-    r0 = np.sqrt(xf) * np.sqrt(yf)  # five roundings of relative error 2**-53: within r0 2**-50
-    tol = r0 * 2.0 ** -48 + 2.0 ** -1000
-    near = np.minimum(r0 - np.floor(r0), np.ceil(r0) - r0) <= tol
-    out = np.where(near, 0.0, np.ceil(r0))
-    out = np.where(out < 2.0 ** 62, out, 0.0).astype(np.int64)
-    far = near | (np.ceil(r0) >= 2.0 ** 62)
-    idx = np.flatnonzero(far)
+    ceil(r0) is the answer wherever no integer lies within that distance of r0; the others
+    (exact squares among them) and roots from 2**62 on take Python integers."""
+    r0 = np.sqrt(x.astype(np.float64)) * np.sqrt(y.astype(np.float64))
+    up = np.ceil(r0)
+    exact = (np.minimum(r0 - np.floor(r0), up - r0) > r0 * 2.0 ** -48 + 2.0 ** -1000) & (up < 2.0 ** 62)
+    out = np.where(exact, up, 0.0).astype(np.int64)
+    idx = np.flatnonzero(~exact)
     if idx.size:
         out[idx] = [min(ceil_sqrt(int(a) * int(b)), _NUM_MAX) for a, b in zip(x[idx].tolist(), y[idx].tolist())]
     return out
