@@ -356,7 +356,7 @@ def _unprepare(a, b, contract):
     return (left.array if left else a), (right.array if right else b), left, right, contract
 
 
-def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None):
+def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None, embedding=False):
     """Cast to the contract's working dtype, set non-finite rows/columns aside, plan.
 
     ``speculate``: on the NaN/Inf-flag path, a speculative plan (planner.make_plan) may come
@@ -365,7 +365,8 @@ def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None):
     Returns (a, b, a0, b0, bad_rows, bad_cols, plan) with a0/b0 the finite operands planned
     and a/b float arrays of the operands' IEEE classes for the specials pass (the operands
     themselves for float32/float64). dd/binary128 operands become (C, r, k) components
-    (precision/operands.py)."""
+    (precision/operands.py). ``embedding``: a complex product's real embedding
+    (:func:`~ozgemm.methods.plan_product`)."""
     xp = backend.xp
     if not (is_wide(a) or is_wide(b)):
         if contract.fmt.name != "binary32":
@@ -377,12 +378,13 @@ def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None):
             try:
                 return a, b, a, b, None, None, plan_product(contract, a, b, backend, speculate=speculate,
                                                             nonfinite_flag=xp.zeros((1,), dtype=xp.int32),
-                                                            known=_known(reuse, a, b, backend))
+                                                            known=_known(reuse, a, b, backend),
+                                                            embedding=embedding)
             except NonFiniteInputs:
                 pass
         a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, backend)
         return a, b, a0, b0, bad_r, bad_c, plan_product(contract, a0, b0, backend, force=force,
-                                                        known=_known(reuse, a0, b0, backend))
+                                                        known=_known(reuse, a0, b0, backend), embedding=embedding)
     ra = operand_rows(a if is_wide(a) else as_float64(a), xp)
     rb = operand_rows(transpose(b) if is_wide(b) else as_float64(b).T, xp)
     pa, pb = ra.proxy, rb.proxy.T
@@ -392,7 +394,7 @@ def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None):
         a0 = xp.where(bad_r[:, None], 0.0, a0)
         b0 = xp.where(bad_c[None, :], 0.0, b0)
     src = tuple(None if r.source is None else r.source.without_rows(bad) for r, bad in ((ra, bad_r), (rb, bad_c)))
-    p = plan_product(contract, a0, b0, backend, force=force, pa=ra.pre, pb=rb.pre, src=src)
+    p = plan_product(contract, a0, b0, backend, force=force, pa=ra.pre, pb=rb.pre, src=src, embedding=embedding)
     return pa, pb, a0, b0, bad_r, bad_c, p
 
 
@@ -495,7 +497,7 @@ def _complex_plan(a, b, contract, backend):
     m, k = a.shape
     n = b.shape[1]
     ae, be = backend.complex_embedding(a, b)
-    ae, be, a0, b0, bad_r, bad_c, p = _plan_2d(ae, be, contract, backend)
+    ae, be, a0, b0, bad_r, bad_c, p = _plan_2d(ae, be, contract, backend, embedding=True)
     p = p.evolve(widened=f"{p.widened}; complex {m}x{k}x{n}: planned as its real embedding "
                          f"{m}x{2 * k}x{2 * n}" + (f", run as 3 INT8 GEMMs of {m}x{k}x{n} per modulus"
                                                    if p.method == "crt" else ""))

@@ -23,16 +23,18 @@ __all__ = ["plan_product", "execute", "execute_complex"]
 
 
 def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
-                 pa=None, pb=None, known=(None, None), src=(None, None)):
+                 pa=None, pb=None, known=(None, None), src=(None, None), embedding=False):
     """The plan of ``a @ b`` (:func:`_plan`), within the contract's ``max_gemms`` (a capped
     contract never speculates, so every plan it gets is checked here); beyond one plan's width,
     in exponent bands (:func:`ozgemm.precision.bands.plan_bands`, which takes ``src``). A
     contract whose constant grows with k is planned as its constant-growth form for this k
-    (:meth:`~ozgemm.contracts.contract.Contract.for_k`)."""
+    (:meth:`~ozgemm.contracts.contract.Contract.for_k`). ``embedding``: ``a``, ``b`` are a
+    complex product's real embedding (CRT plans take the half-form bound,
+    :func:`ozgemm.precision.planner.complex_pairs`)."""
     contract = contract.for_k(a.shape[-1])
     try:
         p = _plan(contract, a, b, backend, force=force, nonfinite_flag=nonfinite_flag, speculate=speculate,
-                  pa=pa, pb=pb, known=known)
+                  pa=pa, pb=pb, known=known, embedding=embedding)
     except WidthShortfall as exc:
         if force is not None or not _bands_allowed(contract):
             raise
@@ -53,7 +55,7 @@ def _bands_allowed(contract) -> bool:
 
 
 def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
-          pa=None, pb=None, known=(None, None)):
+          pa=None, pb=None, known=(None, None), embedding=False):
     """The plan of ``a @ b`` (finite 2-D operands, or (C, ., .) components) under ``contract``
     on ``backend``. ``force``: that many moduli (CRT) or slices (Ozaki-I), proving nothing
     (diagnostics). Other arguments: :func:`ozgemm.precision.planner.make_plan`.
@@ -63,7 +65,7 @@ def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=N
     method = contract.method
     if method == "crt":
         return make_plan(contract, a, b, backend, force_moduli=force, nonfinite_flag=nonfinite_flag,
-                         speculate=speculate, pa=pa, pb=pb, known=known)
+                         speculate=speculate, pa=pa, pb=pb, known=known, embedding=embedding)
     crt_c = contract.with_(method="crt")
     wide = a.ndim != 2 or b.ndim != 2
     if method == "ozaki" and not (wide and contract.slices == "auto" and force is None):
@@ -71,7 +73,7 @@ def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=N
     if method == "ozaki" or contract.fmt.name not in ("binary64", "binary32") or wide:
         # Ozaki-I takes float32/float64 operands and results: the same promise through CRT
         # (an Ozaki-I contract with a fixed slice count keeps its refusal)
-        p = make_plan(crt_c, a, b, backend, pa=pa, pb=pb, known=known)
+        p = make_plan(crt_c, a, b, backend, pa=pa, pb=pb, known=known, embedding=embedding)
         return dataclasses.replace(p, contract=contract,
                                    widened=p.widened + f"; {method}: CRT (Ozaki-I takes float32/float64 operands "
                                                        "and binary32/64 results only)")

@@ -349,3 +349,78 @@ def test_plan_of_a_complex_product_is_the_embedding_plan():
     _, (q,) = ozgemm.matmul(a, b, return_plan=True)
     assert p.shape == (3, 10, 4) and (p.n_moduli, p.beta) == (q.n_moduli, q.beta)
     assert "real embedding 3x10x4" in p.info()["widened"]
+
+
+def _q7(rows):
+    """floor(|x| 2**(7 - E_i)) per row of Python floats, E_i the smallest integer with every
+    |x_il| < 2**E_i (0 for an all-zero row): the planner's 7-bit magnitudes, from Fractions."""
+    import math
+
+    out = []
+    for row in rows:
+        nz = [abs(v) for v in row if v != 0]
+        E = max(math.frexp(v)[1] for v in nz) if nz else 0
+        out.append([int(abs(Fraction(v)) * Fraction(2) ** (7 - E)) for v in row])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_half_form_lower_bound_is_each_terms_smaller_pairing(seed):
+    """The bound GEMM of a complex product (one GEMM of m x 2k x n on U = max(|Ar|, |Ai|),
+    u = min and V, v of B) equals sum_l min(qAr qBr + qAi qBi, qAr qBi + qAi qBr) on the 7-bit
+    magnitudes, computed here from Fractions: at most the embedding's bound of either part.
+    Inputs with equal parts, zeros and a real row."""
+    from ozgemm.kernels.numpy import NumpyBackend
+    from ozgemm.precision import planner as P
+    from ozgemm.precision.operands import complex_embedding
+
+    rng = np.random.default_rng(seed)
+    a, b = _operands(rng, 5, 7, 4, 2.0)
+    a[0, :3] = a[0, :3].real * (1 + 1j)  # |Ar| = |Ai|
+    a[1] = a[1].real  # a real row
+    b[2, 1] = 0
+    b[:, 3] = 1j * b[:, 3].imag
+    eng = NumpyBackend()
+    ae, be = complex_embedding(a, b, np)
+    sa, sb = P.statistics(ae, be, eng)
+    bound = P.componentwise_bound(ozgemm.load_contract("fp64"), sa, sb, ae.shape[1], eng, operands=(ae, be),
+                                  embedding=True)
+    k, n = a.shape[1], b.shape[1]
+    qa = _q7([[float(v) for v in row] for row in np.hstack([a.real, a.imag])])
+    qb = _q7([[float(v) for v in col] for col in np.vstack([b.real, b.imag]).T])
+    want = [[sum(min(qa[i][l] * qb[j][l] + qa[i][k + l] * qb[j][k + l],
+                     qa[i][l] * qb[j][k + l] + qa[i][k + l] * qb[j][l]) for l in range(k))
+             for j in range(n)] for i in range(a.shape[0])]
+    assert bound.lb.tolist() == want
+    full = eng.gemm_exact(sa.q, sb.q)
+    assert (bound.lb <= full[:, :n]).all() and (bound.lb <= full[:, n:]).all()
+    assert int(np.asarray(bound.scalars)[5]) == (ae.shape[1] << 14) - ae.shape[1]  # no third source of S
+
+
+def test_refined_half_form_keeps_the_promise_per_part(monkeypatch):
+    """Wide spreads refine the half-form lower bound (a second 7-bit window of U, u, V, v):
+    the refined bound is at most both parts' exact |A||B| (Fractions, in its units 2**-28 of
+    2**(E_i + F_j)), the plan says so, the promise holds per part, and both engines agree.
+    (The size from which products refine is lowered to this test's.)"""
+    import ozgemm.precision.planner as P
+    from ozgemm.kernels.numpy import NumpyBackend
+    from ozgemm.precision.operands import complex_embedding
+
+    monkeypatch.setattr(P, "REFINE_MIN_WORK", 0)
+    rng = np.random.default_rng(8)
+    a, b = _operands(rng, 4, 60, 3, 4.0)
+    c, (p,) = ozgemm.matmul(a, b, contract="fp64", return_plan=True)
+    assert "refined" in p.widened and p.bound_gemms == 2
+    _check_componentwise(c, a, b, "fp64")
+    assert np.array_equal(c, ozgemm.matmul(a, b, contract="fp64", engine="cpu-int64"))
+    eng = NumpyBackend()
+    ae, be = complex_embedding(a, b, np)
+    sa, sb = P.statistics(ae, be, eng)
+    bound = P.componentwise_bound(ozgemm.load_contract("fp64"), sa, sb, ae.shape[1], eng, operands=(ae, be),
+                                  embedding=True)
+    assert bound.refined
+    lb2, shift = bound.finest()
+    assert shift == 14
+    for (i, j), (_, _, gre, gim) in _exact(a, b).items():
+        unit = Fraction(2) ** (int(sa.E[i]) + int(sb.E[j]) - 28)
+        assert lb2[i, j] * unit <= min(gre, gim), (i, j)

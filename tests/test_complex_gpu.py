@@ -58,6 +58,24 @@ def test_complex_tiles_and_overlap_bit_identical():
         _same(want, ozgemm.matmul(cp.asarray(a), cp.asarray(b), engine=eng))
 
 
+@pytest.mark.parametrize("contract", ["fp64", "fp64-dgemm", "fp32"])
+def test_complex_refined_half_form_bit_identical_to_cpu(contract, monkeypatch):
+    """Wide spreads refine the complex product's half-form lower bound on the GPU as on the
+    CPU: the same moduli, width and bits. (The size from which products refine is lowered to
+    this test's.)"""
+    import ozgemm.precision.planner as P
+
+    monkeypatch.setattr(P, "REFINE_MIN_WORK", 0)
+    rng = np.random.default_rng(23)
+    dt = np.complex64 if contract == "fp32" else np.complex128
+    a, b = _operands(rng, 40, 700, 30, 4.0, dt)
+    want, (pc,) = ozgemm.matmul(a, b, contract=contract, return_plan=True)
+    got, (pg,) = ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=contract, return_plan=True)
+    assert "refined" in pc.widened and "refined" in pg.widened
+    assert (pg.n_moduli, pg.beta) == (pc.n_moduli, pc.beta)
+    _same(want, got)
+
+
 def test_complex_mixed_batched_and_specials_on_device():
     rng = np.random.default_rng(4)
     a, b = _operands(rng, 6, 9, 4, 2.0)

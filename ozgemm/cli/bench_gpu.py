@@ -258,7 +258,7 @@ def run_gpu_bench(args) -> int:
                 t0 = time.perf_counter()
                 if cplx:  # the real embedding's plan, then the three-product form
                     ae, be = eng.complex_embedding(a, b)
-                    p = plan_product(contract, ae, be, eng)
+                    p = plan_product(contract, ae, be, eng, embedding=True)
                     eng.synchronize()
                     tm["plan"] = time.perf_counter() - t0
                     execute_complex(p, eng, ae, be, tm)

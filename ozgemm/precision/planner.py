@@ -56,11 +56,11 @@ from .._xp import to_numpy
 from ..contracts.moduli import MODULI
 from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
-from .stats import LB_BITS, NORM_BITS, RowStats
+from .stats import LB_BITS, NORM_BITS, RowStats, head_rows
 
 __all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "RefineBound", "REFINE_GAP", "REFINE_MIN_WORK",
            "second_window", "needs_refinement", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
-           "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound", "normwise_width", "normwise_thresholds", "normwise_scalars",
+           "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound", "complex_pairs", "normwise_width", "normwise_thresholds", "normwise_scalars",
            "check_width", "delta_norm", "required_beta", "width_constants", "plan_scalars", "KBLOCK_INT32"]
 
 #: k-block for exact int32 accumulation of int8 products: residues lie in [-128, 127], so
@@ -814,6 +814,9 @@ class Bound:
     scalars: object
     refine: tuple = field(default=None, repr=False)
     cache: dict = field(default_factory=dict, repr=False, compare=False)
+    #: the product is a complex product's real embedding and ``lb`` its half form (m, n)
+    #: (:func:`complex_pairs`), a lower bound of both halves of the embedding's |A||B|
+    embedding: bool = False
 
     def host(self):
         """The planner's scalars on the host (the one device->host read of a componentwise
@@ -834,6 +837,12 @@ class Bound:
         """The minimal width from LB2 (class docstring); keeps LB2 for :meth:`finest`."""
         xp = backend.xp
         sa, sb = self.stats
+        if self.embedding:  # the half form's second window: of U, u and v, V themselves
+            from .._xp import as_float64
+
+            n = bt.shape[0] // 2
+            sb = head_rows(sb, n)
+            a, bt = complex_pairs(xp.abs(as_float64(a)), xp.abs(as_float64(bt[:n])), xp)
         lb2 = self.lb.astype(xp.int64) * (1 << (2 * LB_BITS)) + backend.gemm_exact(
             backend.second_window(a, sa.E), backend.second_window(bt, sb.E))
         self.cache.update(refined=True, lb2=lb2)
@@ -858,7 +867,8 @@ class Bound:
 
     def finest(self):
         """(lower bound, lb_shift): the refined LB2 (units 2**-28, shift 14) where
-        :attr:`refined`, else the 7-bit ``lb`` (units 2**-14, shift 0)."""
+        :attr:`refined`, else the 7-bit ``lb`` (units 2**-14, shift 0); (m, n) for a full
+        bound (an embedding's half form is (m, n / 2))."""
         return (self.cache["lb2"], 2 * LB_BITS) if self.refined else (self.lb, 0)
 
     def minimal_width(self, contract: Contract, k: int) -> int:
@@ -900,24 +910,63 @@ def needs_refinement(host, bits: int, work: int) -> bool:
 
 
 def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, backend, nonfinite_flag=None,
-                        operands=None) -> Bound:
+                        operands=None, embedding: bool = False) -> Bound:
     """The bound GEMM and the planner's scalars for a componentwise contract (no host read).
     ``operands`` = (a (m, k), b (k, n)) of one component: the bound may be refined
-    (:class:`Bound`) when its scalars are read."""
+    (:class:`Bound`) when its scalars are read. ``embedding``: ``a``, ``b`` are the real
+    embedding of a complex product (:func:`~ozgemm.precision.operands.complex_embedding`), whose
+    lower bound takes the half form (:func:`complex_pairs`)."""
     cpow = _cpow(sa, sb)
     lg = cpow.bit_length() - 1
-    lb = backend.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
+    if embedding:
+        # one (m, n) lower bound of both parts' |A||B| (columns j and n + j), scalars from the
+        # first n columns' statistics (the same values as the last n)
+        n = sb.q.shape[0] // 2
+        sbh = head_rows(sb, n)
+        lb = backend.gemm_exact(*complex_pairs(sa.q[:, :k], sbh.q[:, :k], backend.xp))
+    else:
+        sbh = sb
+        lb = backend.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
     # c/2-unit scaling errors (cpow = 2**lg): the same closed form with bits + lg and
     # k c**2 (R/c and K c, both exact powers of two; see _cpow and required_beta)
-    dev = backend.plan_scalars(sa, sb, lb, contract.bits + lg, k * cpow * cpow, contract.fmt.u, flag=nonfinite_flag)
+    dev = backend.plan_scalars(sa, sbh, lb, contract.bits + lg, k * cpow * cpow, contract.fmt.u, flag=nonfinite_flag)
+    if embedding:
+        # the half form's LB + ra + cb + k bounds the pairing it sums, not the larger one: S
+        # takes the 1-norm and Cauchy-Schwarz sources (k 2**14: no third source)
+        dev[5] = (k << (2 * LB_BITS)) - k
     refine = None
     if operands is not None and cpow == 1 and operands[0].ndim == 2:
         refine = (operands[0], operands[1].T, backend, contract)
-    return Bound(stats=(sa, sb), lb=lb, scalars=dev, refine=refine)
+    return Bound(stats=(sa, sb), lb=lb, scalars=dev, refine=refine, embedding=embedding)
+
+
+def complex_pairs(qa, qbt, xp):
+    """The half-form operands of a complex product's lower bound: from ``qa`` = [qAr | qAi]
+    (m, 2k) and ``qbt`` = [qBr | qBi] (n, 2k) (magnitudes of the real embedding's rows and of
+    its first n columns, each part in the same units, any non-negative dtype), returns
+    [U | u] (m, 2k) and [v | V] (n, 2k) with U = max(|Ar|, |Ai|), u = min, V = max(|Br|, |Bi|),
+    v = min entrywise, so that ``[U | u] @ [v | V]^T`` = sum_l (U v + u V).
+
+    Why it bounds both parts: per term l the real part's |Ar||Br| + |Ai||Bi| and the imaginary
+    part's |Ar||Bi| + |Ai||Br| are the two pairings of {U, u} with {V, v}, and U v + u V is the
+    smaller one (rearrangement inequality: (U - u)(V - v) >= 0). A floor quantisation with one
+    scale per row (column) commutes with max and min, so on 7-bit q the sum is an exact lower
+    bound of the integer bound GEMM of both halves of the embedding, from one GEMM of
+    m x 2k x n instead of m x 2k x 2n."""
+    k = qa.shape[1] // 2
+    ar, ai, br, bi = qa[:, :k], qa[:, k:2 * k], qbt[:, :k], qbt[:, k:2 * k]
+    left = xp.empty((qa.shape[0], 2 * k), dtype=qa.dtype)
+    right = xp.empty((qbt.shape[0], 2 * k), dtype=qbt.dtype)
+    xp.maximum(ar, ai, out=left[:, :k])
+    xp.minimum(ar, ai, out=left[:, k:])
+    xp.minimum(br, bi, out=right[:, :k])
+    xp.maximum(br, bi, out=right[:, k:])
+    return left, right
 
 
 def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None, nonfinite_flag=None,
-              speculate: bool = False, pa=None, pb=None, bound: Bound | None = None, known=(None, None)) -> Plan:
+              speculate: bool = False, pa=None, pb=None, bound: Bound | None = None, known=(None, None),
+              embedding: bool = False) -> Plan:
     """Plan the Ozaki scheme II (CRT) product of finite 2-D arrays ``a`` (m x k) and ``b`` (k x n)
     (or (C, m, k) / (C, k, n) components of dd/binary128 operands, rescaled by ``2**-pa`` /
     ``2**-pb``) under ``contract``, whose method is CRT.
@@ -937,7 +986,8 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     the planner's own scalars (no extra host synchronisation) and
     :class:`~ozgemm.precision.specials.NonFiniteInputs` is raised when set.
     ``bound``: the statistics and bound GEMM already computed (:func:`componentwise_bound`);
-    ``known``: statistics of a prepared operand (:func:`statistics`).
+    ``known``: statistics of a prepared operand (:func:`statistics`). ``embedding``: ``a``, ``b``
+    are a complex product's real embedding (the bound's half form, :func:`complex_pairs`).
 
     Raises
     ------
@@ -980,7 +1030,8 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
         componentwise = contract.bound_kind == "componentwise"
         if componentwise:
             if bound is None:
-                bound = componentwise_bound(contract, sa, sb, k, backend, nonfinite_flag, operands=(a, b))
+                bound = componentwise_bound(contract, sa, sb, k, backend, nonfinite_flag, operands=(a, b),
+                                            embedding=embedding)
             scalars = bound.scalars
         else:  # normwise: the norm maxima (one-component operands), no bound GEMM
             scalars = backend.normwise_scalars(sa, sb, normwise_thresholds(contract, k), k,

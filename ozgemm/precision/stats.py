@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .._xp import as_float64
 
-__all__ = ["split_float", "RowStats", "row_stats"]
+__all__ = ["split_float", "RowStats", "row_stats", "head_rows"]
 
 NORM_BITS = 30  # |x| 2**-E quantised up to multiples of 2**-30 for the 1-norm bound
 LB_BITS = 7  # |x| quantised to 7 bits (0..127) for the lower-bound INT8 GEMM of |A||B|
@@ -136,3 +136,15 @@ def row_stats(x, xp) -> RowStats:
         mant, exp = mant[0], exp[0]
     return RowStats(mant=mant, exp=exp, E=E, width=width, norm1=norm1, q=q, zero_row=zero_row,
                     n1_int=qs, n2_int=n2, qsum=q.sum(axis=1, dtype=xp.int64), ncomp=C)
+
+
+def head_rows(s: RowStats, r: int) -> RowStats:
+    """The statistics of the first ``r`` rows of ``s`` (views; ``mant``/``exp``/``src`` dropped):
+    what the planner's scalars read of a product whose later rows repeat the first ones (the
+    columns j and n + j of a complex product's real embedding hold the same magnitudes)."""
+    def cut(x):
+        return None if x is None else x[..., :r, :] if x.ndim >= 2 else x[:r]
+
+    return RowStats(mant=None, exp=None, E=s.E[:r], width=s.width[:r], norm1=s.norm1[:r], q=cut(s.q),
+                    zero_row=s.zero_row[:r], n1_int=cut(s.n1_int), n2_int=cut(s.n2_int), qsum=cut(s.qsum),
+                    src=None, ncomp=s.ncomp)
