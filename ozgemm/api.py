@@ -356,7 +356,7 @@ def _unprepare(a, b, contract):
     return (left.array if left else a), (right.array if right else b), left, right, contract
 
 
-def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None, embedding=False):
+def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None):
     """Cast to the contract's working dtype, set non-finite rows/columns aside, plan.
 
     ``speculate``: on the NaN/Inf-flag path, a speculative plan (planner.make_plan) may come
@@ -365,8 +365,7 @@ def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None, e
     Returns (a, b, a0, b0, bad_rows, bad_cols, plan) with a0/b0 the finite operands planned
     and a/b float arrays of the operands' IEEE classes for the specials pass (the operands
     themselves for float32/float64). dd/binary128 operands become (C, r, k) components
-    (precision/operands.py). ``embedding``: a complex product's real embedding
-    (:func:`~ozgemm.methods.plan_product`)."""
+    (precision/operands.py)."""
     xp = backend.xp
     if not (is_wide(a) or is_wide(b)):
         if contract.fmt.name != "binary32":
@@ -378,13 +377,12 @@ def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None, e
             try:
                 return a, b, a, b, None, None, plan_product(contract, a, b, backend, speculate=speculate,
                                                             nonfinite_flag=xp.zeros((1,), dtype=xp.int32),
-                                                            known=_known(reuse, a, b, backend),
-                                                            embedding=embedding)
+                                                            known=_known(reuse, a, b, backend))
             except NonFiniteInputs:
                 pass
         a0, b0, bad_r, bad_c = split_nonfinite(a, b, contract, backend)
         return a, b, a0, b0, bad_r, bad_c, plan_product(contract, a0, b0, backend, force=force,
-                                                        known=_known(reuse, a0, b0, backend), embedding=embedding)
+                                                        known=_known(reuse, a0, b0, backend))
     ra = operand_rows(a if is_wide(a) else as_float64(a), xp)
     rb = operand_rows(transpose(b) if is_wide(b) else as_float64(b).T, xp)
     pa, pb = ra.proxy, rb.proxy.T
@@ -394,7 +392,7 @@ def _plan_2d(a, b, contract, backend, force=None, speculate=False, reuse=None, e
         a0 = xp.where(bad_r[:, None], 0.0, a0)
         b0 = xp.where(bad_c[None, :], 0.0, b0)
     src = tuple(None if r.source is None else r.source.without_rows(bad) for r, bad in ((ra, bad_r), (rb, bad_c)))
-    p = plan_product(contract, a0, b0, backend, force=force, pa=ra.pre, pb=rb.pre, src=src, embedding=embedding)
+    p = plan_product(contract, a0, b0, backend, force=force, pa=ra.pre, pb=rb.pre, src=src)
     return pa, pb, a0, b0, bad_r, bad_c, p
 
 
@@ -492,16 +490,60 @@ def _patch_specials(c, fmt, a, b, bad_r, bad_c, xp):
 
 
 def _complex_plan(a, b, contract, backend):
-    """:func:`_plan_2d` of the real embedding of a complex product (its plan's report says so);
-    returns (A, B, A0, B0, bad_rows, bad_cols, plan) of the embedding."""
+    """The plan of a complex product, made for its real embedding (the plan's report says so);
+    returns (A, B, A0, B0, bad_rows, bad_cols, plan): A0, B0 the finite operands to run it on
+    (:func:`~ozgemm.methods.execute_complex`), A, B the embedding for the specials pass (where
+    bad_rows is not None).
+
+    CRT contracts plan from A's interleaved rows and B's top block row
+    (:func:`~ozgemm.precision.operands.complex_operands`; the planner's ``embedding``: the
+    half-form bound, B's statistics once per column pair, the rest of the embedding never
+    built); NaN/Inf rows and columns are found in the whole embedding and set aside there and in
+    those operands; beyond one plan's width, exponent bands of the whole embedding. Other
+    methods plan the whole embedding."""
     m, k = a.shape
     n = b.shape[1]
+    xp = backend.xp
+
+    def cast(x, y):
+        return (x, y) if contract.fmt.name == "binary32" else (as_float64(x), as_float64(y))
+
+    if contract.method == "crt":
+        ai, bt = cast(*backend.complex_operands(a, b))
+        built = []
+
+        def whole():  # (built once)
+            if not built:
+                built.append(cast(*backend.complex_embedding(a, b)))
+            return built[0]
+
+        if backend.flags_nonfinite:
+            try:
+                p = plan_product(contract, ai, bt, backend, nonfinite_flag=xp.zeros((1,), dtype=xp.int32),
+                                 embedding=True, whole=whole)
+                a0, b0 = whole() if p.method == "bands" else (ai, bt)
+                return a0, b0, a0, b0, None, None, _complex_note(p, m, k, n)
+            except NonFiniteInputs:
+                pass
+        ae, be = whole()
+        a0, b0, bad_r, bad_c = split_nonfinite(ae, be, contract, backend)
+        if bad_r is not None:  # the same rows and columns zeroed in the operands planned
+            ai = xp.where(bad_r[:, None], 0, ai)
+            bt = xp.where(bad_c[None, :], 0, bt)
+        p = plan_product(contract, ai, bt, backend, embedding=True, whole=lambda: (a0, b0))
+        if p.method != "bands":
+            a0, b0 = ai, bt
+        return ae, be, a0, b0, bad_r, bad_c, _complex_note(p, m, k, n)
     ae, be = backend.complex_embedding(a, b)
-    ae, be, a0, b0, bad_r, bad_c, p = _plan_2d(ae, be, contract, backend, embedding=True)
-    p = p.evolve(widened=f"{p.widened}; complex {m}x{k}x{n}: planned as its real embedding "
-                         f"{m}x{2 * k}x{2 * n}" + (f", run as 3 INT8 GEMMs of {m}x{k}x{n} per modulus"
-                                                   if p.method == "crt" else ""))
-    return ae, be, a0, b0, bad_r, bad_c, p
+    ae, be, a0, b0, bad_r, bad_c, p = _plan_2d(ae, be, contract, backend)
+    return ae, be, a0, b0, bad_r, bad_c, _complex_note(p, m, k, n)
+
+
+def _complex_note(p, m, k, n):
+    """``p`` with its report naming the complex product it was made for."""
+    return p.evolve(widened=f"{p.widened}; complex {m}x{k}x{n}: planned as its real embedding "
+                            f"{m}x{2 * k}x{2 * n}" + (f", run as 3 INT8 GEMMs of {m}x{k}x{n} per modulus"
+                                                      if p.method == "crt" else ""))
 
 
 def _complex_product_2d(a, b, contract, backend):

@@ -23,14 +23,14 @@ __all__ = ["plan_product", "execute", "execute_complex"]
 
 
 def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
-                 pa=None, pb=None, known=(None, None), src=(None, None), embedding=False):
+                 pa=None, pb=None, known=(None, None), src=(None, None), embedding=False, whole=None):
     """The plan of ``a @ b`` (:func:`_plan`), within the contract's ``max_gemms`` (a capped
     contract never speculates, so every plan it gets is checked here); beyond one plan's width,
     in exponent bands (:func:`ozgemm.precision.bands.plan_bands`, which takes ``src``). A
     contract whose constant grows with k is planned as its constant-growth form for this k
-    (:meth:`~ozgemm.contracts.contract.Contract.for_k`). ``embedding``: ``a``, ``b`` are a
-    complex product's real embedding (CRT plans take the half-form bound,
-    :func:`ozgemm.precision.planner.complex_pairs`)."""
+    (:meth:`~ozgemm.contracts.contract.Contract.for_k`). ``embedding`` (CRT contracts): ``a``,
+    ``b`` are a complex product's operands as :func:`ozgemm.precision.planner.statistics` takes
+    them, and bands are planned on the whole real embedding ``whole()`` returns."""
     contract = contract.for_k(a.shape[-1])
     try:
         p = _plan(contract, a, b, backend, force=force, nonfinite_flag=nonfinite_flag, speculate=speculate,
@@ -38,6 +38,8 @@ def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite
     except WidthShortfall as exc:
         if force is not None or not _bands_allowed(contract):
             raise
+        if embedding:
+            a, b = whole()
         # (a NaN/Inf flag was read with the planner's scalars, before its width check)
         return plan_bands(contract, a, b, backend, why=str(exc).split(": ", 1)[-1].split(". Fix:")[0], src=src)
     if force is None and p.pending is None:
@@ -66,6 +68,7 @@ def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=N
     if method == "crt":
         return make_plan(contract, a, b, backend, force_moduli=force, nonfinite_flag=nonfinite_flag,
                          speculate=speculate, pa=pa, pb=pb, known=known, embedding=embedding)
+    assert not embedding, "a complex product's top block row is planned by CRT contracts only"
     crt_c = contract.with_(method="crt")
     wide = a.ndim != 2 or b.ndim != 2
     if method == "ozaki" and not (wide and contract.slices == "auto" and force is None):
@@ -73,7 +76,7 @@ def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=N
     if method == "ozaki" or contract.fmt.name not in ("binary64", "binary32") or wide:
         # Ozaki-I takes float32/float64 operands and results: the same promise through CRT
         # (an Ozaki-I contract with a fixed slice count keeps its refusal)
-        p = make_plan(crt_c, a, b, backend, pa=pa, pb=pb, known=known, embedding=embedding)
+        p = make_plan(crt_c, a, b, backend, pa=pa, pb=pb, known=known)
         return dataclasses.replace(p, contract=contract,
                                    widened=p.widened + f"; {method}: CRT (Ozaki-I takes float32/float64 operands "
                                                        "and binary32/64 results only)")
@@ -124,15 +127,16 @@ def execute(plan, backend, a, b, timings=None, reuse=None):
 
 
 def execute_complex(plan, backend, a, b, timings=None, out=None):
-    """Run ``plan`` — made for the finite real embedding ``a`` (m, 2k), ``b`` (2k, 2n) of a
-    complex product (:func:`ozgemm.precision.operands.complex_embedding`) — giving
-    [Re | Im] (m, 2n): CRT plans in the three-product form on the embedding's parts
-    (:func:`ozgemm.crt.pipeline.execute_3m`, which takes ``out`` = (re, im) to write the parts
-    into, e.g. the real and imaginary views of a complex array), Ozaki-I and banded plans as
-    the embedding's product."""
+    """Run ``plan``, made for the real embedding of a complex product, giving [Re | Im]
+    (m, 2n): CRT plans in the three-product form (:func:`ozgemm.crt.pipeline.execute_3m`, which
+    takes ``out`` = (re, im) to write the parts into, e.g. the real and imaginary views of a
+    complex array) on the finite operands they were planned from
+    (:func:`ozgemm.precision.operands.complex_operands`: ``a`` (m, 2k) with interleaved parts,
+    ``b`` = [Br | Bi] (k, 2n)); Ozaki-I and banded plans as the product of the finite embedding
+    ``a`` (m, 2k), ``b`` (2k, 2n) (:func:`ozgemm.precision.operands.complex_embedding`)."""
     if plan.method == "bands":
         return crt_pipeline.execute_bands(plan, backend, a, b, timings)
     if plan.method == "crt":
-        k, n = a.shape[1] // 2, b.shape[1] // 2
-        return crt_pipeline.execute_3m(plan, backend, (a[:, :k], a[:, k:]), (b[:k, :n], b[:k, n:]), timings, out)
+        n = b.shape[1] // 2
+        return crt_pipeline.execute_3m(plan, backend, (a[:, 0::2], a[:, 1::2]), (b[:, :n], b[:, n:]), timings, out)
     return ozaki_pipeline.execute(plan, backend, a, b, timings)

@@ -372,7 +372,7 @@ def test_half_form_lower_bound_is_each_terms_smaller_pairing(seed):
     Inputs with equal parts, zeros and a real row."""
     from ozgemm.kernels.numpy import NumpyBackend
     from ozgemm.precision import planner as P
-    from ozgemm.precision.operands import complex_embedding
+    from ozgemm.precision.operands import complex_embedding, complex_operands
 
     rng = np.random.default_rng(seed)
     a, b = _operands(rng, 5, 7, 4, 2.0)
@@ -381,9 +381,9 @@ def test_half_form_lower_bound_is_each_terms_smaller_pairing(seed):
     b[2, 1] = 0
     b[:, 3] = 1j * b[:, 3].imag
     eng = NumpyBackend()
-    ae, be = complex_embedding(a, b, np)
-    sa, sb = P.statistics(ae, be, eng)
-    bound = P.componentwise_bound(ozgemm.load_contract("fp64"), sa, sb, ae.shape[1], eng, operands=(ae, be),
+    ai, bt = complex_operands(a, b, np)
+    sa, sb = P.statistics(ai, bt, eng, embedding=True)
+    bound = P.componentwise_bound(ozgemm.load_contract("fp64"), sa, sb, ai.shape[1], eng, operands=(ai, bt),
                                   embedding=True)
     k, n = a.shape[1], b.shape[1]
     qa = _q7([[float(v) for v in row] for row in np.hstack([a.real, a.imag])])
@@ -392,9 +392,11 @@ def test_half_form_lower_bound_is_each_terms_smaller_pairing(seed):
                      qa[i][l] * qb[j][k + l] + qa[i][k + l] * qb[j][l]) for l in range(k))
              for j in range(n)] for i in range(a.shape[0])]
     assert bound.lb.tolist() == want
-    full = eng.gemm_exact(sa.q, sb.q)
+    fa, fb = P.statistics(*complex_embedding(a, b, np), eng)  # the whole embedding's own bound GEMM
+    assert np.array_equal(fa.E, sa.E) and np.array_equal(fb.E, sb.E) and np.array_equal(fb.norm1, sb.norm1)
+    full = eng.gemm_exact(fa.q, fb.q)
     assert (bound.lb <= full[:, :n]).all() and (bound.lb <= full[:, n:]).all()
-    assert int(np.asarray(bound.scalars)[5]) == (ae.shape[1] << 14) - ae.shape[1]  # no third source of S
+    assert int(np.asarray(bound.scalars)[5]) == (ai.shape[1] << 14) - ai.shape[1]  # no third source of S
 
 
 def test_refined_half_form_keeps_the_promise_per_part(monkeypatch):
@@ -404,7 +406,7 @@ def test_refined_half_form_keeps_the_promise_per_part(monkeypatch):
     (The size from which products refine is lowered to this test's.)"""
     import ozgemm.precision.planner as P
     from ozgemm.kernels.numpy import NumpyBackend
-    from ozgemm.precision.operands import complex_embedding
+    from ozgemm.precision.operands import complex_operands
 
     monkeypatch.setattr(P, "REFINE_MIN_WORK", 0)
     rng = np.random.default_rng(8)
@@ -414,9 +416,9 @@ def test_refined_half_form_keeps_the_promise_per_part(monkeypatch):
     _check_componentwise(c, a, b, "fp64")
     assert np.array_equal(c, ozgemm.matmul(a, b, contract="fp64", engine="cpu-int64"))
     eng = NumpyBackend()
-    ae, be = complex_embedding(a, b, np)
-    sa, sb = P.statistics(ae, be, eng)
-    bound = P.componentwise_bound(ozgemm.load_contract("fp64"), sa, sb, ae.shape[1], eng, operands=(ae, be),
+    ai, bt = complex_operands(a, b, np)
+    sa, sb = P.statistics(ai, bt, eng, embedding=True)
+    bound = P.componentwise_bound(ozgemm.load_contract("fp64"), sa, sb, ai.shape[1], eng, operands=(ai, bt),
                                   embedding=True)
     assert bound.refined
     lb2, shift = bound.finest()
@@ -424,3 +426,27 @@ def test_refined_half_form_keeps_the_promise_per_part(monkeypatch):
     for (i, j), (_, _, gre, gim) in _exact(a, b).items():
         unit = Fraction(2) ** (int(sa.E[i]) + int(sb.E[j]) - 28)
         assert lb2[i, j] * unit <= min(gre, gim), (i, j)
+
+
+@pytest.mark.parametrize("dts", [(np.complex128, np.complex128), (np.complex64, np.complex64),
+                                 (np.complex64, np.complex128), (np.float64, np.complex128),
+                                 (np.complex128, np.float64)])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_three_product_operands_are_the_embeddings_blocks(dts, transposed):
+    """complex_operands gives A's parts interleaved (the float view of a C-contiguous ``a``,
+    without a copy) and B's top block row [Br | Bi]: the same words as the embedding's blocks."""
+    from ozgemm.precision.operands import complex_embedding, complex_operands
+
+    rng = np.random.default_rng(6)
+    a, b = _operands(rng, 4, 6, 3, 1.0)
+    if transposed:  # (a copy built element by element)
+        a = np.asfortranarray(a)
+    a, b = (a.real if np.dtype(dts[0]).kind == "f" else a).astype(dts[0]), \
+        (b.real if np.dtype(dts[1]).kind == "f" else b).astype(dts[1])
+    A, B = complex_embedding(a, b, np)
+    Ai, Bt = complex_operands(a, b, np)
+    assert Ai.dtype == A.dtype and Bt.dtype == B.dtype
+    assert np.array_equal(Ai[:, 0::2], A[:, :6]) and np.array_equal(Ai[:, 1::2], A[:, 6:])
+    assert np.array_equal(Bt, B[:6])
+    if a.dtype == {np.float32: np.complex64, np.float64: np.complex128}[A.dtype.type] and a.flags.c_contiguous:
+        assert np.shares_memory(Ai, a)

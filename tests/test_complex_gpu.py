@@ -127,7 +127,9 @@ def test_embedding_on_device_equals_numpy_bit_for_bit(dts):
     a, b = operand((5, 7), dts[0]), operand((7, 3), dts[1])
     A, B = complex_embedding(a, b, np)
     gA, gB = get_backend("cuda").complex_embedding(cp.asarray(a), cp.asarray(b))
-    for want, got in ((A, gA), (B, gB)):
+    oA, oB = get_backend("cuda").complex_operands(cp.asarray(a), cp.asarray(b))
+    # the three-product form's operands: A's parts interleaved, B's top block row
+    for want, got in ((A, gA), (B, gB), (np.stack([A[:, :7], A[:, 7:]], axis=2).reshape(5, 14), oA), (B[:7], oB)):
         assert got.dtype == want.dtype and got.shape == want.shape
         assert np.array_equal(want.view(np.uint8), cp.asnumpy(got).view(np.uint8))
     if np.dtype(dts[0]).kind == "c" and np.dtype(dts[1]).kind == "c":

@@ -257,8 +257,9 @@ def run_gpu_bench(args) -> int:
                 eng.synchronize()
                 t0 = time.perf_counter()
                 if cplx:  # the real embedding's plan, then the three-product form
-                    ae, be = eng.complex_embedding(a, b)
-                    p = plan_product(contract, ae, be, eng, embedding=True)
+                    from ..api import _complex_plan
+
+                    _, _, ae, be, _, _, p = _complex_plan(a, b, contract, eng)
                     eng.synchronize()
                     tm["plan"] = time.perf_counter() - t0
                     execute_complex(p, eng, ae, be, tm)

@@ -101,6 +101,13 @@ class Backend(Protocol):
     def gemm_exact(self, a, bt):
         """Exact ``a @ bt.T`` of int8 arrays (m, k) and (n, k): an integer array (m, n)."""
 
+    def gemm_complex_pairs(self, qa, qbt, k: int):
+        """The half-form bound GEMM of a complex product: ``[U | u] @ [v | V]^T`` (m, n), an
+        integer array (:func:`ozgemm.precision.planner.complex_pairs`), from the 7-bit
+        magnitudes ``qa`` (m, >= 2k) of A's rows and ``qbt`` (n, >= 2k) of B's columns, each
+        interleaved: entry 2l the real part of term l, 2l + 1 its imaginary part
+        (:func:`ozgemm.precision.planner.statistics` with ``embedding``)."""
+
     def second_window(self, x, E):
         """The second window of the magnitudes of ``x`` (r, k) float32/64, any layout, rows'
         exponents ``E`` (r,): int8 (r, k) C-contiguous, equal to
@@ -190,6 +197,11 @@ class Backend(Protocol):
         """The real embedding of a complex product, equal to
         :func:`ozgemm.precision.operands.complex_embedding` (A = [Ar | Ai], B = [[Br, Bi],
         [-Bi, Br]])."""
+
+    def complex_operands(self, a, b):
+        """What the three-product form reads of a complex product, equal to
+        :func:`ozgemm.precision.operands.complex_operands` (A's rows with the parts
+        interleaved, B's top block row [Br | Bi])."""
 
     # -- stacks (ozgemm.stacks): every phase once over a stack of products -------------
     def stack_supports(self, fmt, k: int) -> bool:

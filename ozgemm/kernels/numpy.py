@@ -32,8 +32,8 @@ import numpy as np
 from ..crt.moduli import WIDE_K_BLOCK, garner_constants, wide_moduli
 from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
-from ..precision.planner import normwise_scalars, plan_scalars, stack_plan_scalars, width_constants
-from ..precision.operands import complex_embedding
+from ..precision.planner import complex_pairs, normwise_scalars, plan_scalars, stack_plan_scalars, width_constants
+from ..precision.operands import complex_embedding, complex_operands
 from ..precision.stats import LB_BITS, NORM_BITS, RowStats, row_stats, split_float
 
 __all__ = ["NumpyBackend", "SGEMM_EXACT_K", "DGEMM_EXACT_K", "available_memory", "compiled_kernels"]
@@ -229,6 +229,9 @@ class NumpyBackend:
         """Exact ``a @ bt.T`` of int8 (m, k) and (n, k) as int64 (m, n)."""
         return self._mm(a, bt)
 
+    def gemm_complex_pairs(self, qa, qbt, k):
+        return self._mm(*complex_pairs(qa[:, 0:2 * k:2], qa[:, 1:2 * k:2], qbt[:, 0:2 * k:2], qbt[:, 1:2 * k:2], np))
+
     # -- product phases ----------------------------------------------------------------
     @contextlib.contextmanager
     def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True, products: int = 1):
@@ -385,6 +388,10 @@ class NumpyBackend:
     def complex_embedding(self, a, b):
         """:func:`ozgemm.precision.operands.complex_embedding` (the array expressions)."""
         return complex_embedding(a, b, np)
+
+    def complex_operands(self, a, b):
+        """:func:`ozgemm.precision.operands.complex_operands` (the array expressions)."""
+        return complex_operands(a, b, np)
 
     # -- stacks (ozgemm.stacks) ---------------------------------------------------------
     def stack_supports(self, fmt, k):

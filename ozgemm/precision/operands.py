@@ -32,7 +32,7 @@ import numpy as np
 from .._xp import as_float64, ignore_fp_errors
 from ..contracts.formats import DD, Binary128, is_quad_array, quad_to_bits
 
-__all__ = ["QuadPieces", "QUAD_OFFSETS", "Rows", "ieee_classes", "arrays", "as_wide", "is_wide", "operand_rows", "transpose", "complex_embedding"]
+__all__ = ["QuadPieces", "QUAD_OFFSETS", "Rows", "ieee_classes", "arrays", "as_wide", "is_wide", "operand_rows", "transpose", "complex_embedding", "complex_operands"]
 
 
 def is_wide(x) -> bool:
@@ -238,13 +238,35 @@ def complex_embedding(a, b, xp):
     A[:, k:] = part(a.imag) if a.dtype.kind == "c" else 0
     B = xp.empty((2 * k, 2 * n), dtype=dt)
     B[:k, :n] = part(b.real)
+    B[:k, n:] = part(b.imag) if b.dtype.kind == "c" else 0
     B[k:, n:] = B[:k, :n]
-    if b.dtype.kind == "c":
-        B[:k, n:] = part(b.imag)
-        B[k:, :n] = _negated(B[:k, n:], xp)
+    B[k:, :n] = _negated(B[:k, n:], xp) if b.dtype.kind == "c" else 0
+    return A, B
+
+
+def complex_operands(a, b, xp):
+    """What the three-product form and its planner read of a complex product ``a @ b``
+    (:func:`complex_embedding`'s shapes and dtypes): A's rows with the parts interleaved,
+    (m, 2k) with entries 2l, 2l + 1 = Ar_il, Ai_il (the float view of a C-contiguous complex
+    ``a`` of that precision itself, no copy), and B's top block row [Br | Bi] (k, 2n), which
+    determines the rest of the embedding (:func:`ozgemm.precision.planner.statistics`)."""
+    dt = xp.float32 if a.dtype in (xp.complex64, xp.float32) and b.dtype in (xp.complex64, xp.float32) \
+        else xp.float64
+    m, k = a.shape
+    n = b.shape[1]
+
+    def part(x):
+        return as_float64(x) if dt == xp.float64 else x
+
+    if a.dtype == (xp.complex64 if dt == xp.float32 else xp.complex128) and a.flags.c_contiguous:
+        A = a.view(dt).reshape(m, 2 * k)
     else:
-        B[:k, n:] = 0
-        B[k:, :n] = 0
+        A = xp.empty((m, 2 * k), dtype=dt)
+        A[:, 0::2] = part(a.real)
+        A[:, 1::2] = part(a.imag) if a.dtype.kind == "c" else 0
+    B = xp.empty((k, 2 * n), dtype=dt)
+    B[:, :n] = part(b.real)
+    B[:, n:] = part(b.imag) if b.dtype.kind == "c" else 0
     return A, B
 
 

@@ -56,7 +56,7 @@ from .._xp import to_numpy
 from ..contracts.moduli import MODULI
 from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
-from .stats import LB_BITS, NORM_BITS, RowStats, head_rows
+from .stats import LB_BITS, NORM_BITS, RowStats, head_rows, twice
 
 __all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "RefineBound", "REFINE_GAP", "REFINE_MIN_WORK",
            "second_window", "needs_refinement", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
@@ -840,9 +840,10 @@ class Bound:
         if self.embedding:  # the half form's second window: of U, u and v, V themselves
             from .._xp import as_float64
 
-            n = bt.shape[0] // 2
+            n = bt.shape[1] // 2  # a: interleaved parts (m, 2k); bt: [Br | Bi] (k, 2n)
             sb = head_rows(sb, n)
-            a, bt = complex_pairs(xp.abs(as_float64(a)), xp.abs(as_float64(bt[:n])), xp)
+            a, b = xp.abs(as_float64(a)), xp.abs(as_float64(bt))
+            a, bt = complex_pairs(a[:, 0::2], a[:, 1::2], b[:, :n].T, b[:, n:].T, xp)
         lb2 = self.lb.astype(xp.int64) * (1 << (2 * LB_BITS)) + backend.gemm_exact(
             backend.second_window(a, sa.E), backend.second_window(bt, sb.E))
         self.cache.update(refined=True, lb2=lb2)
@@ -886,16 +887,27 @@ class Bound:
         return delta_norm(beta, sa, sb, k, _xp_of(sa.width))
 
 
-def statistics(a, b, backend, nonfinite_flag=None, known=(None, None)):
+def statistics(a, b, backend, nonfinite_flag=None, known=(None, None), embedding: bool = False):
     """Row statistics of ``a`` (m, k) and column statistics of ``b`` (k, n) (or (C, ., .)
     components) on the backend: (sa, sb). ``nonfinite_flag``: set where the backend's
     statistics see NaN/Inf (backends with ``flags_nonfinite``). ``known``: statistics already
-    computed for these very operands (a prepared operand, :func:`ozgemm.prepare`), or None."""
+    computed for these very operands (a prepared operand, :func:`ozgemm.prepare`), or None.
+
+    ``embedding``: ``a`` (m, 2k) and ``b`` (k, 2n) C-contiguous are A's rows with the parts
+    interleaved and B's top block row [Br | Bi] of a complex product
+    (:func:`~ozgemm.precision.operands.complex_operands`); sa are the statistics of the real
+    embedding's rows (the same values as ``a``'s), sb those of its 2n columns, computed once
+    from the columns of the (2k, n) view of ``b`` (rows Br_0, Bi_0, Br_1, ...: column j holds the
+    magnitudes of the embedding's columns j and n + j) and taken twice
+    (:func:`~ozgemm.precision.stats.twice`; q of the first n only). Both q interleave the parts
+    (entry 2l real, 2l + 1 imaginary)."""
     m, k = a.shape[-2:]
     n = b.shape[-1]
     backend.check_planning_memory(m, k, n)
     flag = nonfinite_flag if backend.flags_nonfinite else None
     sa = known[0] if known[0] is not None else backend.row_stats(a, nonfinite=flag)
+    if embedding:
+        return sa, twice(backend.row_stats(b.reshape(k, n // 2).T, nonfinite=flag))
     sb = known[1] if known[1] is not None else backend.row_stats(b.T if b.ndim == 2 else b.transpose(0, 2, 1),
                                                                   nonfinite=flag)
     return sa, sb
@@ -913,17 +925,16 @@ def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, 
                         operands=None, embedding: bool = False) -> Bound:
     """The bound GEMM and the planner's scalars for a componentwise contract (no host read).
     ``operands`` = (a (m, k), b (k, n)) of one component: the bound may be refined
-    (:class:`Bound`) when its scalars are read. ``embedding``: ``a``, ``b`` are the real
-    embedding of a complex product (:func:`~ozgemm.precision.operands.complex_embedding`), whose
-    lower bound takes the half form (:func:`complex_pairs`)."""
+    (:class:`Bound`) when its scalars are read. ``embedding``: a complex product's statistics
+    and operands as :func:`statistics` takes them, whose lower bound takes the half form
+    (:func:`complex_pairs`)."""
     cpow = _cpow(sa, sb)
     lg = cpow.bit_length() - 1
     if embedding:
         # one (m, n) lower bound of both parts' |A||B| (columns j and n + j), scalars from the
         # first n columns' statistics (the same values as the last n)
-        n = sb.q.shape[0] // 2
-        sbh = head_rows(sb, n)
-        lb = backend.gemm_exact(*complex_pairs(sa.q[:, :k], sbh.q[:, :k], backend.xp))
+        sbh = head_rows(sb, sb.E.shape[0] // 2)
+        lb = backend.gemm_complex_pairs(sa.q, sbh.q, k // 2)
     else:
         sbh = sb
         lb = backend.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
@@ -936,16 +947,16 @@ def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, 
         dev[5] = (k << (2 * LB_BITS)) - k
     refine = None
     if operands is not None and cpow == 1 and operands[0].ndim == 2:
-        refine = (operands[0], operands[1].T, backend, contract)
+        refine = (operands[0], operands[1] if embedding else operands[1].T, backend, contract)
     return Bound(stats=(sa, sb), lb=lb, scalars=dev, refine=refine, embedding=embedding)
 
 
-def complex_pairs(qa, qbt, xp):
-    """The half-form operands of a complex product's lower bound: from ``qa`` = [qAr | qAi]
-    (m, 2k) and ``qbt`` = [qBr | qBi] (n, 2k) (magnitudes of the real embedding's rows and of
-    its first n columns, each part in the same units, any non-negative dtype), returns
-    [U | u] (m, 2k) and [v | V] (n, 2k) with U = max(|Ar|, |Ai|), u = min, V = max(|Br|, |Bi|),
-    v = min entrywise, so that ``[U | u] @ [v | V]^T`` = sum_l (U v + u V).
+def complex_pairs(ar, ai, br, bi, xp):
+    """The half-form operands of a complex product's lower bound: from the magnitudes of the
+    real and imaginary parts ``ar``, ``ai`` (m, k) of A's rows and ``br``, ``bi`` (n, k) of B's
+    columns (in the same units per row or column, any non-negative dtype, any layout) returns
+    [U | u] (m, 2k) and [v | V] (n, 2k) with U = max(ar, ai), u = min, V = max(br, bi), v = min
+    entrywise, so that ``[U | u] @ [v | V]^T`` = sum_l (U v + u V).
 
     Why it bounds both parts: per term l the real part's |Ar||Br| + |Ai||Bi| and the imaginary
     part's |Ar||Bi| + |Ai||Br| are the two pairings of {U, u} with {V, v}, and U v + u V is the
@@ -953,10 +964,9 @@ def complex_pairs(qa, qbt, xp):
     scale per row (column) commutes with max and min, so on 7-bit q the sum is an exact lower
     bound of the integer bound GEMM of both halves of the embedding, from one GEMM of
     m x 2k x n instead of m x 2k x 2n."""
-    k = qa.shape[1] // 2
-    ar, ai, br, bi = qa[:, :k], qa[:, k:2 * k], qbt[:, :k], qbt[:, k:2 * k]
-    left = xp.empty((qa.shape[0], 2 * k), dtype=qa.dtype)
-    right = xp.empty((qbt.shape[0], 2 * k), dtype=qbt.dtype)
+    k = ar.shape[1]
+    left = xp.empty((ar.shape[0], 2 * k), dtype=ar.dtype)
+    right = xp.empty((br.shape[0], 2 * k), dtype=br.dtype)
     xp.maximum(ar, ai, out=left[:, :k])
     xp.minimum(ar, ai, out=left[:, k:])
     xp.minimum(br, bi, out=right[:, :k])
@@ -987,7 +997,8 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     :class:`~ozgemm.precision.specials.NonFiniteInputs` is raised when set.
     ``bound``: the statistics and bound GEMM already computed (:func:`componentwise_bound`);
     ``known``: statistics of a prepared operand (:func:`statistics`). ``embedding``: ``a``, ``b``
-    are a complex product's real embedding (the bound's half form, :func:`complex_pairs`).
+    are a complex product's operands as :func:`statistics` takes them (the plan is the real
+    embedding's; the bound takes the half form, :func:`complex_pairs`).
 
     Raises
     ------
@@ -1007,7 +1018,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     if bound is not None:
         sa, sb = bound.stats
     else:
-        sa, sb = statistics(a, b, backend, nonfinite_flag, known)
+        sa, sb = statistics(a, b, backend, nonfinite_flag, known, embedding)
     cpow = _cpow(sa, sb)
     one = cpow == 1 and m * n * k > 0  # one-component operands: plans read the data's scalars
     if nonfinite_flag is not None and (force_moduli is not None or not one):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .._xp import as_float64
 
-__all__ = ["split_float", "RowStats", "row_stats", "head_rows"]
+__all__ = ["split_float", "RowStats", "row_stats", "head_rows", "twice"]
 
 NORM_BITS = 30  # |x| 2**-E quantised up to multiples of 2**-30 for the 1-norm bound
 LB_BITS = 7  # |x| quantised to 7 bits (0..127) for the lower-bound INT8 GEMM of |A||B|
@@ -147,4 +147,21 @@ def head_rows(s: RowStats, r: int) -> RowStats:
 
     return RowStats(mant=None, exp=None, E=s.E[:r], width=s.width[:r], norm1=s.norm1[:r], q=cut(s.q),
                     zero_row=s.zero_row[:r], n1_int=cut(s.n1_int), n2_int=cut(s.n2_int), qsum=cut(s.qsum),
+                    src=None, ncomp=s.ncomp)
+
+
+def twice(s: RowStats) -> RowStats:
+    """The statistics of the rows of [X; X] from those ``s`` of X (a complex product's real
+    embedding, whose columns j and n + j hold the same magnitudes): every per-row field taken
+    twice, ``q`` kept for the first copy only (the half-form bound reads no other),
+    ``mant``/``exp``/``src`` dropped."""
+    from .._xp import array_namespace
+
+    xp = array_namespace(s.E)
+
+    def two(x):
+        return None if x is None else xp.concatenate([x, x])
+
+    return RowStats(mant=None, exp=None, E=two(s.E), width=two(s.width), norm1=two(s.norm1), q=s.q,
+                    zero_row=two(s.zero_row), n1_int=two(s.n1_int), n2_int=two(s.n2_int), qsum=two(s.qsum),
                     src=None, ncomp=s.ncomp)

@@ -108,11 +108,12 @@ def _embed_kernels():
         "A[r * 2 * k + l] = pairs[2 * i]; A[r * 2 * k + k + l] = pairs[2 * i + 1];",
         "ozgemm_embed_a")
     b = cp.ElementwiseKernel(
-        "raw U pairs, int64 k, int64 n", "raw U B",
+        "raw U pairs, int64 k, int64 n, bool top", "raw U B",
         "const long long l = i / n, j = i - l * n, w = 2 * n;"
         "const U sign = ((U)1) << (sizeof(U) * 8 - 1);"
         "const U re = pairs[2 * i], im = pairs[2 * i + 1];"
-        "B[l * w + j] = re; B[l * w + n + j] = im; B[(k + l) * w + j] = im ^ sign; B[(k + l) * w + n + j] = re;",
+        "B[l * w + j] = re; B[l * w + n + j] = im;"
+        "if (!top) { B[(k + l) * w + j] = im ^ sign; B[(k + l) * w + n + j] = re; }",
         "ozgemm_embed_b")
     return a, b
 
@@ -549,6 +550,27 @@ class CudaBackend:
         c = self._gemm_exact_padded(self._pad(a[None], mp, kp), self._pad(bt[None], np_, kp))
         return c[0, :m, :n]
 
+    def gemm_complex_pairs(self, qa, qbt, k):
+        """:meth:`~ozgemm.kernels.base.Backend.gemm_complex_pairs`: each half-form operand
+        written straight into its padded INT8 GEMM operand by one pass (stats.cu
+        ``complex_pairs_q``), then :meth:`gemm_exact`'s GEMM."""
+        m, n = qa.shape[0], qbt.shape[0]
+        if k == 0 or m == 0 or n == 0:
+            return cp.zeros((m, n), dtype=cp.int64)
+        kp = _ceil(2 * k, _PAD)
+        ops = []
+        for q, first_max in ((qa, 1), (qbt, 0)):
+            r = q.shape[0]
+            rp = _ceil(r, _PAD)
+            assert q.dtype == cp.int8 and q.strides[1] == 1 and q.shape[1] >= 2 * k
+            out = cp.empty((1, rp, kp), dtype=cp.int8)
+            words = rp * kp // 4
+            _fn("complex_pairs_q")((min(-(-words // 256), 1 << 20),), (256,),
+                                   (q, np.int64(q.strides[0]), np.int32(r), np.int32(k), np.int32(2), np.int32(1),
+                                    np.int32(rp), np.int32(kp), np.int32(first_max), out))
+            ops.append(out)
+        return self._gemm_exact_padded(*ops)[0, :m, :n]
+
     # -- planner hooks (fused; mirror precision/stats.py and planner.required_beta) ------
     def row_stats(self, x, nonfinite=None):
         """Fused :class:`~ozgemm.precision.stats.RowStats` of the rows of ``x`` (r, k), or of
@@ -815,6 +837,12 @@ class CudaBackend:
         if ldc is not None and _columns_ld(y) == ldc:
             _residues_cols("scaled_residues_cols_pair", n_moduli, (x, y), ldc, shift, r, k, rp, kp, tab, outs)
             return outs
+        if (x.dtype == y.dtype and x.dtype in (cp.float32, cp.float64) and x.strides == y.strides
+                and x.strides[1] == 2 * x.itemsize and y.data.ptr == x.data.ptr + x.itemsize and x.strides[0] > 0):
+            # the parts interleaved: the real and imaginary words of a complex array, read in place
+            _residues_rows("scaled_residues_pair_il_f32" if x.dtype == cp.float32 else "scaled_residues_pair_il",
+                           n_moduli, (x,), shift, r, k, rp, kp, tab, outs)
+            return outs
         if not (x.dtype == y.dtype and x.dtype in (cp.float32, cp.float64) and x.strides == y.strides
                 and x.strides[1] == x.itemsize and x.strides[0] > 0):
             x, y = _rows_contiguous(x), _rows_contiguous(y)
@@ -870,6 +898,24 @@ class CudaBackend:
             x, shift = x[..., i0:i1, :], shift[i0:i1]
         return self.residues_multi(x, shift, n_moduli, _ceil(i1 - i0, _PAD), _ceil(k, _PAD))
 
+    def complex_operands(self, a, b):
+        """:func:`ozgemm.precision.operands.complex_operands`: A the float view of ``a`` where it
+        is C-contiguous, B's top block row in one pass over ``b`` (its words moved as bit
+        patterns, ``_embed_kernels``); a real operand, or parts of two widths, through the
+        generic expressions."""
+        from ...precision.operands import complex_operands
+
+        if a.dtype.kind != "c" or a.dtype != b.dtype:
+            return complex_operands(a, b, cp)
+        dt = cp.float32 if a.dtype == cp.complex64 else cp.float64
+        u = cp.uint32 if dt == cp.float32 else cp.uint64
+        k, n = b.shape
+        A = cp.ascontiguousarray(a).view(dt).reshape(a.shape[0], 2 * k)
+        B = cp.empty((k, 2 * n), dtype=dt)
+        if k * n:
+            _embed_kernels()[1](cp.ascontiguousarray(b).view(u), np.int64(k), np.int64(n), True, B.view(u), size=k * n)
+        return A, B
+
     def complex_embedding(self, a, b):
         """:func:`ozgemm.precision.operands.complex_embedding`, each complex operand in one
         pass that reads it once and writes its blocks (the generic array expressions read B
@@ -888,7 +934,7 @@ class CudaBackend:
         if m * k:
             ka(cp.ascontiguousarray(a).view(u), np.int64(k), A.view(u), size=m * k)
         if k * n:
-            kb(cp.ascontiguousarray(b).view(u), np.int64(k), np.int64(n), B.view(u), size=k * n)
+            kb(cp.ascontiguousarray(b).view(u), np.int64(k), np.int64(n), False, B.view(u), size=k * n)
         return A, B
 
     # -- stacks (ozgemm.stacks) ---------------------------------------------------------

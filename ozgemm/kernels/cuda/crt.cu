@@ -127,6 +127,45 @@ __device__ __forceinline__ void load_row8(const float* row, int l0, int k, bool 
     }
 }
 
+// The same for the two parts of interleaved complex entries (re, im of entry l at row[2 l],
+// row[2 l + 1]): one 16-byte load per complex128 entry, one per two complex64 entries, where
+// the row start is 16-byte aligned (vec).
+__device__ __forceinline__ void load_row8_il(const double* row, int l0, int k, bool in, int vec, double* xv,
+                                             double* yv) {
+    if (in && vec && l0 + 8 <= k) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            double2 t = *reinterpret_cast<const double2*>(row + 2 * (l0 + e));
+            xv[e] = t.x; yv[e] = t.y;
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            const bool ok = in && l0 + e < k;
+            xv[e] = ok ? row[2 * (l0 + e)] : 0.0;
+            yv[e] = ok ? row[2 * (l0 + e) + 1] : 0.0;
+        }
+    }
+}
+__device__ __forceinline__ void load_row8_il(const float* row, int l0, int k, bool in, int vec, double* xv,
+                                             double* yv) {
+    if (in && vec && l0 + 8 <= k) {
+#pragma unroll
+        for (int e = 0; e < 8; e += 2) {
+            uint4 t = *reinterpret_cast<const uint4*>(row + 2 * (l0 + e));
+            xv[e] = widen_f32_bits(t.x); yv[e] = widen_f32_bits(t.y);
+            xv[e + 1] = widen_f32_bits(t.z); yv[e + 1] = widen_f32_bits(t.w);
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            const bool ok = in && l0 + e < k;
+            xv[e] = ok ? load_f64(row + 2 * (l0 + e)) : 0.0;
+            yv[e] = ok ? load_f64(row + 2 * (l0 + e) + 1) : 0.0;
+        }
+    }
+}
+
 // Symmetric residues of X' + Y' from those of X' and Y' (the summed operands of the
 // three-product form): both lie in the symmetric range [lo, hi] of m_q, so their sum lies in
 // [2 lo, 2 hi] and one step of m_q brings it back.
@@ -234,7 +273,9 @@ __device__ __forceinline__ void residues8_pair(const double* xv, const double* y
 // vec != 0: x 16-byte aligned and ldx a multiple of 16 bytes (vector loads).
 // PAIR: two parts x, y of one scaling (same ldx; vec for both) into out, out_y, and the
 // residues of their sum into out_s (residues8_pair); otherwise y, out_y, out_s are unused.
-template <typename T, bool PAIR>
+// IL (with PAIR): the parts interleaved in the rows of x (complex entries, load_row8_il; ldx
+// in T units), y unused.
+template <typename T, bool PAIR, bool IL = false>
 __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, const T* __restrict__ y, i64 ldx,
                                                      const i64* __restrict__ shift,
                                                      int r, int k, int rp, int kp,
@@ -246,12 +287,15 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, co
     const i64 slab8 = (i64)rp * kp / RES_PER_THREAD;  // one modulus slab in uint2 units
     for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < rp; i += gridDim.y * blockDim.y) {
         double xv[RES_PER_THREAD];
-        load_row8(x + (i64)i * ldx, l0, k, i < r, vec, xv);
+        double yv[RES_PER_THREAD];
+        if (IL)
+            load_row8_il(x + (i64)i * ldx, l0, k, i < r, vec, xv, yv);
+        else
+            load_row8(x + (i64)i * ldx, l0, k, i < r, vec, xv);
         const i64 sh = i < r ? shift[i] : 0;
         const i64 o = ((i64)i * kp + l0) / RES_PER_THREAD;
         if (PAIR) {
-            double yv[RES_PER_THREAD];
-            load_row8(y + (i64)i * ldx, l0, k, i < r, vec, yv);
+            if (!IL) load_row8(y + (i64)i * ldx, l0, k, i < r, vec, yv);
             residues8_pair(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wx, uint2 wy, uint2 ws) {
                 out[o + q * slab8] = wx;
                 out_y[o + q * slab8] = wy;
@@ -367,6 +411,19 @@ SCALED_RESIDUES_KERNEL(scaled_residues_f32, float)
     }
 SCALED_RESIDUES_PAIR_KERNEL(scaled_residues_pair, double)
 SCALED_RESIDUES_PAIR_KERNEL(scaled_residues_pair_f32, float)
+
+// The two parts interleaved in the rows of x (complex128 / complex64 entries read in place).
+#define SCALED_RESIDUES_PAIR_IL_KERNEL(NAME, T)                                                      \
+    extern "C" __global__ void __launch_bounds__(256, 3) NAME(const T* __restrict__ x, i64 ldx,     \
+                                    const i64* __restrict__ shift, int r, int k, int rp, int kp,     \
+                                    const short* __restrict__ pow2tab, int tabw, int vec,            \
+                                    uint2* __restrict__ out_x, uint2* __restrict__ out_y,            \
+                                    uint2* __restrict__ out_s) {                                     \
+        scaled_residues_impl<T, true, true>(x, nullptr, ldx, shift, r, k, rp, kp, pow2tab, tabw, vec, \
+                                            out_x, out_y, out_s);                                    \
+    }
+SCALED_RESIDUES_PAIR_IL_KERNEL(scaled_residues_pair_il, double)
+SCALED_RESIDUES_PAIR_IL_KERNEL(scaled_residues_pair_il_f32, float)
 
 // (at most 64 registers: four blocks of 256 threads per SM; with five, ptxas spills)
 extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 4) scaled_residues_cols(

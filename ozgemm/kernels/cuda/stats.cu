@@ -479,6 +479,36 @@ extern "C" __global__ void transpose_f32(const u32* __restrict__ x, i64 ldx, int
     transpose_impl<u32>(x, ldx, c, r, out);
 }
 
+// The half-form operands of a complex product's bound GEMM (planner.complex_pairs) from 7-bit
+// magnitudes q (r rows of stride ldq; term l's real part at entry l * ls, its imaginary part at
+// l * ls + cs: ls = 1, cs = k for [re | im] rows, ls = 2, cs = 1 for interleaved ones) into the
+// padded INT8 GEMM operand out (rp x kp, row-major): entry l < k the larger of term l's two
+// magnitudes (first_max) or the smaller, entry k + l the other, zero beyond 2k and beyond r.
+// Four output bytes per thread (kp is a multiple of 4), one pass.
+extern "C" __global__ void complex_pairs_q(const unsigned char* __restrict__ q, i64 ldq, int r, int k, int ls,
+                                           int cs, int rp, int kp, int first_max, unsigned int* __restrict__ out) {
+    const i64 words = (i64)rp * (kp / 4);
+    for (i64 w = (i64)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += (i64)gridDim.x * blockDim.x) {
+        const int i = (int)(w / (kp / 4)), c0 = (int)(w % (kp / 4)) * 4;
+        unsigned int word = 0;
+        if (i < r && c0 < 2 * k) {
+            const unsigned char* row = q + (i64)i * ldq;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int c = c0 + e;
+                unsigned int v = 0;
+                if (c < 2 * k) {
+                    const int l = c < k ? c : c - k;
+                    const unsigned int x = row[(i64)l * ls], y = row[(i64)l * ls + cs];
+                    v = ((c < k) == (first_max != 0)) ? max(x, y) : min(x, y);
+                }
+                word |= v << (8 * e);
+            }
+        }
+        out[w] = word;
+    }
+}
+
 // Non-finite entries of a row-major (r x c, row stride ld) float32/float64 array: flag[i] = 1
 // (rows, cols == 0) or flag[j] = 1 (cols != 0) for every non-finite entry, and *any = 1.
 // 2-D launch: x over columns, y over rows (grid-stride).
