@@ -12,8 +12,8 @@ from .methods import execute, execute_complex, plan_product
 from .contracts.contract import Contract, as_contract
 from .contracts.formats import DD, Binary128, quad_from_bits
 from .precision.operands import arrays, as_wide, ieee_classes, is_wide, operand_rows, transpose
-from .precision.planner import (Plan, RefineBound, WidthShortfall, confirm_plan, forget_guess, guess_key,
-                                speculation_guess)
+from .precision.planner import (Plan, RefineBound, WidthShortfall, complex_bound_form, confirm_plan, forget_guess,
+                                guess_key, speculation_guess)
 from .precision.rounding import empty_result
 from .precision.specials import NonFiniteInputs, patch_nonfinite, split_nonfinite
 
@@ -510,6 +510,7 @@ def _complex_plan(a, b, contract, backend):
 
     if contract.method == "crt":
         ai, bt = cast(*backend.complex_operands(a, b))
+        form = complex_bound_form(a, b)
         built = []
 
         def whole():  # (built once)
@@ -520,7 +521,7 @@ def _complex_plan(a, b, contract, backend):
         if backend.flags_nonfinite:
             try:
                 p = plan_product(contract, ai, bt, backend, nonfinite_flag=xp.zeros((1,), dtype=xp.int32),
-                                 embedding=True, whole=whole)
+                                 embedding=form, whole=whole)
                 a0, b0 = whole() if p.method == "bands" else (ai, bt)
                 return a0, b0, a0, b0, None, None, _complex_note(p, m, k, n)
             except NonFiniteInputs:
@@ -530,7 +531,7 @@ def _complex_plan(a, b, contract, backend):
         if bad_r is not None:  # the same rows and columns zeroed in the operands planned
             ai = xp.where(bad_r[:, None], 0, ai)
             bt = xp.where(bad_c[None, :], 0, bt)
-        p = plan_product(contract, ai, bt, backend, embedding=True, whole=lambda: (a0, b0))
+        p = plan_product(contract, ai, bt, backend, embedding=form, whole=lambda: (a0, b0))
         if p.method != "bands":
             a0, b0 = ai, bt
         return ae, be, a0, b0, bad_r, bad_c, _complex_note(p, m, k, n)

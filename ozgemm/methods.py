@@ -23,14 +23,15 @@ __all__ = ["plan_product", "execute", "execute_complex"]
 
 
 def plan_product(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
-                 pa=None, pb=None, known=(None, None), src=(None, None), embedding=False, whole=None):
+                 pa=None, pb=None, known=(None, None), src=(None, None), embedding=None, whole=None):
     """The plan of ``a @ b`` (:func:`_plan`), within the contract's ``max_gemms`` (a capped
     contract never speculates, so every plan it gets is checked here); beyond one plan's width,
     in exponent bands (:func:`ozgemm.precision.bands.plan_bands`, which takes ``src``). A
     contract whose constant grows with k is planned as its constant-growth form for this k
-    (:meth:`~ozgemm.contracts.contract.Contract.for_k`). ``embedding`` (CRT contracts): ``a``,
-    ``b`` are a complex product's operands as :func:`ozgemm.precision.planner.statistics` takes
-    them, and bands are planned on the whole real embedding ``whole()`` returns."""
+    (:meth:`~ozgemm.contracts.contract.Contract.for_k`). ``embedding`` (CRT contracts; the form of
+    the lower bound, :func:`ozgemm.precision.planner.complex_bound_operands`): ``a``, ``b`` are a
+    complex product's operands as :func:`ozgemm.precision.planner.statistics` takes them, and
+    bands are planned on the whole real embedding ``whole()`` returns."""
     contract = contract.for_k(a.shape[-1])
     try:
         p = _plan(contract, a, b, backend, force=force, nonfinite_flag=nonfinite_flag, speculate=speculate,
@@ -57,7 +58,7 @@ def _bands_allowed(contract) -> bool:
 
 
 def _plan(contract, a, b, backend, *, force: int | None = None, nonfinite_flag=None, speculate=False,
-          pa=None, pb=None, known=(None, None), embedding=False):
+          pa=None, pb=None, known=(None, None), embedding=None):
     """The plan of ``a @ b`` (finite 2-D operands, or (C, ., .) components) under ``contract``
     on ``backend``. ``force``: that many moduli (CRT) or slices (Ozaki-I), proving nothing
     (diagnostics). Other arguments: :func:`ozgemm.precision.planner.make_plan`.
@@ -132,11 +133,14 @@ def execute_complex(plan, backend, a, b, timings=None, out=None):
     takes ``out`` = (re, im) to write the parts into, e.g. the real and imaginary views of a
     complex array) on the finite operands they were planned from
     (:func:`ozgemm.precision.operands.complex_operands`: ``a`` (m, 2k) with interleaved parts,
-    ``b`` = [Br | Bi] (k, 2n)); Ozaki-I and banded plans as the product of the finite embedding
-    ``a`` (m, 2k), ``b`` (2k, 2n) (:func:`ozgemm.precision.operands.complex_embedding`)."""
+    ``b`` = [Br | Bi] (k, 2n); or, for a plan of the whole embedding, its blocks); Ozaki-I and
+    banded plans as the product of the finite embedding ``a`` (m, 2k), ``b`` (2k, 2n)
+    (:func:`ozgemm.precision.operands.complex_embedding`)."""
     if plan.method == "bands":
         return crt_pipeline.execute_bands(plan, backend, a, b, timings)
     if plan.method == "crt":
-        n = b.shape[1] // 2
+        k, n = a.shape[1] // 2, b.shape[1] // 2
+        if b.shape[0] == 2 * k:  # the whole embedding (a CRT plan chosen by method "auto")
+            return crt_pipeline.execute_3m(plan, backend, (a[:, :k], a[:, k:]), (b[:k, :n], b[:k, n:]), timings, out)
         return crt_pipeline.execute_3m(plan, backend, (a[:, 0::2], a[:, 1::2]), (b[:, :n], b[:, n:]), timings, out)
     return ozaki_pipeline.execute(plan, backend, a, b, timings)

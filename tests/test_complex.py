@@ -382,9 +382,9 @@ def test_half_form_lower_bound_is_each_terms_smaller_pairing(seed):
     b[:, 3] = 1j * b[:, 3].imag
     eng = NumpyBackend()
     ai, bt = complex_operands(a, b, np)
-    sa, sb = P.statistics(ai, bt, eng, embedding=True)
+    sa, sb = P.statistics(ai, bt, eng, embedding="half")
     bound = P.componentwise_bound(ozgemm.load_contract("fp64"), sa, sb, ai.shape[1], eng, operands=(ai, bt),
-                                  embedding=True)
+                                  embedding="half")
     k, n = a.shape[1], b.shape[1]
     qa = _q7([[float(v) for v in row] for row in np.hstack([a.real, a.imag])])
     qb = _q7([[float(v) for v in col] for col in np.vstack([b.real, b.imag]).T])
@@ -417,9 +417,9 @@ def test_refined_half_form_keeps_the_promise_per_part(monkeypatch):
     assert np.array_equal(c, ozgemm.matmul(a, b, contract="fp64", engine="cpu-int64"))
     eng = NumpyBackend()
     ai, bt = complex_operands(a, b, np)
-    sa, sb = P.statistics(ai, bt, eng, embedding=True)
+    sa, sb = P.statistics(ai, bt, eng, embedding="half")
     bound = P.componentwise_bound(ozgemm.load_contract("fp64"), sa, sb, ai.shape[1], eng, operands=(ai, bt),
-                                  embedding=True)
+                                  embedding="half")
     assert bound.refined
     lb2, shift = bound.finest()
     assert shift == 14
@@ -450,3 +450,89 @@ def test_three_product_operands_are_the_embeddings_blocks(dts, transposed):
     assert np.array_equal(Bt, B[:6])
     if a.dtype == {np.float32: np.complex64, np.float64: np.complex128}[A.dtype.type] and a.flags.c_contiguous:
         assert np.shares_memory(Ai, a)
+
+
+@pytest.mark.parametrize("contract", ["fp64", "fp32", "dd"])
+def test_method_auto_on_complex_operands(contract):
+    """A contract with method "auto" plans the whole embedding; whichever method it picks runs
+    on the operands that plan was made for (the promise per part, exactly; both engines)."""
+    rng = np.random.default_rng(12)
+    dt = np.complex64 if contract == "fp32" else np.complex128
+    a, b = _operands(rng, 4, 6, 5, 1.0, dt)
+    con = ozgemm.load_contract(contract).with_(method="auto")
+    c, (p,) = ozgemm.matmul(a, b, contract=con, return_plan=True)
+    assert p.method in ("crt", "ozaki")
+    if contract == "dd":
+        hi, lo = c.hi, c.lo
+        for (i, j), (re, im, _, _) in _exact(a, b).items():
+            for got, want in (((hi[i, j].real, lo[i, j].real), re), ((hi[i, j].imag, lo[i, j].imag), im)):
+                err = abs(Fraction(float(got[0])) + Fraction(float(got[1])) - want)
+                assert err <= Fraction(1, 2 ** 100) * (abs(want) + 1), (i, j)
+    else:
+        _check_componentwise(c, a, b, contract)  # (the same promise as the named contract's)
+        assert np.array_equal(c, ozgemm.matmul(a, b, contract=con, engine="cpu-int64"))
+
+
+@pytest.mark.parametrize("real", ["a", "b"])
+@pytest.mark.parametrize("contract", ["fp64", "fp32", "fp64-dgemm"])
+def test_real_operand_takes_the_embeddings_own_bound(real, contract):
+    """A real operand times a complex one: the bound GEMM of the real operand against the other's
+    stacked parts is the whole embedding's own bound GEMM, so the plan (moduli, width) is the one
+    the whole embedding gets; entries of B purely real or purely imaginary (where the half form
+    of two complex operands would lose the most) included."""
+    from ozgemm.contracts.contract import as_contract
+    from ozgemm.kernels.numpy import NumpyBackend
+    from ozgemm.precision import planner as P
+    from ozgemm.precision.operands import complex_embedding
+
+    rng = np.random.default_rng(14)
+    dt = np.complex64 if contract == "fp32" else np.complex128
+    a, b = _operands(rng, 24, 16, 20, 0.5, dt)
+    b = np.where(rng.random(b.shape) < 0.5, b.real, 1j * b.imag).astype(dt)
+    if real == "a":
+        a = a.real.copy()
+    else:
+        a, b = b.T.copy(), a.T.real.copy()
+    c, (p,) = ozgemm.matmul(a, b, contract=contract, return_plan=True)
+    q = P.make_plan(as_contract(contract).for_k(2 * a.shape[1]), *complex_embedding(a, b, np), NumpyBackend())
+    assert (p.n_moduli, p.beta) == (q.n_moduli, q.beta)
+    _check_componentwise(c, a, b, contract)
+
+
+def test_refinement_decided_on_the_embeddings_work(monkeypatch):
+    """The second window is decided on the real embedding's multiply-adds m (2k) (2n), the same
+    for every shape of the complex product."""
+    import ozgemm.precision.planner as P
+
+    seen = []
+    real = P.needs_refinement
+
+    def spy(host, bits, work):
+        seen.append(work)
+        return real(host, bits, work)
+
+    monkeypatch.setattr(P, "needs_refinement", spy)
+    rng = np.random.default_rng(2)
+    for m, k, n in ((3, 2, 50), (3, 50, 2)):
+        seen.clear()
+        ozgemm.matmul(*_operands(rng, m, k, n, 1.0))
+        assert seen == [m * (2 * k) * (2 * n)]
+
+
+@pytest.mark.parametrize("real", ["a", "b"])
+def test_refined_real_operand_form_keeps_the_promise(real, monkeypatch):
+    """Wide spreads with a real operand refine the embedding's own bound (a second window of each
+    part): below both parts' exact |A||B| per entry, the promise per part, both engines."""
+    import ozgemm.precision.planner as P
+
+    monkeypatch.setattr(P, "REFINE_MIN_WORK", 0)
+    rng = np.random.default_rng(21)
+    a, b = _operands(rng, 4, 60, 3, 4.0)
+    if real == "a":
+        a = a.real.copy()
+    else:
+        b = b.real.copy()
+    c, (p,) = ozgemm.matmul(a, b, contract="fp64", return_plan=True)
+    assert "refined" in p.widened
+    _check_componentwise(c, a, b, "fp64")
+    assert np.array_equal(c, ozgemm.matmul(a, b, contract="fp64", engine="cpu-int64"))

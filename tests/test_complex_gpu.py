@@ -59,21 +59,65 @@ def test_complex_tiles_and_overlap_bit_identical():
 
 
 @pytest.mark.parametrize("contract", ["fp64", "fp64-dgemm", "fp32"])
-def test_complex_refined_half_form_bit_identical_to_cpu(contract, monkeypatch):
-    """Wide spreads refine the complex product's half-form lower bound on the GPU as on the
-    CPU: the same moduli, width and bits. (The size from which products refine is lowered to
-    this test's.)"""
+@pytest.mark.parametrize("real", [None, "a", "b"])
+def test_complex_refined_bound_bit_identical_to_cpu(contract, real, monkeypatch):
+    """Wide spreads refine the complex product's lower bound (the half form; a real operand's
+    form) on the GPU as on the CPU: the same moduli, width and bits. (The size from which
+    products refine is lowered to this test's.)"""
     import ozgemm.precision.planner as P
 
     monkeypatch.setattr(P, "REFINE_MIN_WORK", 0)
     rng = np.random.default_rng(23)
     dt = np.complex64 if contract == "fp32" else np.complex128
     a, b = _operands(rng, 40, 700, 30, 4.0, dt)
+    if real == "a":
+        a = a.real.copy()
+    elif real == "b":
+        b = b.real.copy()
     want, (pc,) = ozgemm.matmul(a, b, contract=contract, return_plan=True)
     got, (pg,) = ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=contract, return_plan=True)
     assert "refined" in pc.widened and "refined" in pg.widened
     assert (pg.n_moduli, pg.beta) == (pc.n_moduli, pc.beta)
     _same(want, got)
+
+
+@pytest.mark.parametrize("nonfinite", [False, True])
+def test_complex_bands_bit_identical_to_cpu(nonfinite):
+    """Spreads beyond one plan: the complex product is planned from its operands, refused at
+    the width check and split into exponent bands of the whole embedding, on the GPU as on the
+    CPU (with a NaN row: set aside in the embedding first)."""
+    rng = np.random.default_rng(31)
+
+    def wide(r, c):
+        return rng.standard_normal((r, c)) * np.exp2(rng.integers(-600, 600, (r, c)))
+
+    a = wide(5, 7) + 1j * wide(5, 7)
+    b = wide(7, 3) - 1j * wide(7, 3)
+    if nonfinite:
+        a[2, 3] = complex(np.nan, 1.0)
+    with np.errstate(all="ignore"):
+        want, (pc,) = ozgemm.matmul(a, b, return_plan=True)
+        got, (pg,) = ozgemm.matmul(cp.asarray(a), cp.asarray(b), return_plan=True)
+    assert pc.method == pg.method == "bands"
+    assert np.array_equal(want, cp.asnumpy(got), equal_nan=True)
+
+
+@pytest.mark.parametrize("form", ["half", "a_real", "b_real"])
+@pytest.mark.parametrize("mkn", [(1, 1, 1), (37, 45, 19), (130, 257, 64)])
+def test_complex_bound_gemm_equals_the_numpy_backends(form, mkn):
+    """The bound GEMM of each complex form from interleaved 7-bit magnitudes (one pass per
+    operand into the padded GEMM operands) equals the numpy backend's, row and column padding,
+    an odd k and q rows longer than 2k included."""
+    from ozgemm.kernels import get_backend
+    from ozgemm.kernels.numpy import NumpyBackend
+
+    m, k, n = mkn
+    rng = np.random.default_rng(sum(mkn))
+    qa = rng.integers(0, 128, (m, 2 * k + 16), dtype=np.int8)
+    qb = rng.integers(0, 128, (n, 2 * k + 16), dtype=np.int8)
+    want = NumpyBackend().gemm_complex_bound(qa, qb, k, form)
+    got = get_backend("cuda").gemm_complex_bound(cp.asarray(qa), cp.asarray(qb), k, form)
+    assert got.shape == want.shape and np.array_equal(cp.asnumpy(got).astype(np.int64), want.astype(np.int64))
 
 
 def test_complex_mixed_batched_and_specials_on_device():

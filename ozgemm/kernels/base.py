@@ -101,11 +101,12 @@ class Backend(Protocol):
     def gemm_exact(self, a, bt):
         """Exact ``a @ bt.T`` of int8 arrays (m, k) and (n, k): an integer array (m, n)."""
 
-    def gemm_complex_pairs(self, qa, qbt, k: int):
-        """The half-form bound GEMM of a complex product: ``[U | u] @ [v | V]^T`` (m, n), an
-        integer array (:func:`ozgemm.precision.planner.complex_pairs`), from the 7-bit
-        magnitudes ``qa`` (m, >= 2k) of A's rows and ``qbt`` (n, >= 2k) of B's columns, each
-        interleaved: entry 2l the real part of term l, 2l + 1 its imaginary part
+    def gemm_complex_bound(self, qa, qbt, k: int, form: str):
+        """A complex product's bound GEMM ``join(left @ right^T)`` of
+        :func:`ozgemm.precision.planner.complex_bound_operands` (``form``: "half" (m, n),
+        "a_real" / "b_real" (m, 2n)), an integer array, from the 7-bit magnitudes ``qa``
+        (m, >= 2k) of A's rows and ``qbt`` (n, >= 2k) of B's columns, each interleaved: entry 2l
+        the real part of term l, 2l + 1 its imaginary part
         (:func:`ozgemm.precision.planner.statistics` with ``embedding``)."""
 
     def second_window(self, x, E):

@@ -32,7 +32,7 @@ import numpy as np
 from ..crt.moduli import WIDE_K_BLOCK, garner_constants, wide_moduli
 from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
-from ..precision.planner import complex_pairs, normwise_scalars, plan_scalars, stack_plan_scalars, width_constants
+from ..precision.planner import complex_bound_operands, normwise_scalars, plan_scalars, stack_plan_scalars, width_constants
 from ..precision.operands import complex_embedding, complex_operands
 from ..precision.stats import LB_BITS, NORM_BITS, RowStats, row_stats, split_float
 
@@ -229,8 +229,10 @@ class NumpyBackend:
         """Exact ``a @ bt.T`` of int8 (m, k) and (n, k) as int64 (m, n)."""
         return self._mm(a, bt)
 
-    def gemm_complex_pairs(self, qa, qbt, k):
-        return self._mm(*complex_pairs(qa[:, 0:2 * k:2], qa[:, 1:2 * k:2], qbt[:, 0:2 * k:2], qbt[:, 1:2 * k:2], np))
+    def gemm_complex_bound(self, qa, qbt, k, form):
+        left, right, join = complex_bound_operands(form, qa[:, 0:2 * k:2], qa[:, 1:2 * k:2], qbt[:, 0:2 * k:2],
+                                                   qbt[:, 1:2 * k:2], np)
+        return join(self._mm(left, right))
 
     # -- product phases ----------------------------------------------------------------
     @contextlib.contextmanager

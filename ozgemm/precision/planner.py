@@ -60,7 +60,7 @@ from .stats import LB_BITS, NORM_BITS, RowStats, head_rows, twice
 
 __all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "RefineBound", "REFINE_GAP", "REFINE_MIN_WORK",
            "second_window", "needs_refinement", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
-           "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound", "complex_pairs", "normwise_width", "normwise_thresholds", "normwise_scalars",
+           "max_beta_for", "min_moduli_for", "s_bound", "ceil_sqrt", "make_plan", "confirm_plan", "statistics", "componentwise_bound", "complex_pairs", "complex_bound_operands", "complex_bound_form", "normwise_width", "normwise_thresholds", "normwise_scalars",
            "check_width", "delta_norm", "required_beta", "width_constants", "plan_scalars", "KBLOCK_INT32"]
 
 #: k-block for exact int32 accumulation of int8 products: residues lie in [-128, 127], so
@@ -814,9 +814,10 @@ class Bound:
     scalars: object
     refine: tuple = field(default=None, repr=False)
     cache: dict = field(default_factory=dict, repr=False, compare=False)
-    #: the product is a complex product's real embedding and ``lb`` its half form (m, n)
-    #: (:func:`complex_pairs`), a lower bound of both halves of the embedding's |A||B|
-    embedding: bool = False
+    #: a complex product's form of the bound (:func:`complex_bound_operands`): "half" (``lb``
+    #: (m, n), a lower bound of both halves of the embedding's |A||B|), "a_real" / "b_real"
+    #: (``lb`` the embedding's own (m, 2n) bound); None for a real product
+    embedding: str | None = None
 
     def host(self):
         """The planner's scalars on the host (the one device->host read of a componentwise
@@ -827,7 +828,8 @@ class Bound:
             if self.refine is not None:
                 a, bt, backend, contract = self.refine
                 m, k = a.shape
-                if needs_refinement(h, contract.bits, m * bt.shape[0] * k):
+                n = bt.shape[1] if self.embedding else bt.shape[0]  # (a complex product's bt: (k/2, n))
+                if needs_refinement(h, contract.bits, m * n * k):
                     h = h.copy()
                     h[0] = min(int(h[0]), self._refined_width(a, bt, backend, contract))
             self.cache["host"] = h
@@ -837,17 +839,27 @@ class Bound:
         """The minimal width from LB2 (class docstring); keeps LB2 for :meth:`finest`."""
         xp = backend.xp
         sa, sb = self.stats
-        if self.embedding:  # the half form's second window: of U, u and v, V themselves
+        k = a.shape[1]
+        if self.embedding:  # a: interleaved parts (m, 2k'); bt: [Br | Bi] (k', 2n')
             from .._xp import as_float64
 
-            n = bt.shape[1] // 2  # a: interleaved parts (m, 2k); bt: [Br | Bi] (k, 2n)
-            sb = head_rows(sb, n)
-            a, b = xp.abs(as_float64(a)), xp.abs(as_float64(bt))
-            a, bt = complex_pairs(a[:, 0::2], a[:, 1::2], b[:, :n].T, b[:, n:].T, xp)
-        lb2 = self.lb.astype(xp.int64) * (1 << (2 * LB_BITS)) + backend.gemm_exact(
-            backend.second_window(a, sa.E), backend.second_window(bt, sb.E))
+            n = bt.shape[1] // 2
+            sbh = head_rows(sb, n)
+            ax, bx = xp.abs(as_float64(a)), xp.abs(as_float64(bt))
+            parts = ax[:, 0::2], ax[:, 1::2], bx[:, :n].T, bx[:, n:].T
+            if self.embedding == "half":  # the second window of U, u and v, V themselves
+                sb = sbh
+                a, bt = complex_pairs(*parts, xp)
+                q1 = backend.gemm_exact(backend.second_window(a, sa.E), backend.second_window(bt, sb.E))
+            else:  # the second window of each part, then the same GEMM as the first window's
+                w = [backend.second_window(x, e) for x, e in zip(parts, (sa.E, sa.E, sbh.E, sbh.E))]
+                left, right, join = complex_bound_operands(self.embedding, *w, xp)
+                q1 = join(backend.gemm_exact(left, right))
+        else:
+            q1 = backend.gemm_exact(backend.second_window(a, sa.E), backend.second_window(bt, sb.E))
+        lb2 = self.lb.astype(xp.int64) * (1 << (2 * LB_BITS)) + q1
         self.cache.update(refined=True, lb2=lb2)
-        return int(to_numpy(backend.plan_scalars(sa, sb, lb2, contract.bits, a.shape[1], contract.fmt.u,
+        return int(to_numpy(backend.plan_scalars(sa, sb, lb2, contract.bits, k, contract.fmt.u,
                                                  lb_shift=2 * LB_BITS))[0])
 
     @property
@@ -887,7 +899,7 @@ class Bound:
         return delta_norm(beta, sa, sb, k, _xp_of(sa.width))
 
 
-def statistics(a, b, backend, nonfinite_flag=None, known=(None, None), embedding: bool = False):
+def statistics(a, b, backend, nonfinite_flag=None, known=(None, None), embedding: str | None = None):
     """Row statistics of ``a`` (m, k) and column statistics of ``b`` (k, n) (or (C, ., .)
     components) on the backend: (sa, sb). ``nonfinite_flag``: set where the backend's
     statistics see NaN/Inf (backends with ``flags_nonfinite``). ``known``: statistics already
@@ -922,26 +934,26 @@ def needs_refinement(host, bits: int, work: int) -> bool:
 
 
 def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, backend, nonfinite_flag=None,
-                        operands=None, embedding: bool = False) -> Bound:
+                        operands=None, embedding: str | None = None) -> Bound:
     """The bound GEMM and the planner's scalars for a componentwise contract (no host read).
     ``operands`` = (a (m, k), b (k, n)) of one component: the bound may be refined
     (:class:`Bound`) when its scalars are read. ``embedding``: a complex product's statistics
-    and operands as :func:`statistics` takes them, whose lower bound takes the half form
-    (:func:`complex_pairs`)."""
+    and operands as :func:`statistics` takes them, and the form of its lower bound
+    (:func:`complex_bound_operands`: "half", "a_real", "b_real")."""
     cpow = _cpow(sa, sb)
     lg = cpow.bit_length() - 1
+    sbh = sb
     if embedding:
-        # one (m, n) lower bound of both parts' |A||B| (columns j and n + j), scalars from the
-        # first n columns' statistics (the same values as the last n)
-        sbh = head_rows(sb, sb.E.shape[0] // 2)
-        lb = backend.gemm_complex_pairs(sa.q, sbh.q, k // 2)
+        # the bound from the interleaved 7-bit magnitudes of A's rows and of B's column pairs
+        lb = backend.gemm_complex_bound(sa.q, head_rows(sb, sb.E.shape[0] // 2).q, k // 2, embedding)
+        if embedding == "half":  # one (m, n) bound of both parts: the first n columns' statistics
+            sbh = head_rows(sb, sb.E.shape[0] // 2)
     else:
-        sbh = sb
         lb = backend.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
     # c/2-unit scaling errors (cpow = 2**lg): the same closed form with bits + lg and
     # k c**2 (R/c and K c, both exact powers of two; see _cpow and required_beta)
     dev = backend.plan_scalars(sa, sbh, lb, contract.bits + lg, k * cpow * cpow, contract.fmt.u, flag=nonfinite_flag)
-    if embedding:
+    if embedding == "half":
         # the half form's LB + ra + cb + k bounds the pairing it sums, not the larger one: S
         # takes the 1-norm and Cauchy-Schwarz sources (k 2**14: no third source)
         dev[5] = (k << (2 * LB_BITS)) - k
@@ -974,9 +986,42 @@ def complex_pairs(ar, ai, br, bi, xp):
     return left, right
 
 
+#: the forms of a complex product's lower bound (:func:`complex_bound_operands`)
+COMPLEX_BOUNDS = ("half", "a_real", "b_real")
+
+
+def complex_bound_form(a, b) -> str:
+    """The form of the lower bound of the complex product ``a @ b`` (one operand at least
+    complex): "half" where both are complex, else the real operand's form."""
+    return "a_real" if a.dtype.kind != "c" else "b_real" if b.dtype.kind != "c" else "half"
+
+
+def complex_bound_operands(form, ar, ai, br, bi, xp):
+    """(left, right, join) of a complex product's lower bound: ``join(left @ right^T)`` is the
+    bound, from the magnitudes of the parts ``ar``, ``ai`` (m, k) of A's rows and ``br``,
+    ``bi`` (n, k) of B's columns (same units per row or column).
+
+    * "half" (both operands complex): :func:`complex_pairs`, one (m, n) lower bound of both
+      parts, m x 2k x n;
+    * "a_real" (ai = 0): ar against [br; bi], the embedding's own (m, 2n) bound
+      [ar br^T | ar bi^T], m x k x 2n;
+    * "b_real" (bi = 0): [ar; ai] against br, joined into the embedding's own bound
+      [ar br^T | ai br^T], 2m x k x n.
+
+    The two real-operand forms are exact for the embedding (its other terms are zero) at the
+    half form's cost."""
+    if form == "half":
+        left, right = complex_pairs(ar, ai, br, bi, xp)
+        return left, right, lambda g: g
+    m = ar.shape[0]
+    if form == "a_real":
+        return ar, xp.concatenate([br, bi]), lambda g: g
+    return xp.concatenate([ar, ai]), br, lambda g: xp.concatenate([g[:m], g[m:]], axis=1)
+
+
 def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None, nonfinite_flag=None,
               speculate: bool = False, pa=None, pb=None, bound: Bound | None = None, known=(None, None),
-              embedding: bool = False) -> Plan:
+              embedding: str | None = None) -> Plan:
     """Plan the Ozaki scheme II (CRT) product of finite 2-D arrays ``a`` (m x k) and ``b`` (k x n)
     (or (C, m, k) / (C, k, n) components of dd/binary128 operands, rescaled by ``2**-pa`` /
     ``2**-pb``) under ``contract``, whose method is CRT.
@@ -997,8 +1042,8 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     :class:`~ozgemm.precision.specials.NonFiniteInputs` is raised when set.
     ``bound``: the statistics and bound GEMM already computed (:func:`componentwise_bound`);
     ``known``: statistics of a prepared operand (:func:`statistics`). ``embedding``: ``a``, ``b``
-    are a complex product's operands as :func:`statistics` takes them (the plan is the real
-    embedding's; the bound takes the half form, :func:`complex_pairs`).
+    are a complex product's operands as :func:`statistics` takes them and the form of its
+    lower bound (:func:`complex_bound_operands`); the plan is the real embedding's.
 
     Raises
     ------

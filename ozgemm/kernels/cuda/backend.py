@@ -550,26 +550,33 @@ class CudaBackend:
         c = self._gemm_exact_padded(self._pad(a[None], mp, kp), self._pad(bt[None], np_, kp))
         return c[0, :m, :n]
 
-    def gemm_complex_pairs(self, qa, qbt, k):
-        """:meth:`~ozgemm.kernels.base.Backend.gemm_complex_pairs`: each half-form operand
-        written straight into its padded INT8 GEMM operand by one pass (stats.cu
-        ``complex_pairs_q``), then :meth:`gemm_exact`'s GEMM."""
+    def gemm_complex_bound(self, qa, qbt, k, form):
+        """:meth:`~ozgemm.kernels.base.Backend.gemm_complex_bound`: each operand written straight
+        into its padded INT8 GEMM operand by one pass over the interleaved magnitudes (stats.cu
+        ``complex_bound_q``), then :meth:`gemm_exact`'s GEMM (and, "b_real", its two row
+        halves side by side)."""
         m, n = qa.shape[0], qbt.shape[0]
         if k == 0 or m == 0 or n == 0:
-            return cp.zeros((m, n), dtype=cp.int64)
-        kp = _ceil(2 * k, _PAD)
+            return cp.zeros((m, 2 * n if form != "half" else n), dtype=cp.int64)
+        modes = {"half": (0, 1), "a_real": (3, 2), "b_real": (2, 3)}[form]
+        kp = _ceil(2 * k if form == "half" else k, _PAD)
         ops = []
-        for q, first_max in ((qa, 1), (qbt, 0)):
+        for q, mode in zip((qa, qbt), modes):
             r = q.shape[0]
-            rp = _ceil(r, _PAD)
+            rp = _ceil(2 * r if mode == 2 else r, _PAD)
             assert q.dtype == cp.int8 and q.strides[1] == 1 and q.shape[1] >= 2 * k
             out = cp.empty((1, rp, kp), dtype=cp.int8)
             words = rp * kp // 4
-            _fn("complex_pairs_q")((min(-(-words // 256), 1 << 20),), (256,),
-                                   (q, np.int64(q.strides[0]), np.int32(r), np.int32(k), np.int32(2), np.int32(1),
-                                    np.int32(rp), np.int32(kp), np.int32(first_max), out))
+            _fn("complex_bound_q")((min(-(-words // 256), 1 << 20),), (256,),
+                                   (q, np.int64(q.strides[0]), np.int32(r), np.int32(k), np.int32(rp), np.int32(kp),
+                                    np.int32(mode), out))
             ops.append(out)
-        return self._gemm_exact_padded(*ops)[0, :m, :n]
+        g = self._gemm_exact_padded(*ops)[0]
+        if form == "half":
+            return g[:m, :n]
+        if form == "a_real":
+            return g[:m, :2 * n]
+        return cp.concatenate([g[:m, :n], g[m:2 * m, :n]], axis=1)
 
     # -- planner hooks (fused; mirror precision/stats.py and planner.required_beta) ------
     def row_stats(self, x, nonfinite=None):

@@ -479,28 +479,35 @@ extern "C" __global__ void transpose_f32(const u32* __restrict__ x, i64 ldx, int
     transpose_impl<u32>(x, ldx, c, r, out);
 }
 
-// The half-form operands of a complex product's bound GEMM (planner.complex_pairs) from 7-bit
-// magnitudes q (r rows of stride ldq; term l's real part at entry l * ls, its imaginary part at
-// l * ls + cs: ls = 1, cs = k for [re | im] rows, ls = 2, cs = 1 for interleaved ones) into the
-// padded INT8 GEMM operand out (rp x kp, row-major): entry l < k the larger of term l's two
-// magnitudes (first_max) or the smaller, entry k + l the other, zero beyond 2k and beyond r.
-// Four output bytes per thread (kp is a multiple of 4), one pass.
-extern "C" __global__ void complex_pairs_q(const unsigned char* __restrict__ q, i64 ldq, int r, int k, int ls,
-                                           int cs, int rp, int kp, int first_max, unsigned int* __restrict__ out) {
+// The operands of a complex product's bound GEMM (planner.complex_bound_operands) from 7-bit
+// magnitudes q with the parts interleaved (r rows of stride ldq; term l's real part at entry
+// 2 l, its imaginary part at 2 l + 1) into the padded INT8 GEMM operand out (rp x kp,
+// row-major; zero beyond what a mode writes). mode 0: row i = [max | min] of row i's two
+// parts (2k entries); 1: [min | max]; 2: rows i < r the real parts of row i, rows r + i its
+// imaginary parts (k entries); 3: row i the real parts. Four output bytes per thread (kp is a
+// multiple of 4), one pass.
+extern "C" __global__ void complex_bound_q(const unsigned char* __restrict__ q, i64 ldq, int r, int k, int rp,
+                                           int kp, int mode, unsigned int* __restrict__ out) {
     const i64 words = (i64)rp * (kp / 4);
+    const int rows = mode == 2 ? 2 * r : r, cols = mode < 2 ? 2 * k : k;
     for (i64 w = (i64)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += (i64)gridDim.x * blockDim.x) {
         const int i = (int)(w / (kp / 4)), c0 = (int)(w % (kp / 4)) * 4;
         unsigned int word = 0;
-        if (i < r && c0 < 2 * k) {
-            const unsigned char* row = q + (i64)i * ldq;
+        if (i < rows && c0 < cols) {
+            const int src = i < r ? i : i - r;
+            const unsigned char* row = q + (i64)src * ldq;
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int c = c0 + e;
                 unsigned int v = 0;
-                if (c < 2 * k) {
-                    const int l = c < k ? c : c - k;
-                    const unsigned int x = row[(i64)l * ls], y = row[(i64)l * ls + cs];
-                    v = ((c < k) == (first_max != 0)) ? max(x, y) : min(x, y);
+                if (c < cols) {
+                    if (mode < 2) {
+                        const int l = c < k ? c : c - k;
+                        const unsigned int x = row[2 * l], y = row[2 * l + 1];
+                        v = ((c < k) == (mode == 0)) ? max(x, y) : min(x, y);
+                    } else {
+                        v = row[2 * c + (i < r ? 0 : 1)];
+                    }
                 }
                 word |= v << (8 * e);
             }
