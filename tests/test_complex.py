@@ -365,14 +365,18 @@ def _q7(rows):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_half_form_lower_bound_is_each_terms_smaller_pairing(seed):
-    """The bound GEMM of a complex product (one GEMM of m x 2k x n on U = max(|Ar|, |Ai|),
-    u = min and V, v of B) equals sum_l min(qAr qBr + qAi qBi, qAr qBi + qAi qBr) on the 7-bit
-    magnitudes, computed here from Fractions: at most the embedding's bound of either part.
-    Inputs with equal parts, zeros and a real row."""
+def test_half_form_lower_bound_is_each_terms_smaller_pairing(seed, monkeypatch):
+    """The half-form bound GEMM of a complex product (one GEMM of m x 2k x n on U = max(|Ar|,
+    |Ai|), u = min and V, v of B) equals sum_l min(qAr qBr + qAi qBi, qAr qBi + qAi qBr) on the
+    7-bit magnitudes, computed here from Fractions: at most the embedding's bound of either
+    part; the full form is the embedding's own bound GEMM. Inputs with equal parts, zeros and a
+    real row. (The half form forced: the sampled choice is tested below.)"""
     from ozgemm.kernels.numpy import NumpyBackend
     from ozgemm.precision import planner as P
     from ozgemm.precision.operands import complex_embedding, complex_operands
+
+    monkeypatch.setattr(P, "COMPLEX_SAMPLE_ROWS", 1)
+    monkeypatch.setattr(P, "COMPLEX_HALF_SLACK", 10**6)
 
     rng = np.random.default_rng(seed)
     a, b = _operands(rng, 5, 7, 4, 2.0)
@@ -395,8 +399,10 @@ def test_half_form_lower_bound_is_each_terms_smaller_pairing(seed):
     fa, fb = P.statistics(*complex_embedding(a, b, np), eng)  # the whole embedding's own bound GEMM
     assert np.array_equal(fa.E, sa.E) and np.array_equal(fb.E, sb.E) and np.array_equal(fb.norm1, sb.norm1)
     full = eng.gemm_exact(fa.q, fb.q)
+    assert bound.embedding == "half"
     assert (bound.lb <= full[:, :n]).all() and (bound.lb <= full[:, n:]).all()
     assert int(np.asarray(bound.scalars)[5]) == (ai.shape[1] << 14) - ai.shape[1]  # no third source of S
+    assert np.array_equal(eng.gemm_complex_bound(sa.q, sb.q[:n], k, "full"), full)
 
 
 def test_refined_half_form_keeps_the_promise_per_part(monkeypatch):
@@ -409,6 +415,8 @@ def test_refined_half_form_keeps_the_promise_per_part(monkeypatch):
     from ozgemm.precision.operands import complex_operands
 
     monkeypatch.setattr(P, "REFINE_MIN_WORK", 0)
+    monkeypatch.setattr(P, "COMPLEX_SAMPLE_ROWS", 1)  # the half form forced
+    monkeypatch.setattr(P, "COMPLEX_HALF_SLACK", 10**6)
     rng = np.random.default_rng(8)
     a, b = _operands(rng, 4, 60, 3, 4.0)
     c, (p,) = ozgemm.matmul(a, b, contract="fp64", return_plan=True)
@@ -420,7 +428,7 @@ def test_refined_half_form_keeps_the_promise_per_part(monkeypatch):
     sa, sb = P.statistics(ai, bt, eng, embedding="half")
     bound = P.componentwise_bound(ozgemm.load_contract("fp64"), sa, sb, ai.shape[1], eng, operands=(ai, bt),
                                   embedding="half")
-    assert bound.refined
+    assert bound.refined and bound.embedding == "half"
     lb2, shift = bound.finest()
     assert shift == 14
     for (i, j), (_, _, gre, gim) in _exact(a, b).items():
@@ -536,3 +544,38 @@ def test_refined_real_operand_form_keeps_the_promise(real, monkeypatch):
     assert "refined" in p.widened
     _check_componentwise(c, a, b, "fp64")
     assert np.array_equal(c, ozgemm.matmul(a, b, contract="fp64", engine="cpu-int64"))
+
+
+@pytest.mark.parametrize("phi", [0.5, 1.0, 2.0])
+def test_bound_form_chosen_on_sampled_rows(phi, monkeypatch):
+    """Two complex operands: the half form where its minimal width on the sampled rows of A is
+    within COMPLEX_HALF_SLACK bits of the full bound's, computed here from the whole
+    embedding's statistics (the planner's per-entry widths of both bounds on those rows); the
+    full form otherwise, and for products of at most COMPLEX_SAMPLE_ROWS rows. Either way
+    the promise holds per part."""
+    from ozgemm.kernels.numpy import NumpyBackend
+    from ozgemm.precision import planner as P
+    from ozgemm.precision.operands import complex_embedding, complex_operands
+
+    monkeypatch.setattr(P, "COMPLEX_SAMPLE_ROWS", 8)
+    rng = np.random.default_rng(int(10 * phi))
+    con = ozgemm.load_contract("fp64")
+    eng = NumpyBackend()
+    for m in (8, 40):
+        a, b = _operands(rng, m, 30, 12, phi)
+        ai, bt = complex_operands(a, b, np)
+        sa, sb = P.statistics(ai, bt, eng, embedding="half")
+        bound = P.componentwise_bound(con, sa, sb, 60, eng, embedding="half")
+        fa, fb = P.statistics(*complex_embedding(a, b, np), eng)
+        rows = (np.arange(8) * m) // 8
+        full = eng.gemm_exact(fa.q[rows], fb.q)
+        half = np.minimum(full[:, :12], full[:, 12:])  # >= the half form; equal widths below check
+        half_form = eng.gemm_complex_bound(sa.q[rows], sb.q[:12], 30, "half")
+        assert (half_form <= half).all()
+        w_full = P.required_beta_entries(fa.width[rows, None], fb.width[None, :], fa.norm1[rows, None],
+                                         fb.norm1[None, :], full, con.bits, 60, con.fmt.u, np).max()
+        w_half = P.required_beta_entries(fa.width[rows, None], fb.width[None, :12], fa.norm1[rows, None],
+                                         fb.norm1[None, :12], half_form, con.bits, 60, con.fmt.u, np).max()
+        want = "full" if m <= 8 or max(w_half, 1) - max(w_full, 1) > P.COMPLEX_HALF_SLACK else "half"
+        assert bound.embedding == want, (m, w_full, w_half)
+        _check_componentwise(ozgemm.matmul(a, b), a, b, "fp64")

@@ -102,7 +102,7 @@ def test_complex_bands_bit_identical_to_cpu(nonfinite):
     assert np.array_equal(want, cp.asnumpy(got), equal_nan=True)
 
 
-@pytest.mark.parametrize("form", ["half", "a_real", "b_real"])
+@pytest.mark.parametrize("form", ["half", "full", "a_real", "b_real"])
 @pytest.mark.parametrize("mkn", [(1, 1, 1), (37, 45, 19), (130, 257, 64)])
 def test_complex_bound_gemm_equals_the_numpy_backends(form, mkn):
     """The bound GEMM of each complex form from interleaved 7-bit magnitudes (one pass per

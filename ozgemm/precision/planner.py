@@ -56,7 +56,7 @@ from .._xp import to_numpy
 from ..contracts.moduli import MODULI
 from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
-from .stats import LB_BITS, NORM_BITS, RowStats, head_rows, twice
+from .stats import LB_BITS, NORM_BITS, RowStats, head_rows, take_rows, twice
 
 __all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "RefineBound", "REFINE_GAP", "REFINE_MIN_WORK",
            "second_window", "needs_refinement", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
@@ -815,8 +815,8 @@ class Bound:
     refine: tuple = field(default=None, repr=False)
     cache: dict = field(default_factory=dict, repr=False, compare=False)
     #: a complex product's form of the bound (:func:`complex_bound_operands`): "half" (``lb``
-    #: (m, n), a lower bound of both halves of the embedding's |A||B|), "a_real" / "b_real"
-    #: (``lb`` the embedding's own (m, 2n) bound); None for a real product
+    #: (m, n), a lower bound of both halves of the embedding's |A||B|), "full", "a_real",
+    #: "b_real" (``lb`` the embedding's own (m, 2n) bound); None for a real product
     embedding: str | None = None
 
     def host(self):
@@ -939,10 +939,13 @@ def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, 
     ``operands`` = (a (m, k), b (k, n)) of one component: the bound may be refined
     (:class:`Bound`) when its scalars are read. ``embedding``: a complex product's statistics
     and operands as :func:`statistics` takes them, and the form of its lower bound
-    (:func:`complex_bound_operands`: "half", "a_real", "b_real")."""
+    (:func:`complex_bound_operands`: "half", chosen between "half" and "full" by
+    :func:`_half_or_full`; "a_real", "b_real")."""
     cpow = _cpow(sa, sb)
     lg = cpow.bit_length() - 1
     sbh = sb
+    if embedding == "half":
+        embedding = _half_or_full(contract, sa, sb, k, cpow, backend)
     if embedding:
         # the bound from the interleaved 7-bit magnitudes of A's rows and of B's column pairs
         lb = backend.gemm_complex_bound(sa.q, head_rows(sb, sb.E.shape[0] // 2).q, k // 2, embedding)
@@ -987,7 +990,34 @@ def complex_pairs(ar, ai, br, bi, xp):
 
 
 #: the forms of a complex product's lower bound (:func:`complex_bound_operands`)
-COMPLEX_BOUNDS = ("half", "a_real", "b_real")
+COMPLEX_BOUNDS = ("half", "full", "a_real", "b_real")
+#: rows of A on which both bounds of two complex operands are computed to choose between them
+#: (:func:`_half_or_full`); products of at most this many rows take the full bound
+COMPLEX_SAMPLE_ROWS = 64
+#: the half form is kept where its minimal width on the sampled rows exceeds the full bound's
+#: by at most this many bits (design.md, "Complex products")
+COMPLEX_HALF_SLACK = 2
+
+
+def _half_or_full(contract: Contract, sa: RowStats, sb: RowStats, k: int, cpow: int, backend) -> str:
+    """The lower bound of two complex operands: "half" (one GEMM of m x 2k x n, weaker) or
+    "full" (the embedding's own, m x 2k x 2n), from the minimal widths both give on
+    :data:`COMPLEX_SAMPLE_ROWS` evenly spaced rows of A (one host read of two exact integers:
+    the same choice on every engine). The half form saves 2 mkn multiply-adds of the bound
+    and can cost moduli (3 mkn each): it is kept where its sampled width is within
+    :data:`COMPLEX_HALF_SLACK` bits of the full one's."""
+    xp = backend.xp
+    m = sa.E.shape[0]
+    if m <= COMPLEX_SAMPLE_ROWS:
+        return "full"
+    lg = cpow.bit_length() - 1
+    ss = take_rows(sa, xp.asarray((np.arange(COMPLEX_SAMPLE_ROWS) * m) // COMPLEX_SAMPLE_ROWS))
+    sbh = head_rows(sb, sb.E.shape[0] // 2)
+    widths = [backend.plan_scalars(ss, st, backend.gemm_complex_bound(ss.q, sbh.q, k // 2, form),
+                                   contract.bits + lg, k * cpow * cpow, contract.fmt.u)[:1]
+              for form, st in (("full", sb), ("half", sbh))]
+    full, half = (int(v) for v in to_numpy(xp.concatenate(widths)))
+    return "half" if half - full <= COMPLEX_HALF_SLACK else "full"
 
 
 def complex_bound_form(a, b) -> str:
@@ -1003,6 +1033,8 @@ def complex_bound_operands(form, ar, ai, br, bi, xp):
 
     * "half" (both operands complex): :func:`complex_pairs`, one (m, n) lower bound of both
       parts, m x 2k x n;
+    * "full" (both complex): the embedding's own (m, 2n) bound, [ar | ai] against
+      [[br | bi]; [bi | br]], m x 2k x 2n;
     * "a_real" (ai = 0): ar against [br; bi], the embedding's own (m, 2n) bound
       [ar br^T | ar bi^T], m x k x 2n;
     * "b_real" (bi = 0): [ar; ai] against br, joined into the embedding's own bound
@@ -1013,6 +1045,9 @@ def complex_bound_operands(form, ar, ai, br, bi, xp):
     if form == "half":
         left, right = complex_pairs(ar, ai, br, bi, xp)
         return left, right, lambda g: g
+    if form == "full":
+        return (xp.concatenate([ar, ai], axis=1),
+                xp.concatenate([xp.concatenate([br, bi], axis=1), xp.concatenate([bi, br], axis=1)]), lambda g: g)
     m = ar.shape[0]
     if form == "a_real":
         return ar, xp.concatenate([br, bi]), lambda g: g

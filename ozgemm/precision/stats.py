@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .._xp import as_float64
 
-__all__ = ["split_float", "RowStats", "row_stats", "head_rows", "twice"]
+__all__ = ["split_float", "RowStats", "row_stats", "head_rows", "take_rows", "twice"]
 
 NORM_BITS = 30  # |x| 2**-E quantised up to multiples of 2**-30 for the 1-norm bound
 LB_BITS = 7  # |x| quantised to 7 bits (0..127) for the lower-bound INT8 GEMM of |A||B|
@@ -164,4 +164,15 @@ def twice(s: RowStats) -> RowStats:
 
     return RowStats(mant=None, exp=None, E=two(s.E), width=two(s.width), norm1=two(s.norm1), q=s.q,
                     zero_row=two(s.zero_row), n1_int=two(s.n1_int), n2_int=two(s.n2_int), qsum=two(s.qsum),
+                    src=None, ncomp=s.ncomp)
+
+
+def take_rows(s: RowStats, idx) -> RowStats:
+    """The statistics of the rows ``idx`` (an index array of the statistics' library) of
+    ``s`` (``mant``/``exp``/``src`` dropped)."""
+    def cut(x):
+        return None if x is None else x[idx]
+
+    return RowStats(mant=None, exp=None, E=cut(s.E), width=cut(s.width), norm1=cut(s.norm1), q=cut(s.q),
+                    zero_row=cut(s.zero_row), n1_int=cut(s.n1_int), n2_int=cut(s.n2_int), qsum=cut(s.qsum),
                     src=None, ncomp=s.ncomp)

@@ -558,12 +558,12 @@ class CudaBackend:
         m, n = qa.shape[0], qbt.shape[0]
         if k == 0 or m == 0 or n == 0:
             return cp.zeros((m, 2 * n if form != "half" else n), dtype=cp.int64)
-        modes = {"half": (0, 1), "a_real": (3, 2), "b_real": (2, 3)}[form]
-        kp = _ceil(2 * k if form == "half" else k, _PAD)
+        modes = {"half": (0, 1), "full": (4, 5), "a_real": (3, 2), "b_real": (2, 3)}[form]
+        kp = _ceil(2 * k if form in ("half", "full") else k, _PAD)
         ops = []
         for q, mode in zip((qa, qbt), modes):
             r = q.shape[0]
-            rp = _ceil(2 * r if mode == 2 else r, _PAD)
+            rp = _ceil(2 * r if mode in (2, 5) else r, _PAD)
             assert q.dtype == cp.int8 and q.strides[1] == 1 and q.shape[1] >= 2 * k
             out = cp.empty((1, rp, kp), dtype=cp.int8)
             words = rp * kp // 4
@@ -574,7 +574,7 @@ class CudaBackend:
         g = self._gemm_exact_padded(*ops)[0]
         if form == "half":
             return g[:m, :n]
-        if form == "a_real":
+        if form in ("a_real", "full"):
             return g[:m, :2 * n]
         return cp.concatenate([g[:m, :n], g[m:2 * m, :n]], axis=1)
 

@@ -484,12 +484,13 @@ extern "C" __global__ void transpose_f32(const u32* __restrict__ x, i64 ldx, int
 // 2 l, its imaginary part at 2 l + 1) into the padded INT8 GEMM operand out (rp x kp,
 // row-major; zero beyond what a mode writes). mode 0: row i = [max | min] of row i's two
 // parts (2k entries); 1: [min | max]; 2: rows i < r the real parts of row i, rows r + i its
-// imaginary parts (k entries); 3: row i the real parts. Four output bytes per thread (kp is a
-// multiple of 4), one pass.
+// imaginary parts (k entries); 3: row i the real parts; 4: row i = [re | im] (2k entries);
+// 5: rows i < r as mode 4, rows r + i = [im | re] of row i. Four output bytes per thread (kp is
+// a multiple of 4), one pass.
 extern "C" __global__ void complex_bound_q(const unsigned char* __restrict__ q, i64 ldq, int r, int k, int rp,
                                            int kp, int mode, unsigned int* __restrict__ out) {
     const i64 words = (i64)rp * (kp / 4);
-    const int rows = mode == 2 ? 2 * r : r, cols = mode < 2 ? 2 * k : k;
+    const int rows = (mode == 2 || mode == 5) ? 2 * r : r, cols = (mode == 2 || mode == 3) ? k : 2 * k;
     for (i64 w = (i64)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += (i64)gridDim.x * blockDim.x) {
         const int i = (int)(w / (kp / 4)), c0 = (int)(w % (kp / 4)) * 4;
         unsigned int word = 0;
@@ -505,8 +506,11 @@ extern "C" __global__ void complex_bound_q(const unsigned char* __restrict__ q, 
                         const int l = c < k ? c : c - k;
                         const unsigned int x = row[2 * l], y = row[2 * l + 1];
                         v = ((c < k) == (mode == 0)) ? max(x, y) : min(x, y);
-                    } else {
+                    } else if (mode < 4) {
                         v = row[2 * c + (i < r ? 0 : 1)];
+                    } else {  // [re | im], or [im | re] in mode 5's second half
+                        const int l = c < k ? c : c - k;
+                        v = row[2 * l + ((c < k) == (i < r) ? 0 : 1)];
                     }
                 }
                 word |= v << (8 * e);
