@@ -552,12 +552,13 @@ def test_bound_form_chosen_on_sampled_rows(phi, monkeypatch):
     within COMPLEX_HALF_SLACK bits of the full bound's, computed here from the whole
     embedding's statistics (the planner's per-entry widths of both bounds on those rows); the
     full form otherwise, and for products of at most COMPLEX_SAMPLE_ROWS rows. Either way
-    the promise holds per part."""
+    the promise holds per part. (Sampled from this test's size on.)"""
     from ozgemm.kernels.numpy import NumpyBackend
     from ozgemm.precision import planner as P
     from ozgemm.precision.operands import complex_embedding, complex_operands
 
     monkeypatch.setattr(P, "COMPLEX_SAMPLE_ROWS", 8)
+    monkeypatch.setattr(P, "COMPLEX_SAMPLE_MIN_WORK", 0)
     rng = np.random.default_rng(int(10 * phi))
     con = ozgemm.load_contract("fp64")
     eng = NumpyBackend()
@@ -579,3 +580,26 @@ def test_bound_form_chosen_on_sampled_rows(phi, monkeypatch):
         want = "full" if m <= 8 or max(w_half, 1) - max(w_full, 1) > P.COMPLEX_HALF_SLACK else "half"
         assert bound.embedding == want, (m, w_full, w_half)
         _check_componentwise(ozgemm.matmul(a, b), a, b, "fp64")
+
+
+def test_mid_size_products_take_the_half_form_unsampled(monkeypatch):
+    """Below COMPLEX_SAMPLE_MIN_WORK multiply-adds of the embedding, two complex operands of
+    more than COMPLEX_SAMPLE_ROWS rows take the half form without sampling (the plan's bound
+    is the half form's (m, n) GEMM); the promise holds per part."""
+    from ozgemm.precision import planner as P
+
+    seen = []
+    real = P.componentwise_bound
+
+    def spy(*args, **kw):
+        b = real(*args, **kw)
+        seen.append((b.embedding, b.lb.shape))
+        return b
+
+    monkeypatch.setattr(P, "componentwise_bound", spy)
+    monkeypatch.setattr(P, "COMPLEX_SAMPLE_ROWS", 8)
+    rng = np.random.default_rng(5)
+    a, b = _operands(rng, 20, 9, 7, 2.0)
+    c = ozgemm.matmul(a, b)
+    assert seen == [("half", (20, 7))]
+    _check_componentwise(c, a, b, "fp64")
