@@ -376,6 +376,7 @@ def test_half_form_lower_bound_is_each_terms_smaller_pairing(seed, monkeypatch):
     from ozgemm.precision.operands import complex_embedding, complex_operands
 
     monkeypatch.setattr(P, "COMPLEX_SAMPLE_ROWS", 1)
+    monkeypatch.setattr(P, "COMPLEX_SAMPLE_MIN_WORK", 0)
     monkeypatch.setattr(P, "COMPLEX_HALF_SLACK", 10**6)
 
     rng = np.random.default_rng(seed)
@@ -416,6 +417,7 @@ def test_refined_half_form_keeps_the_promise_per_part(monkeypatch):
 
     monkeypatch.setattr(P, "REFINE_MIN_WORK", 0)
     monkeypatch.setattr(P, "COMPLEX_SAMPLE_ROWS", 1)  # the half form forced
+    monkeypatch.setattr(P, "COMPLEX_SAMPLE_MIN_WORK", 0)
     monkeypatch.setattr(P, "COMPLEX_HALF_SLACK", 10**6)
     rng = np.random.default_rng(8)
     a, b = _operands(rng, 4, 60, 3, 4.0)
@@ -582,11 +584,16 @@ def test_bound_form_chosen_on_sampled_rows(phi, monkeypatch):
         _check_componentwise(ozgemm.matmul(a, b), a, b, "fp64")
 
 
-def test_mid_size_products_take_the_half_form_unsampled(monkeypatch):
+def test_mid_size_products_take_the_full_bound_unsampled(monkeypatch):
     """Below COMPLEX_SAMPLE_MIN_WORK multiply-adds of the embedding, two complex operands of
-    more than COMPLEX_SAMPLE_ROWS rows take the half form without sampling (the plan's bound
-    is the half form's (m, n) GEMM); the promise holds per part."""
+    more than COMPLEX_SAMPLE_ROWS rows take the full bound without sampling (the plan's bound is
+    the embedding's own (m, 2n) GEMM), so entries each purely real or purely imaginary (where
+    the half form's bound is 0) keep the plan of the whole embedding; the promise holds per
+    part."""
+    from ozgemm.contracts.contract import as_contract
+    from ozgemm.kernels.numpy import NumpyBackend
     from ozgemm.precision import planner as P
+    from ozgemm.precision.operands import complex_embedding
 
     seen = []
     real = P.componentwise_bound
@@ -599,7 +606,11 @@ def test_mid_size_products_take_the_half_form_unsampled(monkeypatch):
     monkeypatch.setattr(P, "componentwise_bound", spy)
     monkeypatch.setattr(P, "COMPLEX_SAMPLE_ROWS", 8)
     rng = np.random.default_rng(5)
-    a, b = _operands(rng, 20, 9, 7, 2.0)
-    c = ozgemm.matmul(a, b)
-    assert seen == [("half", (20, 7))]
+    a, b = _operands(rng, 20, 9, 7, 0.5)
+    a = np.where(rng.random(a.shape) < 0.5, a.real, 1j * a.imag)
+    b = np.where(rng.random(b.shape) < 0.5, b.real, 1j * b.imag)
+    c, (p,) = ozgemm.matmul(a, b, return_plan=True)
+    assert seen[0] == ("full", (20, 14))
+    q = P.make_plan(as_contract("fp64").for_k(18), *complex_embedding(a, b, np), NumpyBackend())
+    assert (p.n_moduli, p.beta) == (q.n_moduli, q.beta)
     _check_componentwise(c, a, b, "fp64")

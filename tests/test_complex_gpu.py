@@ -59,14 +59,18 @@ def test_complex_tiles_and_overlap_bit_identical():
 
 
 @pytest.mark.parametrize("contract", ["fp64", "fp64-dgemm", "fp32"])
-@pytest.mark.parametrize("real", [None, "a", "b"])
+@pytest.mark.parametrize("real", [None, "a", "b", "half"])
 def test_complex_refined_bound_bit_identical_to_cpu(contract, real, monkeypatch):
-    """Wide spreads refine the complex product's lower bound (the half form; a real operand's
-    form) on the GPU as on the CPU: the same moduli, width and bits. (The size from which
-    products refine is lowered to this test's.)"""
+    """Wide spreads refine the complex product's lower bound (the full bound; the half form,
+    forced; a real operand's form) on the GPU as on the CPU: the same moduli, width and bits.
+    (The size from which products refine is lowered to this test's.)"""
     import ozgemm.precision.planner as P
 
     monkeypatch.setattr(P, "REFINE_MIN_WORK", 0)
+    if real == "half":
+        monkeypatch.setattr(P, "COMPLEX_SAMPLE_ROWS", 1)
+        monkeypatch.setattr(P, "COMPLEX_SAMPLE_MIN_WORK", 0)
+        monkeypatch.setattr(P, "COMPLEX_HALF_SLACK", 10**6)
     rng = np.random.default_rng(23)
     dt = np.complex64 if contract == "fp32" else np.complex128
     a, b = _operands(rng, 40, 700, 30, 4.0, dt)

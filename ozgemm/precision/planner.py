@@ -997,8 +997,10 @@ COMPLEX_SAMPLE_ROWS = 64
 #: the half form is kept where its minimal width on the sampled rows exceeds the full bound's
 #: by at most this many bits (design.md, "Complex products")
 COMPLEX_HALF_SLACK = 2
-#: embeddings of fewer multiply-adds (m 2k 2n) take the half form without the sampled choice,
-#: whose host read and launches cost more than they can save there (H200: ~1 ms at 4096)
+#: embeddings of fewer multiply-adds (m 2k 2n) take the full bound without the sampled choice,
+#: whose host read and launches cost more than the half form can save there (H200: ~1 ms at
+#: 4096), and which keeps the plans of inputs that defeat the half form (entries each purely
+#: real or purely imaginary)
 COMPLEX_SAMPLE_MIN_WORK = 2**40
 
 
@@ -1009,14 +1011,14 @@ def _half_or_full(contract: Contract, sa: RowStats, sb: RowStats, k: int, cpow: 
     the same choice on every engine). The half form saves 2 mkn multiply-adds of the bound
     and can cost moduli (3 mkn each): it is kept where its sampled width is within
     :data:`COMPLEX_HALF_SLACK` bits of the full one's. Products of at most
-    :data:`COMPLEX_SAMPLE_ROWS` rows take the full bound, embeddings below
-    :data:`COMPLEX_SAMPLE_MIN_WORK` multiply-adds the half form (no sampling)."""
+    :data:`COMPLEX_SAMPLE_ROWS` rows and embeddings below :data:`COMPLEX_SAMPLE_MIN_WORK`
+    multiply-adds take the full bound (no sampling)."""
     xp = backend.xp
     m = sa.E.shape[0]
     if m <= COMPLEX_SAMPLE_ROWS:
         return "full"
     if m * k * sb.E.shape[0] < COMPLEX_SAMPLE_MIN_WORK:
-        return "half"
+        return "full"
     lg = cpow.bit_length() - 1
     ss = take_rows(sa, xp.asarray((np.arange(COMPLEX_SAMPLE_ROWS) * m) // COMPLEX_SAMPLE_ROWS))
     sbh = head_rows(sb, sb.E.shape[0] // 2)

@@ -572,6 +572,10 @@ class CudaBackend:
                                     np.int32(mode), out))
             ops.append(out)
         g = self._gemm_exact_padded(*ops)[0]
+        if g.dtype == cp.int32 and 2 * k > KBLOCK_INT32:
+            # (a real operand's forms sum k terms, but the planner's int32 width kernel takes
+            # sums over the statistics' 2k entries per row only up to one k-block: int64 here)
+            g = g.astype(cp.int64)
         if form == "half":
             return g[:m, :n]
         if form in ("a_real", "full"):
