@@ -124,6 +124,20 @@ def test_complex_bound_gemm_equals_the_numpy_backends(form, mkn):
     assert got.shape == want.shape and np.array_equal(cp.asnumpy(got).astype(np.int64), want.astype(np.int64))
 
 
+@pytest.mark.parametrize("real", ["a", "b"])
+def test_real_operand_bound_beyond_one_int32_block_of_the_embedding(real):
+    """A real operand with k beyond half an int32 k-block: its bound GEMM sums k terms (int32)
+    while the statistics' rows hold 2k entries; the planner's width pass takes it as int64."""
+    rng = np.random.default_rng(9)
+    k = 70000
+    a, b = _operands(rng, 6, k, 5, 0.5)
+    if real == "a":
+        a = a.real.copy()
+    else:
+        b = b.real.copy()
+    _same(ozgemm.matmul(a, b), ozgemm.matmul(cp.asarray(a), cp.asarray(b)))
+
+
 def test_complex_mixed_batched_and_specials_on_device():
     rng = np.random.default_rng(4)
     a, b = _operands(rng, 6, 9, 4, 2.0)
