@@ -103,8 +103,8 @@ class Backend(Protocol):
 
     def gemm_complex_bound(self, qa, qbt, k: int, form: str):
         """A complex product's bound GEMM ``join(left @ right^T)`` of
-        :func:`ozgemm.precision.planner.complex_bound_operands` (``form``: "half" (m, n),
-        "a_real" / "b_real" (m, 2n)), an integer array, from the 7-bit magnitudes ``qa``
+        :func:`ozgemm.precision.planner.complex_bound_operands` (``form``: "half" (m, n);
+        "full", "a_real", "b_real" (m, 2n)), an integer array, from the 7-bit magnitudes ``qa``
         (m, >= 2k) of A's rows and ``qbt`` (n, >= 2k) of B's columns, each interleaved: entry 2l
         the real part of term l, 2l + 1 its imaginary part
         (:func:`ozgemm.precision.planner.statistics` with ``embedding``)."""

@@ -56,7 +56,7 @@ from .._xp import to_numpy
 from ..contracts.moduli import MODULI
 from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
-from .stats import LB_BITS, NORM_BITS, RowStats, head_rows, take_rows, twice
+from .stats import LB_BITS, NORM_BITS, RowStats, take_rows, twice
 
 __all__ = ["Plan", "Bound", "plan_header", "ModuliShortfall", "WidthShortfall", "RefineBound", "REFINE_GAP", "REFINE_MIN_WORK",
            "second_window", "needs_refinement", "moduli_product", "moduli_exceeding", "moduli_for_bits", "cmax",
@@ -844,7 +844,7 @@ class Bound:
             from .._xp import as_float64
 
             n = bt.shape[1] // 2
-            sbh = head_rows(sb, n)
+            sbh = take_rows(sb, slice(n))
             ax, bx = xp.abs(as_float64(a)), xp.abs(as_float64(bt))
             parts = ax[:, 0::2], ax[:, 1::2], bx[:, :n].T, bx[:, n:].T
             if self.embedding == "half":  # the second window of U, u and v, V themselves
@@ -948,9 +948,10 @@ def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, 
         embedding = _half_or_full(contract, sa, sb, k, cpow, backend)
     if embedding:
         # the bound from the interleaved 7-bit magnitudes of A's rows and of B's column pairs
-        lb = backend.gemm_complex_bound(sa.q, head_rows(sb, sb.E.shape[0] // 2).q, k // 2, embedding)
+        pairs = take_rows(sb, slice(sb.E.shape[0] // 2))
+        lb = backend.gemm_complex_bound(sa.q, pairs.q, k // 2, embedding)
         if embedding == "half":  # one (m, n) bound of both parts: the first n columns' statistics
-            sbh = head_rows(sb, sb.E.shape[0] // 2)
+            sbh = pairs
     else:
         lb = backend.gemm_exact(sa.q, sb.q)  # exact: 127^2 k < 2^53
     # c/2-unit scaling errors (cpow = 2**lg): the same closed form with bits + lg and
@@ -989,8 +990,6 @@ def complex_pairs(ar, ai, br, bi, xp):
     return left, right
 
 
-#: the forms of a complex product's lower bound (:func:`complex_bound_operands`)
-COMPLEX_BOUNDS = ("half", "full", "a_real", "b_real")
 #: rows of A on which both bounds of two complex operands are computed to choose between them
 #: (:func:`_half_or_full`); products of at most this many rows take the full bound
 COMPLEX_SAMPLE_ROWS = 64
@@ -1021,7 +1020,7 @@ def _half_or_full(contract: Contract, sa: RowStats, sb: RowStats, k: int, cpow: 
         return "full"
     lg = cpow.bit_length() - 1
     ss = take_rows(sa, xp.asarray((np.arange(COMPLEX_SAMPLE_ROWS) * m) // COMPLEX_SAMPLE_ROWS))
-    sbh = head_rows(sb, sb.E.shape[0] // 2)
+    sbh = take_rows(sb, slice(sb.E.shape[0] // 2))
     widths = [backend.plan_scalars(ss, st, backend.gemm_complex_bound(ss.q, sbh.q, k // 2, form),
                                    contract.bits + lg, k * cpow * cpow, contract.fmt.u)[:1]
               for form, st in (("full", sb), ("half", sbh))]

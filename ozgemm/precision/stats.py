@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .._xp import as_float64
 
-__all__ = ["split_float", "RowStats", "row_stats", "head_rows", "take_rows", "twice"]
+__all__ = ["split_float", "RowStats", "row_stats", "take_rows", "twice"]
 
 NORM_BITS = 30  # |x| 2**-E quantised up to multiples of 2**-30 for the 1-norm bound
 LB_BITS = 7  # |x| quantised to 7 bits (0..127) for the lower-bound INT8 GEMM of |A||B|
@@ -138,41 +138,30 @@ def row_stats(x, xp) -> RowStats:
                     n1_int=qs, n2_int=n2, qsum=q.sum(axis=1, dtype=xp.int64), ncomp=C)
 
 
-def head_rows(s: RowStats, r: int) -> RowStats:
-    """The statistics of the first ``r`` rows of ``s`` (views; ``mant``/``exp``/``src`` dropped):
-    what the planner's scalars read of a product whose later rows repeat the first ones (the
-    columns j and n + j of a complex product's real embedding hold the same magnitudes)."""
-    def cut(x):
-        return None if x is None else x[..., :r, :] if x.ndim >= 2 else x[:r]
+def _per_row(s: RowStats, f, q=None) -> RowStats:
+    """``s`` with ``f`` applied to every per-row field (``q`` given: kept as that instead;
+    ``mant``/``exp``/``src`` dropped)."""
+    def g(x):
+        return None if x is None else f(x)
 
-    return RowStats(mant=None, exp=None, E=s.E[:r], width=s.width[:r], norm1=s.norm1[:r], q=cut(s.q),
-                    zero_row=s.zero_row[:r], n1_int=cut(s.n1_int), n2_int=cut(s.n2_int), qsum=cut(s.qsum),
-                    src=None, ncomp=s.ncomp)
+    return RowStats(mant=None, exp=None, E=g(s.E), width=g(s.width), norm1=g(s.norm1),
+                    q=g(s.q) if q is None else q, zero_row=g(s.zero_row), n1_int=g(s.n1_int),
+                    n2_int=g(s.n2_int), qsum=g(s.qsum), src=None, ncomp=s.ncomp)
+
+
+def take_rows(s: RowStats, idx) -> RowStats:
+    """The statistics of the rows ``idx`` of ``s`` (a slice, e.g. the first n columns of a
+    complex product's embedding, whose columns j and n + j hold the same magnitudes: views; or
+    an index array of the statistics' library), ``mant``/``exp``/``src`` dropped."""
+    return _per_row(s, lambda x: x[idx])
 
 
 def twice(s: RowStats) -> RowStats:
     """The statistics of the rows of [X; X] from those ``s`` of X (a complex product's real
     embedding, whose columns j and n + j hold the same magnitudes): every per-row field taken
-    twice, ``q`` kept for the first copy only (the half-form bound reads no other),
+    twice, ``q`` kept for the first copy only (the complex bounds read no other),
     ``mant``/``exp``/``src`` dropped."""
     from .._xp import array_namespace
 
     xp = array_namespace(s.E)
-
-    def two(x):
-        return None if x is None else xp.concatenate([x, x])
-
-    return RowStats(mant=None, exp=None, E=two(s.E), width=two(s.width), norm1=two(s.norm1), q=s.q,
-                    zero_row=two(s.zero_row), n1_int=two(s.n1_int), n2_int=two(s.n2_int), qsum=two(s.qsum),
-                    src=None, ncomp=s.ncomp)
-
-
-def take_rows(s: RowStats, idx) -> RowStats:
-    """The statistics of the rows ``idx`` (an index array of the statistics' library) of
-    ``s`` (``mant``/``exp``/``src`` dropped)."""
-    def cut(x):
-        return None if x is None else x[idx]
-
-    return RowStats(mant=None, exp=None, E=cut(s.E), width=cut(s.width), norm1=cut(s.norm1), q=cut(s.q),
-                    zero_row=cut(s.zero_row), n1_int=cut(s.n1_int), n2_int=cut(s.n2_int), qsum=cut(s.qsum),
-                    src=None, ncomp=s.ncomp)
+    return _per_row(s, lambda x: xp.concatenate([x, x]), q=s.q)
