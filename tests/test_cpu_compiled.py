@@ -259,10 +259,15 @@ def test_statistics_and_residues_equal_the_numpy_code(dtype):
     x[4, :3] = [fi.max, -fi.max, fi.tiny]
     x[5, :6] = [1.0, fi.smallest_subnormal, -fi.smallest_subnormal * 5, 0.75, fi.tiny / 3, 2.0**-30]  # beside O(1)
     x[6] = fi.smallest_subnormal * rng.integers(1, 2**20, 77) + (np.arange(77) % 9 == 0)
+    x[8] = -0.0  # negative zeros only: a zero row
+    names = ["mant", "exp", "q", "E", "width", "n1_int", "n2_int", "qsum", "zero_row"]
+    for y in (x, x[:, :0]):  # (no columns: every row a zero row)
+        st = row_stats(y, np)
+        got = ck.row_stats(np.ascontiguousarray(y), NORM_BITS, LB_BITS)
+        for name, g in zip(names, got):
+            assert np.array_equal(g, getattr(st, name)), name
     st = row_stats(x, np)
-    got = ck.row_stats(x, NORM_BITS, LB_BITS)
-    for name, g in zip(["mant", "exp", "q", "E", "width", "n1_int", "n2_int", "qsum", "zero_row"], got):
-        assert np.array_equal(g, getattr(st, name)), name
+    assert st.zero_row[[3, 8]].all() and not st.zero_row[[1, 2, 4, 5, 6]].any()  # (the cases are there)
     for beta in (30, 57, 120, 400, 1200):
         shift = np.where(st.zero_row, 0, beta - st.E).astype(np.int64) + rng.integers(-2, 3, x.shape[0])
         for n_moduli in (3, 16, 30):
