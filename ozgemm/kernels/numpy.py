@@ -202,10 +202,13 @@ class NumpyBackend:
         return run(a, b)  # nothing is recorded: every call runs its phases
 
     # -- exact integer GEMMs -----------------------------------------------------------
-    def _mm(self, a, bt):
+    def _mm(self, a, bt, exact_float=False):
         """Exact (..., m, k) @ (..., n, k)^T of int8 values (int8 arrays, or float arrays
         holding them) -> (..., m, n) int64: float32 BLAS on k-blocks of
-        :data:`SGEMM_EXACT_K` (blas kind), an int64 matmul (int64 kind)."""
+        :data:`SGEMM_EXACT_K` (blas kind), an int64 matmul (int64 kind). ``exact_float``: the
+        blas kind's exact sums as they are, float32 for one k-block, float64 for more (every
+        partial sum an integer below 2**53), for readers that take any exact dtype — the
+        conversions to float64 and int64 cost more than the GEMM at small k."""
         k = a.shape[-1]
         out_shape = a.shape[:-1] + (bt.shape[-2],)
         if k == 0:
@@ -217,8 +220,10 @@ class NumpyBackend:
             k1 = min(k, k0 + SGEMM_EXACT_K)
             blk = np.matmul(a[..., k0:k1].astype(np.float32, copy=False),
                             np.swapaxes(bt[..., k0:k1], -1, -2).astype(np.float32, copy=False))
+            if exact_float and k1 == k and acc is None:
+                return blk
             acc = blk.astype(np.float64) if acc is None else acc + blk
-        return acc.astype(np.int64)
+        return acc if exact_float else acc.astype(np.int64)
 
     def second_window(self, x, E):
         from ..precision.planner import second_window
@@ -419,12 +424,13 @@ class NumpyBackend:
         P, m, n, a_sh, b_sh = shape
         Pa, Pb = (1 if a_sh else P), (1 if b_sh else P)
         qa, qb = sa.q.reshape(Pa * m, k), sb.q.reshape(Pb * n, k)
+        # (exact sums in float32 or float64: both readers of lb take any exact dtype)
         if b_sh:  # every product's rows against the one B
-            lb = self.gemm_exact(qa, qb).reshape(P, m, n)
+            lb = self._mm(qa, qb, exact_float=True).reshape(P, m, n)
         elif a_sh:
-            lb = self.gemm_exact(qb, qa).reshape(P, n, m).transpose(0, 2, 1)
+            lb = self._mm(qb, qa, exact_float=True).reshape(P, n, m).transpose(0, 2, 1)
         else:
-            lb = self._mm(qa.reshape(P, m, k), qb.reshape(P, n, k))
+            lb = self._mm(qa.reshape(P, m, k), qb.reshape(P, n, k), exact_float=True)
         ck = compiled_kernels()
         widths = None if ck is None else ck.stack_plan_widths(
             lb, sa.width.reshape(Pa, m), sb.width.reshape(Pb, n), sa.norm1.reshape(Pa, m), sb.norm1.reshape(Pb, n),
