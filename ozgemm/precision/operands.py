@@ -225,23 +225,37 @@ def complex_embedding(a, b, xp):
     same as well. Column j and column n + j of B hold the same values up to sign and order,
     so their statistics (largest exponent, zero) and hence their shifts are equal.
     """
-    dt = xp.float32 if a.dtype in (xp.complex64, xp.float32) and b.dtype in (xp.complex64, xp.float32) \
-        else xp.float64
+    dt, part = _complex_parts(a, b, xp)
     m, k = a.shape
     n = b.shape[1]
-
-    def part(x):  # float32 parts widened exactly (a cupy cast would flush subnormals)
-        return as_float64(x) if dt == xp.float64 else x
-
     A = xp.empty((m, 2 * k), dtype=dt)
     A[:, :k] = part(a.real)
     A[:, k:] = part(a.imag) if a.dtype.kind == "c" else 0
     B = xp.empty((2 * k, 2 * n), dtype=dt)
-    B[:k, :n] = part(b.real)
-    B[:k, n:] = part(b.imag) if b.dtype.kind == "c" else 0
+    _top_block_row(b, B[:k], part)
     B[k:, n:] = B[:k, :n]
     B[k:, :n] = _negated(B[:k, n:], xp) if b.dtype.kind == "c" else 0
     return A, B
+
+
+def _complex_parts(a, b, xp):
+    """(dtype, part) of a complex product's real operands: float32 where both operands are
+    complex64/float32, else float64, and ``part`` turning a real or imaginary part into it
+    (float32 parts widened exactly: a cupy cast would flush subnormals)."""
+    dt = xp.float32 if a.dtype in (xp.complex64, xp.float32) and b.dtype in (xp.complex64, xp.float32) \
+        else xp.float64
+
+    def part(x):
+        return as_float64(x) if dt == xp.float64 else x
+
+    return dt, part
+
+
+def _top_block_row(b, out, part):
+    """``out`` (k, 2n) <- [Br | Bi], B's top block row of the real embedding."""
+    n = b.shape[1]
+    out[:, :n] = part(b.real)
+    out[:, n:] = part(b.imag) if b.dtype.kind == "c" else 0
 
 
 def complex_operands(a, b, xp):
@@ -250,14 +264,9 @@ def complex_operands(a, b, xp):
     (m, 2k) with entries 2l, 2l + 1 = Ar_il, Ai_il (the float view of a C-contiguous complex
     ``a`` of that precision itself, no copy), and B's top block row [Br | Bi] (k, 2n), which
     determines the rest of the embedding (:func:`ozgemm.precision.planner.statistics`)."""
-    dt = xp.float32 if a.dtype in (xp.complex64, xp.float32) and b.dtype in (xp.complex64, xp.float32) \
-        else xp.float64
+    dt, part = _complex_parts(a, b, xp)
     m, k = a.shape
     n = b.shape[1]
-
-    def part(x):
-        return as_float64(x) if dt == xp.float64 else x
-
     if a.dtype == (xp.complex64 if dt == xp.float32 else xp.complex128) and a.flags.c_contiguous:
         A = a.view(dt).reshape(m, 2 * k)
     else:
@@ -265,8 +274,7 @@ def complex_operands(a, b, xp):
         A[:, 0::2] = part(a.real)
         A[:, 1::2] = part(a.imag) if a.dtype.kind == "c" else 0
     B = xp.empty((k, 2 * n), dtype=dt)
-    B[:, :n] = part(b.real)
-    B[:, n:] = part(b.imag) if b.dtype.kind == "c" else 0
+    _top_block_row(b, B, part)
     return A, B
 
 

@@ -944,11 +944,12 @@ def componentwise_bound(contract: Contract, sa: RowStats, sb: RowStats, k: int, 
     cpow = _cpow(sa, sb)
     lg = cpow.bit_length() - 1
     sbh = sb
+    if embedding:  # the statistics of B's column pairs: the first n of the embedding's 2n columns
+        pairs = take_rows(sb, slice(sb.E.shape[0] // 2))
     if embedding == "half":
-        embedding = _half_or_full(contract, sa, sb, k, cpow, backend)
+        embedding = _half_or_full(contract, sa, sb, pairs, k, cpow, backend)
     if embedding:
         # the bound from the interleaved 7-bit magnitudes of A's rows and of B's column pairs
-        pairs = take_rows(sb, slice(sb.E.shape[0] // 2))
         lb = backend.gemm_complex_bound(sa.q, pairs.q, k // 2, embedding)
         if embedding == "half":  # one (m, n) bound of both parts: the first n columns' statistics
             sbh = pairs
@@ -1003,9 +1004,11 @@ COMPLEX_HALF_SLACK = 2
 COMPLEX_SAMPLE_MIN_WORK = 2**40
 
 
-def _half_or_full(contract: Contract, sa: RowStats, sb: RowStats, k: int, cpow: int, backend) -> str:
+def _half_or_full(contract: Contract, sa: RowStats, sb: RowStats, pairs: RowStats, k: int, cpow: int,
+                  backend) -> str:
     """The lower bound of two complex operands: "half" (one GEMM of m x 2k x n, weaker) or
-    "full" (the embedding's own, m x 2k x 2n), from the minimal widths both give on
+    "full" (the embedding's own, m x 2k x 2n; ``pairs``: the statistics of the first n of
+    ``sb``'s 2n columns), from the minimal widths both give on
     :data:`COMPLEX_SAMPLE_ROWS` evenly spaced rows of A (one host read of two exact integers:
     the same choice on every engine). The half form saves 2 mkn multiply-adds of the bound
     and can cost moduli (3 mkn each): it is kept where its sampled width is within
@@ -1020,10 +1023,9 @@ def _half_or_full(contract: Contract, sa: RowStats, sb: RowStats, k: int, cpow: 
         return "full"
     lg = cpow.bit_length() - 1
     ss = take_rows(sa, xp.asarray((np.arange(COMPLEX_SAMPLE_ROWS) * m) // COMPLEX_SAMPLE_ROWS))
-    sbh = take_rows(sb, slice(sb.E.shape[0] // 2))
-    widths = [backend.plan_scalars(ss, st, backend.gemm_complex_bound(ss.q, sbh.q, k // 2, form),
+    widths = [backend.plan_scalars(ss, st, backend.gemm_complex_bound(ss.q, pairs.q, k // 2, form),
                                    contract.bits + lg, k * cpow * cpow, contract.fmt.u)[:1]
-              for form, st in (("full", sb), ("half", sbh))]
+              for form, st in (("full", sb), ("half", pairs))]
     full, half = (int(v) for v in to_numpy(xp.concatenate(widths)))
     return "half" if half - full <= COMPLEX_HALF_SLACK else "full"
 
