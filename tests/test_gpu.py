@@ -307,6 +307,10 @@ def test_row_stats_long_rows_match_numpy(layout):
             x[1, ::3] = 0.0
             if k >= 3:
                 x[2, :3] = [1.4e-45, -1e-40, 3e38] if dt == np.float32 else [5e-324, -1e-310, 1e308]
+            if dt == np.float32:
+                # random bit patterns with biased exponents 0..40: subnormals up to 2^-86, both signs
+                bits = rng.integers(0, 2**23, k, dtype=np.uint32) | (rng.integers(0, 41, k, dtype=np.uint32) << 23)
+                x[3] = (bits | (rng.integers(0, 2, k, dtype=np.uint32) << 31)).view(np.float32)
             xs = shaped(x)
             flag = cp.zeros((1,), dtype=cp.int32)
             s_np, s_gpu = row_stats(xs, np), eng.row_stats(cp.asarray(xs), nonfinite=flag)

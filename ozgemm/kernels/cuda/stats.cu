@@ -262,6 +262,52 @@ __device__ __forceinline__ void load_row_chunk(const T* row, int l0, int k,
     }
 }
 
+// float32 entries in 32-bit integer arithmetic (the same values as the float64 path of the
+// widened entry, bit for bit): a finite float32 |x| = m 2^e with m < 2^24 (m = f + 2^23, e =
+// ef - 150 for a normal; m = f, e = -149 for a subnormal), so that top = bits(m) + e, the lowest
+// set bit ffs(m) - 1 + e, and x 2^(c - E) = m 2^(e + c - E) is a shift of m: ceil/floor of it
+// are integer shifts with a rounding addend (|x| < 2^E bounds every result by 2^c). Shifts are
+// clamped to 31: for m < 2^24 a right shift by d >= 25 gives floor 0 and ceil (m != 0), as by 31.
+// Inf/NaN (ef = 255): top 1025 and the widened value's lowest set bit, as top_lsb gives them;
+// a row holding one is quantised by the float64 path (the row's flag discards it anyway).
+__device__ __forceinline__ void extent_f32(unsigned int u, int& tmax, int& lmin) {
+    const unsigned int ef = (u >> 23) & 0xffu, f = u & 0x7fffffu;
+    if (ef == 0xffu) {
+        tmax = max(tmax, 1025);
+        lmin = min(lmin, (f ? __ffs(f) + 28 : 52) + 972);
+    } else {
+        const unsigned int m = ef ? (f | 0x800000u) : f;
+        if (m) {
+            const int e = (int)max(ef, 1u) - 150;
+            tmax = max(tmax, 32 - __clz(m) + e);
+            lmin = min(lmin, __ffs(m) - 1 + e);
+        }
+    }
+}
+__device__ __forceinline__ unsigned int shift_ceil(unsigned int m, int sh) {
+    if (sh >= 0) return m << min(sh, 31);
+    const int d = min(-sh, 31);
+    return (m + ((1u << d) - 1u)) >> d;
+}
+__device__ __forceinline__ unsigned int shift_floor(unsigned int m, int sh) {
+    return sh >= 0 ? m << min(sh, 31) : m >> min(-sh, 31);
+}
+struct F32Quant {
+    unsigned int n1, h, fq;
+};
+// ceil(|x| 2^(30 - E)), ceil(|x| 2^(15 - E)), floor(|x| 2^(7 - E)) of a finite float32 word u
+// with |x| < 2^E (entry_quant's n1, h and fq)
+__device__ __forceinline__ F32Quant quant_f32(unsigned int u, int E) {
+    const unsigned int ef = (u >> 23) & 0xffu, f = u & 0x7fffffu;
+    const unsigned int m = ef ? (f | 0x800000u) : f;
+    const int s = (int)max(ef, 1u) - 150 - E;
+    F32Quant r;
+    r.n1 = shift_ceil(m, s + NORM_BITS);
+    r.h = shift_ceil(m, s + NORM_BITS / 2);
+    r.fq = shift_floor(m, s + LB_BITS);
+    return r;
+}
+
 template <typename T>
 __device__ __forceinline__ void row_extent_impl(const T* __restrict__ x, i64 ldx, int r, int k,
                                                 u64* __restrict__ acc) {
@@ -273,7 +319,10 @@ __device__ __forceinline__ void row_extent_impl(const T* __restrict__ x, i64 ldx
     load_row_chunk(row, l0, k, w);
     int tmax = -100000, lmin = 100000;
 #pragma unroll
-    for (int p = 0; p < RS_PER * RW::V; ++p) extent(RW::widen(w[p]), tmax, lmin);
+    for (int p = 0; p < RS_PER * RW::V; ++p) {
+        if constexpr (RW::V == 2) extent_f32(w[p], tmax, lmin);
+        else extent(RW::widen(w[p]), tmax, lmin);
+    }
     warp_atomic_max(acc + 3 * (i64)r + i, tmax > -100000 ? (i64)tmax + 2048 : 0);
     warp_atomic_max(acc + 4 * (i64)r + i, lmin < 100000 ? 2048 - (i64)lmin : 0);
 }
@@ -288,25 +337,50 @@ __device__ __forceinline__ void row_sums_impl(const T* __restrict__ x, i64 ldx, 
     const int l0 = blockIdx.y * rs_chunk<T>() + threadIdx.x * RW::V;
     const i64 tenc = (i64)acc[3 * (i64)r + i];
     const int E = tenc == 0 ? 0 : (int)(tenc - 2048);
-    const Pow2 f30(NORM_BITS - E), f15(NORM_BITS / 2 - E), f7(LB_BITS - E);
     typename RW::W w[RS_PER * RW::V];
-    load_row_chunk(row, l0, k, w);
     i64 s1 = 0, s2 = 0, sq = 0;
+    if (RW::V == 2 && E <= 128) {
+        // a float32 row of finite entries (E <= 128): the quantisations in integer arithmetic
+        // (quant_f32), two entries at a time: each n1 and h^2 is at most 2^30, so a pair's sum
+        // fits 32 bits; its two q bytes are one 2-byte store where aligned. Entries l >=
+        // min(k, kq) read as 0 and add nothing.
+        load_row_chunk(row, l0, min(k, kq), w);
 #pragma unroll
-    for (int p = 0; p < RS_PER; ++p) {
+        for (int p = 0; p < RS_PER; ++p) {
+            const F32Quant u = quant_f32((unsigned int)w[RW::V * p], E);
+            const F32Quant v = quant_f32((unsigned int)w[RW::V * p + RW::V - 1], E);
+            s1 += u.n1 + v.n1;
+            s2 += u.h * u.h + v.h * v.h;
+            sq += u.fq + v.fq;
+            const int lp = l0 + p * RS_THREADS * RW::V;
+            signed char* dst = q + (i64)i * ldq + lp;
+            if (lp + 1 < kq && (reinterpret_cast<size_t>(dst) & 1) == 0) {
+                *reinterpret_cast<unsigned short*>(dst) = (unsigned short)(u.fq | (v.fq << 8));
+            } else {
+                if (lp < kq) dst[0] = (signed char)u.fq;
+                if (lp + 1 < kq) dst[1] = (signed char)v.fq;
+            }
+        }
+    } else {
+        // float64 rows, and float32 rows holding Inf/NaN (E = 1025; the flag discards them)
+        const Pow2 f30(NORM_BITS - E), f15(NORM_BITS / 2 - E), f7(LB_BITS - E);
+        load_row_chunk(row, l0, k, w);
 #pragma unroll
-        for (int e = 0; e < RW::V; ++e) {
-            const int l = l0 + p * RS_THREADS * RW::V + e;
-            if (l < kq) {
-                signed char qq = 0;
-                if (l < k) {
-                    const EntryQ eq = entry_quant(fabs(RW::widen(w[RW::V * p + e])), f30, f15, f7);
-                    s1 += eq.n1;
-                    s2 += eq.h * eq.h;
-                    qq = (signed char)eq.fq;
+        for (int p = 0; p < RS_PER; ++p) {
+#pragma unroll
+            for (int e = 0; e < RW::V; ++e) {
+                const int l = l0 + p * RS_THREADS * RW::V + e;
+                if (l < kq) {
+                    signed char qq = 0;
+                    if (l < k) {
+                        const EntryQ eq = entry_quant(fabs(RW::widen(w[RW::V * p + e])), f30, f15, f7);
+                        s1 += eq.n1;
+                        s2 += eq.h * eq.h;
+                        qq = (signed char)eq.fq;
+                    }
+                    sq += qq;
+                    q[(i64)i * ldq + l] = qq;
                 }
-                sq += qq;
-                q[(i64)i * ldq + l] = qq;
             }
         }
     }
