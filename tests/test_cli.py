@@ -188,9 +188,18 @@ def test_bench_bad_arguments_and_refusals(capsys, tmp_path, monkeypatch):
     capsys.readouterr()
     capped = tmp_path / "capped.toml"  # a cost cap below what these spreads need
     capped.write_text((Path(ozgemm.__file__).parent / "contracts" / "fp64.toml").read_text() + "max_gemms = 10\n")
-    rc = main(["bench", "--sizes", "8", "--ref-sizes", "--reps", "1", "--phi", "40", "--contracts", str(capped)])
-    err = capsys.readouterr().err
-    assert rc == 3 and "refused" in err and "max_gemms" in err, err
+    out_json = tmp_path / "rows.json"
+    rc = main(["bench", "--sizes", "8", "--ref-sizes", "--reps", "1", "--phi", "40", "--contracts", str(capped),
+               "fp64", "--json", str(out_json)])
+    cap = capsys.readouterr()
+    # the refused row names its reason; the other contract's row is still measured and reported
+    assert rc == 3 and "refused" in cap.err and "Traceback" not in cap.err, cap.err
+    lines = cap.out.splitlines()
+    assert any(ln.startswith("capped") and "refused" in ln and "max_gemms" in ln for ln in lines), cap.out
+    assert any(ln.split()[:2] == ["fp64", "8"] for ln in lines), cap.out
+    rows = json.loads(out_json.read_text())["rows"]
+    assert [("refused" in r, r["contract"]) for r in rows] == [(True, "capped"), (False, "fp64")], rows
+    assert rows[1]["ozgemm_max_err_u"] <= 1.0
     import ozgemm.cli.bench as bench
 
     def boom(*a, **k):
@@ -272,3 +281,7 @@ def test_bench_front_pairs_each_peer_row_with_the_fastest_qualifying_contract():
     (f,) = front(rows)
     assert f["contract"] == "fp64" and f["whole_output"] is False and f["peer_err"] == 0.2
     assert front([oz("fp64", 8, 1.0, 0.1)]) == []
+    # a refused row (no time, no error) neither qualifies nor keeps whole-output errors from use
+    refused = {"contract": "fp64-fast:moduli=13", "n": 8, "phi": 0.5, "dtype": "float64", "refused": "width"}
+    (f,) = front([refused, oz("fp64", 8, 1.0, 0.1, 0.2), gm("f16", 8, 1.2, 0.1, 0.3)])
+    assert f["contract"] == "fp64" and f["whole_output"] is True

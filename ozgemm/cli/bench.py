@@ -6,8 +6,11 @@ bound GEMM, residues, INT8 GEMMs, reconstruction and rounding; on the GPU, first
 compilation and host<->device transfers excluded), the median of ``--reps`` repetitions
 after a warm-up, and the accuracy reached in the same run on a sampled block (max / median
 error in units of u (|A||B|)_ij and share correctly rounded, against the exact product).
-Exit status: 0 done, 1 no GPU for --device gpu, 2 bad arguments, 3 a contract refused for the
-inputs (ContractError), 4 the benchmark could not run to the end (e.g. out of memory).
+A contract refused for some inputs (ContractError: the proof needs more than the contract
+allows there, e.g. a fixed moduli count too small for that k) gives a "refused" row naming
+the reason; the other rows are still measured and reported.
+Exit status: 0 done, 1 no GPU for --device gpu, 2 bad arguments, 3 done, but a contract was
+refused for some inputs, 4 the benchmark could not run to the end (e.g. out of memory).
 """
 from __future__ import annotations
 
@@ -149,7 +152,7 @@ def run_bench(args) -> int:
         # missing; TypeError: operands the contract does not take (e.g. --complex with fp128)
         print(f"ozgemm bench: {exc}", file=sys.stderr)
         return 2
-    except ContractError as exc:
+    except ContractError as exc:  # a contract refused outside the rows (e.g. while setting up)
         print(f"ozgemm bench: refused: {exc}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
@@ -157,6 +160,16 @@ def run_bench(args) -> int:
     except Exception as exc:  # MemoryError included
         print(f"ozgemm bench: could not run to the end ({type(exc).__name__}: {exc})", file=sys.stderr)
         return 4
+
+
+def refused_row(contract, n, phi, seed, exc) -> dict:
+    """The row of a product the contract refused (ContractError ``exc``): reported, not timed."""
+    return {"contract": contract.name, "n": n, "phi": phi, "seed": seed, "refused": str(exc)}
+
+
+def refused_line(r) -> str:
+    """One table line for a refused row: the contract, n, phi and the reason."""
+    return f"{r['contract']:10} {r['n']:>5} phi={r['phi']}: refused ({r['refused']})"
 
 
 def _count(plan) -> str:
@@ -177,6 +190,7 @@ def _run_cpu_bench(args) -> int:
     from ..verify.inputs import complex_operands
     from .audit import COMPLEX_PROMISE
     from ..verify.reference import exact_product, have_flint
+    from ..contracts.contract import ContractError
 
     ctx = cpu_context()
     rows = []
@@ -187,7 +201,12 @@ def _run_cpu_bench(args) -> int:
             a, b = phi_matrices(n, n, n, args.phi, args.seed, dt)
             if args.complex:
                 a, b = complex_operands(a, b, *phi_matrices(n, n, n, args.phi, args.seed + 1, dt))
-            c, plans = matmul(a, b, contract=contract, return_plan=True)
+            try:
+                c, plans = matmul(a, b, contract=contract, return_plan=True)
+            except ContractError as exc:
+                rows.append(refused_row(contract, n, args.phi, args.seed, exc))
+                print(f"  {contract.name} n={n}: refused", file=sys.stderr)
+                continue
             t_oz = median_time(lambda: matmul(a, b, contract=contract), args.reps)
             t_np = median_time(lambda: np.matmul(a, b), args.reps)
             ref = block_reference(a, b, contract, args.block)
@@ -219,6 +238,9 @@ def _run_cpu_bench(args) -> int:
     hdr = f"{'contract':10} {'n':>5} {'count':>6} {'ozgemm s':>9} {'numpy s':>9} {'ratio':>7} {'oz max':>7} {'oz med':>7} {'oz CR%':>7} {'np max':>7} {'np med':>7} {'np CR%':>7}"
     print(hdr)
     for r in rows:
+        if "refused" in r:
+            print(refused_line(r))
+            continue
         print(f"{r['contract']:10} {r['n']:>5} {r['count']:>6} {r['ozgemm_s']:>9.4g} {r['numpy_s']:>9.4g} {r['ratio']:>7.1f} "
               f"{_e(r['ozgemm_max_err_u'])} {_e(r['ozgemm_median_err_u'])} {100 * r['ozgemm_cr']:>7.2f} "
               f"{_e(r['numpy_max_err_u'])} {_e(r['numpy_median_err_u'])} {100 * r['numpy_cr']:>7.2f}")
@@ -227,4 +249,4 @@ def _run_cpu_bench(args) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"context": ctx, "rows": rows, "reference": refs}, f, indent=2)
-    return 0
+    return 3 if any("refused" in r for r in rows) else 0

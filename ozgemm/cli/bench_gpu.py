@@ -194,7 +194,8 @@ def front(rows) -> list:
     out = []
     for g in (r for r in rows if r.get("peer") == "GEMMul8"):
         key = (g["n"], g["phi"], g.get("dtype"))
-        own = [r for r in rows if r.get("peer") is None and (r["n"], r["phi"], r.get("dtype")) == key]
+        own = [r for r in rows if r.get("peer") is None and "refused" not in r
+               and (r["n"], r["phi"], r.get("dtype")) == key]
         full = g.get("oz_full_max_err_u") is not None and all(r.get("oz_full_max_err_u") is not None for r in own)
         ok = [r for r in own if r["ozgemm_s"] <= g["ozgemm_s"] and err(r, full) <= err(g, full)]
         best = min(ok, key=lambda r: r["ozgemm_s"]) if ok else None
@@ -222,8 +223,9 @@ def run_gpu_bench(args) -> int:
 
     from ..api import matmul
     from ..verify.audit import block_reference, sampled_accuracy
-    from ..contracts.contract import as_contract
+    from ..contracts.contract import ContractError, as_contract
     from ..kernels import get_backend
+    from .bench import refused_line, refused_row
     from ..methods import execute, execute_complex, plan_product
 
     from .peers import DEFAULT_CONFIGS, GEMMul8
@@ -249,7 +251,13 @@ def run_gpu_bench(args) -> int:
         for n in args.sizes:
             for phi in (phis if n == max(args.sizes) else [args.phi]):
                 a, b = _inputs(n, phi, args.seed, dt, cplx)
-                c, plans = matmul(a, b, contract=contract, return_plan=True)
+                try:
+                    c, plans = matmul(a, b, contract=contract, return_plan=True)
+                except ContractError as exc:  # this row refused; the others go on
+                    rows.append({**refused_row(contract, n, phi, args.seed, exc), "dtype": str(a.dtype)})
+                    print(f"  {contract.name} n={n} phi={phi}: refused", file=sys.stderr)
+                    del a, b
+                    continue
                 t_oz = _time(lambda: matmul(a, b, contract=contract), args.reps)
                 t_nat = _time(lambda: cp.matmul(a, b), args.reps)
                 # phase breakdown (one synchronised run)
@@ -326,6 +334,9 @@ def run_gpu_bench(args) -> int:
           f"{'nat full':>8}  phases ms (plan/res/gemm/rec)"
           "  INT8 GEMMs alone ms (residue + bound) and share of the call")
     for r in rows:
+        if "refused" in r:
+            print(refused_line(r))
+            continue
         ph = r["phases"]
         print(f"{r['contract']:12} {r['n']:>6} {r['phi']:>4} {r['moduli']:>3} {r['ozgemm_s'] * 1e3:>9.2f} "
               f"{r['ozgemm_tflops']:>6.1f} {r['native_tflops']:>6.1f} {r['speedup']:>5.2f} "
@@ -348,5 +359,5 @@ def run_gpu_bench(args) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"context": ctx, "rows": rows, "front": fr}, f, indent=2)
-    return 0
+    return 3 if any("refused" in r for r in rows) else 0
 
