@@ -1,6 +1,7 @@
 """Helpers shared by the command-line tools (``ozgemm audit``, ``bench``, ``lcn``): argument
 checks, run before any work, so that a bad option is reported at once and a long run is never
-lost to an output path that cannot be written; and the tables' number cells."""
+lost to an output path that cannot be written; the tables' number cells; the benchmark's rows
+of refused products."""
 from __future__ import annotations
 
 import math
@@ -35,3 +36,14 @@ def fmt_num(x, nd=3):
             return "0"
         return f"{x:.{nd}g}" if abs(x) < 1e4 else f"{x:.2e}"
     return str(x)
+
+
+def refused_row(contract, n, phi, seed, exc) -> dict:
+    """The row of a product the contract refused (ContractError ``exc``): reported, not timed."""
+    return {"contract": contract.name, "n": n, "phi": phi, "seed": seed, "refused": str(exc)}
+
+
+def refused_line(r, width: int = 10) -> str:
+    """One table line for a refused row: the contract (in a column of ``width``), n, phi and
+    the reason."""
+    return f"{r['contract']:{width}} {r['n']:>5} phi={r['phi']}: refused ({r['refused']})"

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from .._cliargs import refused_line, refused_row
 from .._timing import median_time
 
 __all__ = ["register", "run_bench", "cpu_context"]
@@ -160,16 +161,6 @@ def run_bench(args) -> int:
     except Exception as exc:  # MemoryError included
         print(f"ozgemm bench: could not run to the end ({type(exc).__name__}: {exc})", file=sys.stderr)
         return 4
-
-
-def refused_row(contract, n, phi, seed, exc) -> dict:
-    """The row of a product the contract refused (ContractError ``exc``): reported, not timed."""
-    return {"contract": contract.name, "n": n, "phi": phi, "seed": seed, "refused": str(exc)}
-
-
-def refused_line(r) -> str:
-    """One table line for a refused row: the contract, n, phi and the reason."""
-    return f"{r['contract']:10} {r['n']:>5} phi={r['phi']}: refused ({r['refused']})"
 
 
 def _count(plan) -> str:

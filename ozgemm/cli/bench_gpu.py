@@ -225,7 +225,7 @@ def run_gpu_bench(args) -> int:
     from ..verify.audit import block_reference, sampled_accuracy
     from ..contracts.contract import ContractError, as_contract
     from ..kernels import get_backend
-    from .bench import refused_line, refused_row
+    from .._cliargs import refused_line, refused_row
     from ..methods import execute, execute_complex, plan_product
 
     from .peers import DEFAULT_CONFIGS, GEMMul8
@@ -335,7 +335,7 @@ def run_gpu_bench(args) -> int:
           "  INT8 GEMMs alone ms (residue + bound) and share of the call")
     for r in rows:
         if "refused" in r:
-            print(refused_line(r))
+            print(refused_line(r, 12))
             continue
         ph = r["phases"]
         print(f"{r['contract']:12} {r['n']:>6} {r['phi']:>4} {r['moduli']:>3} {r['ozgemm_s'] * 1e3:>9.2f} "
