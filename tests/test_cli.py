@@ -199,7 +199,7 @@ def test_bench_bad_arguments_and_refusals(capsys, tmp_path, monkeypatch):
     assert any(ln.split()[:2] == ["fp64", "8"] for ln in lines), cap.out
     rows = json.loads(out_json.read_text())["rows"]
     assert [("refused" in r, r["contract"]) for r in rows] == [(True, "capped"), (False, "fp64")], rows
-    assert rows[1]["ozgemm_max_err_u"] <= 1.0
+    assert rows[1]["ozgemm_max_err_u"] <= 3.0  # fp64: u|AB| + 2u|A||B|, in units of u|A||B|
     import ozgemm.cli.bench as bench
 
     def boom(*a, **k):

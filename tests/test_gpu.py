@@ -1018,6 +1018,28 @@ def test_bench_times_gemmul8_side_by_side(capsys, tmp_path):
     assert "GEMMul8 f15" in capsys.readouterr().out
 
 
+def test_bench_reports_a_refused_row_and_measures_the_others(capsys, tmp_path):
+    """ozgemm bench --device gpu: a contract refused for some inputs (a fixed moduli count too
+    small for the normwise width at that k) gives a row naming the reason, exit status 3; the
+    other contract's rows (both phi) are still measured, with the error below its bound."""
+    import json
+
+    pytest.importorskip("gmpy2")
+    from ozgemm.cli import main
+
+    js = tmp_path / "b.json"
+    rc = main(["bench", "--device", "gpu", "--sizes", "512", "--contracts", "fp64-fast:moduli=13", "fp64",
+               "--reps", "1", "--block", "16", "--json", str(js)])
+    cap = capsys.readouterr()
+    assert rc == 3 and "Traceback" not in cap.err, cap.err
+    assert any("fp64-fast:moduli=13" in ln and "refused" in ln and "moduli" in ln for ln in cap.out.splitlines())
+    rows = json.loads(js.read_text())["rows"]
+    assert {r["phi"] for r in rows if "refused" in r} == {0.5, 2.0}
+    ok = [r for r in rows if r["contract"] == "fp64"]
+    # fp64's bound u|AB| + 2u|A||B| is at most 3 in the table's units u (|A||B|)_ij
+    assert len(ok) == 2 and all(r["oz_max_err_u"] <= 3.0 and r["ozgemm_s"] > 0 for r in ok), ok
+
+
 def test_float32_widening_is_exact_for_every_exponent_and_mantissa_bit():
     """The kernels' float32 -> float64 widening (integer operations on the bit pattern) against
     numpy's conversion on the CPU (exact, no flush): both signs, every exponent field, and
