@@ -192,3 +192,29 @@ def test_row_tiles_cover_the_rows_once(backend):
         spans = [(t.i0, t.i1) for t in tiles]
     assert spans[0][0] == 0 and spans[-1][1] == 40
     assert all(x[1] == y[0] and x[0] < x[1] for x, y in zip(spans, spans[1:]))
+
+
+def test_available_memory_is_read_once_per_interval(monkeypatch):
+    """The CPU backend's MemAvailable reading serves the calls of MEMINFO_TTL seconds, then is
+    read again (and the value read is the one /proc/meminfo gives, in bytes)."""
+    import builtins
+    import io
+
+    import ozgemm.kernels.numpy as K
+
+    clock = [1000.0]
+    reads = []
+
+    def fake_open(path, *a, **k):
+        assert path == "/proc/meminfo"
+        reads.append(path)
+        return io.StringIO(f"MemTotal: 99 kB\nMemAvailable: {len(reads)} kB\n")
+
+    monkeypatch.setattr(K.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(builtins, "open", fake_open)
+    monkeypatch.setattr(K, "_meminfo", [float("-inf"), 0])
+    assert K.available_memory() == 1024 and len(reads) == 1
+    clock[0] += K.MEMINFO_TTL / 2
+    assert K.available_memory() == 1024 and len(reads) == 1
+    clock[0] += K.MEMINFO_TTL
+    assert K.available_memory() == 2048 and len(reads) == 2

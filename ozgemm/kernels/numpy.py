@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import time
 from dataclasses import dataclass
 from math import prod
 
@@ -71,16 +72,30 @@ def _compiled_constants(moduli: tuple, bound: int):
     return W, eoM, Mi
 
 
+#: how long one reading of MemAvailable serves (seconds): reading /proc/meminfo costs about
+#: 17 microseconds, and a call asks twice (planning and the row tiles)
+MEMINFO_TTL = 0.25
+_meminfo = [float("-inf"), 0]  # [time.monotonic() of the reading, bytes]
+
+
 def available_memory() -> int:
-    """Bytes of memory the OS reports available (MemAvailable), or 4 GiB if unknown."""
+    """Bytes of memory the OS reports available (MemAvailable), or 4 GiB if unknown; one
+    reading serves the calls of the next :data:`MEMINFO_TTL` seconds."""
+    now = time.monotonic()
+    t, value = _meminfo
+    if now - t < MEMINFO_TTL:
+        return value
+    value = 4 << 30
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    value = int(line.split()[1]) * 1024
+                    break
     except OSError:
         pass
-    return 4 << 30
+    _meminfo[:] = [now, value]
+    return value
 
 
 #: largest k-block for which float32 accumulation of int8 products is provably exact
