@@ -73,7 +73,7 @@ def _compiled_constants(moduli: tuple, bound: int):
 
 
 #: how long one reading of MemAvailable serves (seconds): reading /proc/meminfo costs about
-#: 17 microseconds, and a call asks twice (planning and the row tiles)
+#: 23 microseconds, and a call asks twice (planning and the row tiles)
 MEMINFO_TTL = 0.25
 _meminfo = [float("-inf"), 0]  # [time.monotonic() of the reading, bytes]
 
