@@ -200,6 +200,17 @@ def test_bench_bad_arguments_and_refusals(capsys, tmp_path, monkeypatch):
     rows = json.loads(out_json.read_text())["rows"]
     assert [("refused" in r, r["contract"]) for r in rows] == [(True, "capped"), (False, "fp64")], rows
     assert rows[1]["ozgemm_max_err_u"] <= 3.0  # fp64: u|AB| + 2u|A||B|, in units of u|A||B|
+    # a binary128 contract without numpy-quaddtype: exit 2 before any product is measured
+    import ozgemm.contracts.formats as formats
+
+    def no_quad():
+        raise ImportError("binary128 operands need numpy-quaddtype: pip install 'ozgemm[fp128]'")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(formats, "quad_dtype", no_quad)
+        rc = main(["bench", "--sizes", "8", "--ref-sizes", "--reps", "1", "--contracts", "fp64", "fp128"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "numpy-quaddtype" in err and "fp64 n=8" not in err, err
     import ozgemm.cli.bench as bench
 
     def boom(*a, **k):

@@ -114,9 +114,13 @@ def _check_args(args):
         raise _BadArgument(problem)
     for name in args.contracts:
         try:
-            as_contract(name)
+            contract = as_contract(name)
         except ContractError as exc:
             raise _BadArgument(str(exc)) from None
+        if contract.fmt.name == "binary128" and args.device == "cpu":
+            from ..contracts.formats import quad_dtype
+
+            quad_dtype()  # binary128 results on the CPU: ImportError naming the extra, before any work
     if getattr(args, "gemmul8", None) and args.device != "gpu":
         raise _BadArgument("--gemmul8 times GEMMul8 on the GPU: it needs --device gpu")
     from .peers import parse_config
