@@ -460,10 +460,11 @@ def test_residues_of_two_parts_and_their_sum(dt, columns):
 
 @pytest.mark.parametrize("columns", [True, False])
 def test_residues_fp_split_edges(columns):
-    """The FP64 split of crt.cu (split_scaled_fp) and its integer fallback against Python
+    """The FP64 split of crt.cu (split_scaled_fp) and its integer fallback (split_wide) against Python
     integers: exact ties k + 1/2 of both signs and their neighbours, values just off a tie by
-    bits far below 1, tiny and subnormal products, |x 2^sh| around 2^61 (fallback above),
-    row shifts at the ends of a double's exponent range and beyond (fallback rows)."""
+    bits far below 1, tiny and subnormal products, |x 2^sh| around 2^61 (split_wide above) and
+    around its word bounds 2^64 and 2^84 (2^d2 from a table above), row shifts at the ends of a
+    double's exponent range and beyond (split_wide rows)."""
     import math
 
     from ozgemm.contracts.moduli import MODULI
@@ -481,6 +482,10 @@ def test_residues_fp_split_edges(columns):
         t = math.ldexp(float(k) + 0.5, int(rng.integers(-40, 10)))
         vals += [t, math.nextafter(t, math.inf), math.nextafter(t, -math.inf)]
     vals += [2.0**61 - 2.0**8, -(2.0**61 - 2.0**8), 2.0**61, -(2.0**61), 2.0**62 - 2.0**9, 3.0 * 2.0**60]
+    # the integer split's three words: |X'| = |mant| 2^d1 with d1 <= 31 around 2^64 and 2^84
+    # (d2 > 0 beyond), both signs, next to entries of the FP64 split in the same thread
+    vals += [sg * v for b in (63, 64, 65, 83, 84, 85, 86, 93) for v in (2.0**b, 2.0**b - 2.0 ** (b - 53),
+                                                                          1.5 * 2.0**b, 0.5) for sg in (1, -1)]
     k = len(vals)
     # row shifts: 0 (the values as given), the double range's ends, beyond them (fallback rows)
     shifts = [0, 0, -1022, -1023, 1023, 1024, 1100, -3, 7]

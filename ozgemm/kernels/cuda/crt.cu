@@ -9,6 +9,7 @@
 //   FM[NMOD]                  ceil(2^32 / m_q) (fastmod)
 //   RB[NMOD][2], RC[NMOD]     residue byte weights 2^(8 j) mod m_q, j = 0..7, packed four per
 //                             word, and (m_q/2 - 2^62) mod m_q
+//   RB2[NMOD], RC3[NMOD]      the weights of j = 8..11 packed, and (m_q/2 - 2^85) mod m_q
 //   PI[NMOD], KC[NMOD]        (2^(8 j) INV_q mod m_q, j = 0..3) packed, -2^31 INV_q mod m_q
 //                             (INV_q = (m_0 ... m_{q-1})^{-1} mod m_q)
 //   NGW, GP[NMOD][NGW]        Garner weights G[p][q] = -W[p][q] INV_q mod m_q packed four digits
@@ -26,15 +27,16 @@
 // x: r x k row-major doubles (ld = ldx). shift[i] = s_i. out: NMOD slabs of rp x kp int8
 // (row-major, K-contiguous); padding (i >= r or l >= k) is written as 0.
 //
-// Residues without division (byte dot products). For one entry, X' = v 2^d2 (see
-// split_scaled; for |X'| < 2^61 and row shifts in [-1022, 1023], split_scaled_fp computes the
-// same u on the FP64 pipe). With u = v + 2^62 in [0, 2^63) (|v| < 2^62) and its bytes
-// u_0..u_7, for d2 = 0
+// Residues without division (byte dot products). For one entry with |X'| < 2^61 and a row
+// shift in [-1022, 1023], split_scaled_fp computes X' = v on the FP64 pipe. With
+// u = v + 2^62 in [0, 2^63) (|v| < 2^62) and its bytes u_0..u_7
 //   X' + h ≡ RC_q + sum_j u_j (2^(8 j) mod m)  (mod m),
 // h = m/2 (integer part), RC_q = (h - 2^62) mod m, so that ((X' + h) mod m) - h is the
 // symmetric residue in [-(m-1)/2 - (m even), (m-1)/2], the range of ozgemm/crt/residues.py.
 // The byte sum is two __dp4a (four byte products each) on the halves of u, < 2^20, and is
-// reduced by fastmod (below); the generated header checks every bound it relies on
+// reduced by fastmod (below). Other entries (split_wide) give X' = v' 2^d2 with |v'| < 2^84:
+// u = v' + 2^85 as three words, one __dp4a more (RB2, RC3 = (h - 2^85) mod m), and for d2 > 0
+// one multiplication by 2^d2 mod m from a table. The generated header checks every bound it relies on
 // (source.py, _constants). The two __dp4a per modulus measured about 20 % faster on the H200
 // than splitting u into five 13-bit limbs with four multiply-adds (residues of A at 16384:
 // 2.30 -> 1.84 ms; docs/design.md, "Residue kernels").
@@ -52,27 +54,42 @@ __device__ __forceinline__ unsigned int fastmod(unsigned int n, unsigned int fm,
     return __umulhi(fm * n, m);
 }
 
-// v (|v| < 2^62) and d2 >= 0 with X' = round(x 2^sh) = v 2^d2, exactly as residues.py.
-__device__ __forceinline__ i64 split_scaled(double xv, i64 sh, int* d2) {
+// X' = round(x 2^sh) (round half up, exactly as residues.py) = v' 2^d2 for an entry that
+// split_scaled_fp below does not take (|y| >= 2^61, a shift outside the double range, Inf/NaN),
+// as the 96-bit word u = v' + 2^85 with X' = v' 2^d2, |v'| < 2^84:
+// v' = mant 2^d1 with d1 = min(d, 31) (|mant| < 2^53), or v' = the rounded x 2^sh for d < 0. (w0, w1) are the low 64 bits of v' (two's complement) and pk = top 2^10 + d2 with
+// top = floor(v' / 2^64) + 2^21 in [2^20, 3 2^20) (22 bits) and d2 = d - d1 < 2^10 (d2 <= 940:
+// see _POW2_WIDTH in backend.py). The 2^61 <= |y| < 2^84 of wide rows (beta > 61: the fp64
+// contract at phi = 2, fixed counts of 18 and more, dd) then need no d2 step; before, d1 was
+// capped at 9 and every entry from 2^62 on took the pow2tab step for every modulus.
+__device__ __forceinline__ void split_wide(double xv, i64 sh, unsigned int* w0, unsigned int* w1, unsigned int* pk) {
     u64 bits = (u64)__double_as_longlong(xv);
     int eb = (int)((bits >> 52) & 0x7ff);
     i64 frac = (i64)(bits & ((1ULL << 52) - 1));
     i64 mant, ex;
     if (eb == 0) { mant = frac; ex = -1074; } else { mant = frac | (1LL << 52); ex = eb - 1075; }
     if (bits >> 63) mant = -mant;
-    i64 d = ex + sh;
-    *d2 = 0;
-    if (mant == 0) return 0;
-    if (d >= 0) {
-        int d1 = d < 9 ? (int)d : 9;
-        *d2 = (int)(d - d1);
-        return mant << d1;  // |v| < 2^62
+    const i64 d = ex + sh;
+    i64 lo = 0;
+    int hi = 0, d2 = 0;
+    if (mant != 0) {
+        if (d >= 0) {
+            const int d1 = d < 31 ? (int)d : 31;
+            d2 = (int)(d - d1);
+            lo = (i64)((u64)mant << d1);  // the low 64 bits of mant 2^d1
+            hi = (int)(mant >> (64 - d1 > 63 ? 63 : 64 - d1));  // floor(mant 2^d1 / 2^64), |.| < 2^20
+        } else {
+            const int rsh = (-d) > 60 ? 60 : (int)(-d);
+            lo = (mant + (1LL << (rsh - 1))) >> rsh;  // round half up, |v| <= 2^52 + 1
+            hi = lo < 0 ? -1 : 0;
+        }
     }
-    int rsh = (-d) > 60 ? 60 : (int)(-d);
-    return (mant + (1LL << (rsh - 1))) >> rsh;  // round half up (arithmetic shift), |v| <= 2^52 + 1
+    *w0 = (unsigned int)lo;
+    *w1 = (unsigned int)((u64)lo >> 32);
+    *pk = ((unsigned int)(hi + (1 << 21)) << 10) | (unsigned int)d2;
 }
 
-// The same u = v + 2^62 for d2 = 0, on the FP64 pipe (7 operations instead of ~30 integer
+// u = v + 2^62 with X' = v, on the FP64 pipe (7 operations instead of ~30 integer
 // ones, 2-5 % faster on the H200: docs/design.md, "Residue kernels"): y = x 2^sh (scale =
 // 2^sh, a normal double: exact, or |y| < 2^-1022 where v = 0 anyway), v = floor(y + 1/2) =
 // hi 2^32 + lo with
@@ -82,9 +99,8 @@ __device__ __forceinline__ i64 split_scaled(double xv, i64 sh, int* d2) {
 // keeps the floor: floor(RD(r)) = floor(r) and floor(RD(RD(r) + 1/2)) = floor(r + 1/2), because
 // the integers and half-integers involved are doubles. (Only the last three round-downs are
 // needed: y 2^-32 is exact unless it underflows, and a nearest hi only makes lo negative, which
-// the carry word handles.) Valid for |y| < 2^61 (then d2 = 0 in split_scaled and |v| < 2^62;
-// 2^62 would do, 2^61 leaves a margin); returns false otherwise (Inf, NaN, huge), and the
-// caller takes split_scaled. The result is the same integer, so the residues are the same bytes.
+// the carry word handles.) Valid for |y| < 2^61 (then |v| < 2^62; 2^62 would do, 2^61 leaves a
+// margin); returns false otherwise (Inf, NaN, huge), and the caller takes split_wide. The result is the same integer, so the residues are the same bytes.
 __device__ __forceinline__ bool split_scaled_fp(double xv, double scale, unsigned int* ulo, unsigned int* uhi) {
     const double T = 6755399441055744.0;  // 1.5 2^52
     const double y = xv * scale;
@@ -176,25 +192,36 @@ __device__ __forceinline__ signed char sym_add(int v, int mq, int hi, int lo) {
 }
 
 // RES_PER_THREAD consecutive entries xv of one row, scaled by 2^sh, split once for every
-// modulus: u = v + 2^62 as two 32-bit halves, and d2 (X' = v 2^d2; any_d2: some d2 > 0).
+// modulus. Narrow (every entry on the FP64 path): u = v + 2^62 as two 32-bit halves, pk = 0.
+// Wide (some entry not): every entry as split_wide's three words (an FP64-path entry
+// converted: low 64 bits of v = u - 2^62, top = 2^21 - [v < 0], d2 = 0); any_d2: some d2 > 0.
 struct Split8 {
-    unsigned int ulo[RES_PER_THREAD], uhi[RES_PER_THREAD];
-    int d2[RES_PER_THREAD];
-    int any_d2;
+    unsigned int ulo[RES_PER_THREAD], uhi[RES_PER_THREAD], pk[RES_PER_THREAD];
+    int wide, any_d2;
 };
 
 __device__ __forceinline__ void split8(const double* xv, i64 sh, Split8& s) {
     s.any_d2 = 0;
+    s.wide = 0;
     const bool fp_row = sh >= -1022 && sh <= 1023;  // 2^sh a normal double
     const double scale = __longlong_as_double((fp_row ? sh + 1023 : 1023) << 52);
 #pragma unroll
     for (int e = 0; e < RES_PER_THREAD; ++e) {
-        s.d2[e] = 0;
+        s.pk[e] = 0;  // an FP64-path entry (split_wide's pk is >= 2^30)
         if (!(split_scaled_fp(xv[e], scale, &s.ulo[e], &s.uhi[e]) && fp_row)) {
-            const u64 u = (u64)(split_scaled(xv[e], sh, &s.d2[e]) + (1LL << 62));  // 0 < u < 2^63
-            s.ulo[e] = (unsigned int)u;
-            s.uhi[e] = (unsigned int)(u >> 32);
-            s.any_d2 |= s.d2[e];
+            split_wide(xv[e], sh, &s.ulo[e], &s.uhi[e], &s.pk[e]);
+            s.wide = 1;
+            s.any_d2 |= (int)(s.pk[e] & 0x3ffu);
+        }
+    }
+    if (s.wide) {
+#pragma unroll
+        for (int e = 0; e < RES_PER_THREAD; ++e) {
+            if (s.pk[e] == 0) {
+                const unsigned int neg = s.uhi[e] < 0x40000000u;  // v < 0 iff u < 2^62
+                s.uhi[e] -= 0x40000000u;
+                s.pk[e] = ((1u << 21) - neg) << 10;
+            }
         }
     }
 }
@@ -205,13 +232,20 @@ __device__ __forceinline__ void residue8(const Split8& s, int q, const short* __
                                          int* b) {
     const unsigned int m = MOD[q], h = m / 2;
     unsigned int sm[RES_PER_THREAD];
+    if (s.wide) {  // bytes 8..10 of u = v' + 2^85 weighted by RB2, RC3 = (h - 2^85) mod m
 #pragma unroll
-    for (int e = 0; e < RES_PER_THREAD; ++e)  // < 2^20 (checked in the header), = v + h mod m
-        sm[e] = __dp4a(s.ulo[e], RB[q][0], __dp4a(s.uhi[e], RB[q][1], RC[q]));
-    if (s.any_d2) {  // X' = v 2^d2: (X' + h) mod m = (((v + h) mod m + m - h) T + h) mod m
+        for (int e = 0; e < RES_PER_THREAD; ++e)  // < 2^20 (checked in the header), = v' + h mod m
+            sm[e] = __dp4a(s.ulo[e], RB[q][0], __dp4a(s.uhi[e], RB[q][1], __dp4a(s.pk[e] >> 10, RB2[q], RC3[q])));
+    } else {
+#pragma unroll
+        for (int e = 0; e < RES_PER_THREAD; ++e)  // < 2^20 (checked in the header), = v + h mod m
+            sm[e] = __dp4a(s.ulo[e], RB[q][0], __dp4a(s.uhi[e], RB[q][1], RC[q]));
+    }
+    if (s.any_d2) {  // X' = v' 2^d2: (X' + h) mod m = (((v' + h) mod m + m - h) T + h) mod m
 #pragma unroll
         for (int e = 0; e < RES_PER_THREAD; ++e) {
-            const unsigned int t = s.d2[e] ? (unsigned int)pow2tab[q * tabw + s.d2[e]] : 1u;  // < m
+            const unsigned int d2 = s.pk[e] & 0x3ffu;
+            const unsigned int t = d2 ? (unsigned int)pow2tab[q * tabw + d2] : 1u;  // < m
             sm[e] = (fastmod(sm[e], FM[q], m) + m - h) * t + h;  // < 2^17
         }
     }

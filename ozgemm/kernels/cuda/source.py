@@ -38,9 +38,13 @@ def _constants(n: int) -> dict:
     inv = [int(v) for v in gc.inv]
     fm = [-(-(1 << 32) // m) for m in ms]
     rc = [(m // 2 - (1 << 62)) % m for m in ms]
-    # residues: u = v + 2^62 (< 2^63) as eight bytes, weights 2^(8j) mod m (RB: j < 4 / >= 4)
+    # residues: u = v + 2^62 (< 2^63) as eight bytes, weights 2^(8j) mod m (RB: j < 4 / >= 4);
+    # wide entries (split_wide): u = v' + 2^85 (< 2^86) as eleven bytes, j = 8..11 in RB2
     w8 = [[pow(2, 8 * j, m) for j in range(8)] for m in ms]
     rb = [[_pack(w[:4]), _pack(w[4:])] for w in w8]
+    w12 = [[pow(2, 8 * j, m) for j in range(8, 12)] for m in ms]
+    rb2 = [_pack(w) for w in w12]
+    rc3 = [(m // 2 - (1 << 85)) % m for m in ms]
     # reconstruction: c + 2^31 as four bytes, weights 2^(8j) INV_q mod m (PI); Garner weights
     # G[p][q] = -W[p][q] INV_q mod m_q packed four digits p = 4w..4w+3 per word (0 for p >= q)
     w4 = [[w8[q][j] * inv[q] % m for j in range(4)] for q, m in enumerate(ms)]
@@ -56,13 +60,15 @@ def _constants(n: int) -> dict:
         # residues: one fastmod of RC + the byte dot products of u (bytes < 2^8)
         s_max = 255 * sum(w8[q]) + rc[q]
         assert s_max < 2**20 and _fastmod_ok(m, s_max), (m, s_max)
+        s_max = 255 * (sum(w8[q]) + sum(w12[q])) + rc3[q]  # twelve bytes (the top word's < 2^22)
+        assert s_max < 2**20 and _fastmod_ok(m, s_max), (m, s_max)
         # d2 > 0: (r + m - h) T + h with r, T < m
         assert _fastmod_ok(m, (2 * m - 1 - m // 2) * (m - 1) + m // 2), m
         # reconstruction: KC + bytes(c + 2^31) . PI + digits . G (digits v_p < m_p <= 256)
         z_max = kc[q] + 255 * sum(w4[q]) + sum((ms[p] - 1) * g[p][q] for p in range(q))
         assert z_max < 2**22 and _fastmod_ok(m, z_max), (m, z_max)
     assert all(r < 2**32 for r in gr) and gused[-1] <= gc.limbs and (prod(ms) - 1).bit_length() <= 32 * gc.limbs
-    return dict(fm=fm, rc=rc, rb=rb, pi=pi, gp=gp, kc=kc, gr=gr, gused=gused)
+    return dict(fm=fm, rc=rc, rb=rb, rb2=rb2, rc3=rc3, pi=pi, gp=gp, kc=kc, gr=gr, gused=gused)
 
 
 def _header(n: int) -> str:
@@ -72,7 +78,8 @@ def _header(n: int) -> str:
              f"#define NGW {len(k['gp'][0])}",
              _arr("MOD", gc.moduli), _arr("MLIMB", gc.M_limbs, "unsigned int"),
              _arr("FM", k["fm"], "unsigned int"), _arr2("RB", k["rb"], "unsigned int"),
-             _arr("RC", k["rc"], "unsigned int"), _arr("PI", k["pi"], "unsigned int"),
+             _arr("RC", k["rc"], "unsigned int"),
+             _arr("RB2", k["rb2"], "unsigned int"), _arr("RC3", k["rc3"], "unsigned int"), _arr("PI", k["pi"], "unsigned int"),
              _arr2("GP", k["gp"], "unsigned int"), _arr("KC", k["kc"], "unsigned int"),
              _arr("GR", k["gr"], "unsigned int"), _arr("GUSED", k["gused"])]
     return "\n".join(lines) + "\n"

@@ -927,7 +927,7 @@ __device__ __forceinline__ i64 spec_beta(const i64* s, int nscal, const i64* tab
 // beta - Ea[i], out[m..m+n) = t_j likewise from Eb, zero_b (planner.make_plan). Grid-stride.
 // spec != null (a speculative plan): beta is spec_beta(spec, ...) instead of the argument, every
 // shift is 0 when that is 0 (inputs then may hold NaN/Inf: shift 0 keeps the residue kernels'
-// table index d - 9 < 1024 for every bit pattern), and thread 0 writes spec[0..nscal) and beta
+// table index d2 = d - 31 < 1024 for every bit pattern), and thread 0 writes spec[0..nscal) and beta
 // to spec_out (the one buffer the host reads).
 extern "C" __global__ void plan_shifts(const i64* __restrict__ Ea, const bool* __restrict__ za, i64 m,
                                        const i64* __restrict__ Eb, const bool* __restrict__ zb, i64 n,
