@@ -38,12 +38,24 @@ def fmt_num(x, nd=3):
     return str(x)
 
 
-def refused_row(contract, n, phi, seed, exc) -> dict:
-    """The row of a product the contract refused (ContractError ``exc``): reported, not timed."""
-    return {"contract": contract.name, "n": n, "phi": phi, "seed": seed, "refused": str(exc)}
+def unmeasured_row(contract, n, phi, seed, exc) -> dict:
+    """The row of a product that was not measured: ``refused`` (the contract refused it,
+    ContractError ``exc``) or ``failed`` (MemoryError ``exc``: it did not fit), with the reason."""
+    key = "failed" if isinstance(exc, MemoryError) else "refused"
+    return {"contract": contract.name, "n": n, "phi": phi, "seed": seed, key: str(exc) or type(exc).__name__}
 
 
-def refused_line(r, width: int = 10) -> str:
-    """One table line for a refused row: the contract (in a column of ``width``), n, phi and
-    the reason."""
-    return f"{r['contract']:{width}} {r['n']:>5} phi={r['phi']}: refused ({r['refused']})"
+def unmeasured(r) -> bool:
+    """Whether ``r`` is an :func:`unmeasured_row`."""
+    return "refused" in r or "failed" in r
+
+
+def unmeasured_reason(r) -> str:
+    """"refused (...)" or "not measured (...)" for an :func:`unmeasured_row`."""
+    return f"refused ({r['refused']})" if "refused" in r else f"not measured ({r['failed']})"
+
+
+def unmeasured_line(r, width: int = 10) -> str:
+    """One table line for an :func:`unmeasured_row`: the contract (in a column of ``width``),
+    n, phi and the reason."""
+    return f"{r['contract']:{width}} {r['n']:>5} phi={r['phi']}: {unmeasured_reason(r)}"

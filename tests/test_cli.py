@@ -213,13 +213,31 @@ def test_bench_bad_arguments_and_refusals(capsys, tmp_path, monkeypatch):
     assert rc == 2 and "numpy-quaddtype" in err and "fp64 n=8" not in err, err
     import ozgemm.cli.bench as bench
 
-    def boom(*a, **k):
-        raise MemoryError("cannot allocate")
-
-    monkeypatch.setattr(bench, "phi_matrices", boom, raising=False)
     import ozgemm.verify.audit as audit
 
-    monkeypatch.setattr(audit, "phi_matrices", boom)
+    # a product that does not fit: its row says so, the other sizes are still measured, exit 4
+    real = audit.phi_matrices
+
+    def big_fails(m, k, n, *a, **kw):
+        if n == 16:
+            raise MemoryError("ozgemm: planning a 16x16x16 product needs about 9.00 GiB")
+        return real(m, k, n, *a, **kw)
+
+    monkeypatch.setattr(audit, "phi_matrices", big_fails)
+    out_json = tmp_path / "oom.json"
+    rc = main(["bench", "--sizes", "8", "16", "12", "--ref-sizes", "--reps", "1", "--json", str(out_json)])
+    cap = capsys.readouterr()
+    assert rc == 4 and "Traceback" not in cap.err, (rc, cap.err)
+    lines = cap.out.splitlines()
+    assert any(ln.split()[:2] == ["fp64", "16"] and "not measured" in ln and "9.00 GiB" in ln for ln in lines), cap.out
+    assert [ln.split()[1] for ln in lines if ln.startswith("fp64 ") and "not measured" not in ln] == ["8", "12"], cap.out
+    rows = json.loads(out_json.read_text())["rows"]
+    assert [("failed" in r, r["n"]) for r in rows] == [(False, 8), (True, 16), (False, 12)], rows
+
+    def boom(*a, **k):  # a failure other than memory ends the run: no table, exit 4
+        raise RuntimeError("no reference")
+
+    monkeypatch.setattr(bench, "median_time", boom)
     rc = main(["bench", "--sizes", "8", "--ref-sizes", "--reps", "1"])
     assert rc == 4 and "could not run to the end" in capsys.readouterr().err
     from ozgemm._xp import gpu_available

@@ -8,9 +8,11 @@ after a warm-up, and the accuracy reached in the same run on a sampled block (ma
 error in units of u (|A||B|)_ij and share correctly rounded, against the exact product).
 A contract refused for some inputs (ContractError: the proof needs more than the contract
 allows there, e.g. a fixed moduli count too small for that k) gives a "refused" row naming
-the reason; the other rows are still measured and reported.
+the reason, a product that does not fit in memory (MemoryError) a "not measured" row; the
+other rows are still measured and reported.
 Exit status: 0 done, 1 no GPU for --device gpu, 2 bad arguments, 3 done, but a contract was
-refused for some inputs, 4 the benchmark could not run to the end (e.g. out of memory).
+refused for some inputs, 4 done, but some product did not fit in memory, or the benchmark
+could not run to the end.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import time
 
 import numpy as np
 
-from .._cliargs import refused_line, refused_row
+from .._cliargs import unmeasured, unmeasured_line, unmeasured_reason, unmeasured_row
 from .._timing import median_time
 
 __all__ = ["register", "run_bench", "cpu_context"]
@@ -193,14 +195,14 @@ def _run_cpu_bench(args) -> int:
         contract = as_contract(name)
         dt = contract.fmt.dtype
         for n in args.sizes:
-            a, b = phi_matrices(n, n, n, args.phi, args.seed, dt)
-            if args.complex:
-                a, b = complex_operands(a, b, *phi_matrices(n, n, n, args.phi, args.seed + 1, dt))
             try:
+                a, b = phi_matrices(n, n, n, args.phi, args.seed, dt)
+                if args.complex:
+                    a, b = complex_operands(a, b, *phi_matrices(n, n, n, args.phi, args.seed + 1, dt))
                 c, plans = matmul(a, b, contract=contract, return_plan=True)
-            except ContractError as exc:
-                rows.append(refused_row(contract, n, args.phi, args.seed, exc))
-                print(f"  {contract.name} n={n}: refused", file=sys.stderr)
+            except (ContractError, MemoryError) as exc:  # this row refused or not measured; the others go on
+                rows.append(unmeasured_row(contract, n, args.phi, args.seed, exc))
+                print(f"  {contract.name} n={n}: {unmeasured_reason(rows[-1])}", file=sys.stderr)
                 continue
             t_oz = median_time(lambda: matmul(a, b, contract=contract), args.reps)
             t_np = median_time(lambda: np.matmul(a, b), args.reps)
@@ -233,8 +235,8 @@ def _run_cpu_bench(args) -> int:
     hdr = f"{'contract':10} {'n':>5} {'count':>6} {'ozgemm s':>9} {'numpy s':>9} {'ratio':>7} {'oz max':>7} {'oz med':>7} {'oz CR%':>7} {'np max':>7} {'np med':>7} {'np CR%':>7}"
     print(hdr)
     for r in rows:
-        if "refused" in r:
-            print(refused_line(r))
+        if unmeasured(r):
+            print(unmeasured_line(r))
             continue
         print(f"{r['contract']:10} {r['n']:>5} {r['count']:>6} {r['ozgemm_s']:>9.4g} {r['numpy_s']:>9.4g} {r['ratio']:>7.1f} "
               f"{_e(r['ozgemm_max_err_u'])} {_e(r['ozgemm_median_err_u'])} {100 * r['ozgemm_cr']:>7.2f} "
@@ -244,4 +246,4 @@ def _run_cpu_bench(args) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"context": ctx, "rows": rows, "reference": refs}, f, indent=2)
-    return 3 if any("refused" in r for r in rows) else 0
+    return 4 if any("failed" in r for r in rows) else 3 if any("refused" in r for r in rows) else 0

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from ozgemm._cliargs import fmt_num
+from ozgemm._cliargs import fmt_num, unmeasured, unmeasured_line, unmeasured_reason, unmeasured_row
 from ozgemm.verify.inputs import complex_operands, phi_operands
 
 __all__ = ["run_gpu_bench", "gpu_context", "full_max_errors"]
@@ -194,7 +194,7 @@ def front(rows) -> list:
     out = []
     for g in (r for r in rows if r.get("peer") == "GEMMul8"):
         key = (g["n"], g["phi"], g.get("dtype"))
-        own = [r for r in rows if r.get("peer") is None and "refused" not in r
+        own = [r for r in rows if r.get("peer") is None and not unmeasured(r)
                and (r["n"], r["phi"], r.get("dtype")) == key]
         full = g.get("oz_full_max_err_u") is not None and all(r.get("oz_full_max_err_u") is not None for r in own)
         ok = [r for r in own if r["ozgemm_s"] <= g["ozgemm_s"] and err(r, full) <= err(g, full)]
@@ -225,7 +225,6 @@ def run_gpu_bench(args) -> int:
     from ..verify.audit import block_reference, sampled_accuracy
     from ..contracts.contract import ContractError, as_contract
     from ..kernels import get_backend
-    from .._cliargs import refused_line, refused_row
     from ..methods import execute, execute_complex, plan_product
 
     from .peers import DEFAULT_CONFIGS, GEMMul8
@@ -245,80 +244,85 @@ def run_gpu_bench(args) -> int:
     flop = 8 if cplx else 2  # complex: 8 n^3 real operations, as ZGEMM is counted
     if not cplx and any(as_contract(c).fmt.name == "binary64" for c in args.contracts):
         emu = _emulation(args.sizes, args.phi, args.seed, args.reps, args.block)
+
+    def measure(contract, dt, n, phi):
+        """The rows of one product: its own and, where the peer runs, GEMMul8's (ContractError:
+        refused; MemoryError: not measured)."""
+        a, b = _inputs(n, phi, args.seed, dt, cplx)
+        c, plans = matmul(a, b, contract=contract, return_plan=True)  # ContractError: refused
+        t_oz = _time(lambda: matmul(a, b, contract=contract), args.reps)
+        t_nat = _time(lambda: cp.matmul(a, b), args.reps)
+        # phase breakdown (one synchronised run)
+        tm = {}
+        eng.synchronize()
+        t0 = time.perf_counter()
+        if cplx:  # the real embedding's plan, then the three-product form
+            from ..api import _complex_plan
+
+            _, _, ae, be, _, _, p = _complex_plan(a, b, contract, eng)
+            eng.synchronize()
+            tm["plan"] = time.perf_counter() - t0
+            execute_complex(p, eng, ae, be, tm)
+            del ae, be
+            gemm_ms = {}
+        else:
+            p = plan_product(contract, a, b, eng)
+            eng.synchronize()
+            tm["plan"] = time.perf_counter() - t0
+            execute(p, eng, a, b, tm)
+            gemm_ms = _int8_gemm_times(eng, p, a, b, args.reps) if contract.method == "crt" else {}
+        ref = block_reference(a, b, contract, args.block)
+        acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
+        acc_nat = sampled_accuracy(a, b, cp.matmul(a, b), contract, args.block, ref)
+        n_moduli, beta = plans[0].n_moduli, plans[0].beta
+        del p, plans
+        cp.get_default_memory_pool().free_all_blocks()  # the reference below takes the room
+        full = (full_max_errors(a, b, [c, cp.matmul(a, b)], 2.0 ** -contract.fmt.p)
+                if getattr(args, "full", False) else [None, None])
+        row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "dtype": str(a.dtype),
+               "moduli": n_moduli,
+               "beta": beta, "ozgemm_s": t_oz, "native_s": t_nat,
+               "complex": cplx,
+               "ozgemm_tflops": flop * n**3 / t_oz / 1e12, "native_tflops": flop * n**3 / t_nat / 1e12,
+               "speedup": t_nat / t_oz, "phases": tm,
+               "gemm_share": tm.get("gemms", 0) / sum(tm.values()),
+               # INT8 GEMM time (median CUDA-event timings of the residue GEMMs and of the
+               # bound GEMM, each alone on the same operands) over the whole-call median
+               **({"int8_gemm_s": gemm_ms["residue"], "bound_gemm_s": gemm_ms["bound"],
+                   "int8_share": (gemm_ms["residue"] + gemm_ms["bound"]) / t_oz} if gemm_ms else {}),
+               "oz_max_err_u": acc_oz["max_err_u"], "oz_med_err_u": acc_oz["median_err_u"],
+               "oz_cr": acc_oz["correctly_rounded"], "oz_breaches": acc_oz["breaches"],
+               "nat_max_err_u": acc_nat["max_err_u"], "nat_med_err_u": acc_nat["median_err_u"],
+               "nat_cr": acc_nat["correctly_rounded"],
+               "oz_full_max_err_u": full[0], "nat_full_max_err_u": full[1]}
+        if dt == np.float64 and phi == args.phi and n in emu:
+            e = emu[n]
+            row["emu_s"] = e["s"]
+            row["emu_tflops"] = 2 * n**3 / e["s"] / 1e12
+            blk = np.asarray(e["block"])
+            acc_e = sampled_accuracy(a, b, blk, contract, args.block, ref) if blk.size else None
+            row["emu_max_err_u"] = acc_e["max_err_u"] if acc_e else None
+        out = [row]
+        key = (str(a.dtype), n, phi)
+        if peer is not None and peer.supports(a.dtype) and key not in peer_done:
+            peer_done.add(key)
+            out += _peer_rows(peer, a, b, contract, row, ref, args,
+                               args.gemmul8_configs or DEFAULT_CONFIGS[str(a.dtype)], flop)
+        print(f"  {contract.name} n={n} phi={phi}: ozgemm {t_oz * 1e3:.2f} ms ({row['ozgemm_tflops']:.1f} TF), "
+              f"native {t_nat * 1e3:.2f} ms ({row['native_tflops']:.1f} TF)", file=sys.stderr)
+        return out
+
     for name in args.contracts:
         contract = as_contract(name)
         dt = contract.fmt.dtype
         for n in args.sizes:
             for phi in (phis if n == max(args.sizes) else [args.phi]):
-                a, b = _inputs(n, phi, args.seed, dt, cplx)
                 try:
-                    c, plans = matmul(a, b, contract=contract, return_plan=True)
-                except ContractError as exc:  # this row refused; the others go on
-                    rows.append({**refused_row(contract, n, phi, args.seed, exc), "dtype": str(a.dtype)})
-                    print(f"  {contract.name} n={n} phi={phi}: refused", file=sys.stderr)
-                    del a, b
-                    continue
-                t_oz = _time(lambda: matmul(a, b, contract=contract), args.reps)
-                t_nat = _time(lambda: cp.matmul(a, b), args.reps)
-                # phase breakdown (one synchronised run)
-                tm = {}
-                eng.synchronize()
-                t0 = time.perf_counter()
-                if cplx:  # the real embedding's plan, then the three-product form
-                    from ..api import _complex_plan
-
-                    _, _, ae, be, _, _, p = _complex_plan(a, b, contract, eng)
-                    eng.synchronize()
-                    tm["plan"] = time.perf_counter() - t0
-                    execute_complex(p, eng, ae, be, tm)
-                    del ae, be
-                    gemm_ms = {}
-                else:
-                    p = plan_product(contract, a, b, eng)
-                    eng.synchronize()
-                    tm["plan"] = time.perf_counter() - t0
-                    execute(p, eng, a, b, tm)
-                    gemm_ms = _int8_gemm_times(eng, p, a, b, args.reps) if contract.method == "crt" else {}
-                ref = block_reference(a, b, contract, args.block)
-                acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
-                acc_nat = sampled_accuracy(a, b, cp.matmul(a, b), contract, args.block, ref)
-                n_moduli, beta = plans[0].n_moduli, plans[0].beta
-                del p, plans
-                cp.get_default_memory_pool().free_all_blocks()  # the reference below takes the room
-                full = (full_max_errors(a, b, [c, cp.matmul(a, b)], 2.0 ** -contract.fmt.p)
-                        if getattr(args, "full", False) else [None, None])
-                row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "dtype": str(a.dtype),
-                       "moduli": n_moduli,
-                       "beta": beta, "ozgemm_s": t_oz, "native_s": t_nat,
-                       "complex": cplx,
-                       "ozgemm_tflops": flop * n**3 / t_oz / 1e12, "native_tflops": flop * n**3 / t_nat / 1e12,
-                       "speedup": t_nat / t_oz, "phases": tm,
-                       "gemm_share": tm.get("gemms", 0) / sum(tm.values()),
-                       # INT8 GEMM time (median CUDA-event timings of the residue GEMMs and of the
-                       # bound GEMM, each alone on the same operands) over the whole-call median
-                       **({"int8_gemm_s": gemm_ms["residue"], "bound_gemm_s": gemm_ms["bound"],
-                           "int8_share": (gemm_ms["residue"] + gemm_ms["bound"]) / t_oz} if gemm_ms else {}),
-                       "oz_max_err_u": acc_oz["max_err_u"], "oz_med_err_u": acc_oz["median_err_u"],
-                       "oz_cr": acc_oz["correctly_rounded"], "oz_breaches": acc_oz["breaches"],
-                       "nat_max_err_u": acc_nat["max_err_u"], "nat_med_err_u": acc_nat["median_err_u"],
-                       "nat_cr": acc_nat["correctly_rounded"],
-                       "oz_full_max_err_u": full[0], "nat_full_max_err_u": full[1]}
-                if dt == np.float64 and phi == args.phi and n in emu:
-                    e = emu[n]
-                    row["emu_s"] = e["s"]
-                    row["emu_tflops"] = 2 * n**3 / e["s"] / 1e12
-                    blk = np.asarray(e["block"])
-                    acc_e = sampled_accuracy(a, b, blk, contract, args.block, ref) if blk.size else None
-                    row["emu_max_err_u"] = acc_e["max_err_u"] if acc_e else None
-                rows.append(row)
-                key = (str(a.dtype), n, phi)
-                if peer is not None and peer.supports(a.dtype) and key not in peer_done:
-                    peer_done.add(key)
-                    rows += _peer_rows(peer, a, b, contract, row, ref, args,
-                                       args.gemmul8_configs or DEFAULT_CONFIGS[str(a.dtype)], flop)
-                print(f"  {contract.name} n={n} phi={phi}: ozgemm {t_oz * 1e3:.2f} ms ({row['ozgemm_tflops']:.1f} TF), "
-                      f"native {t_nat * 1e3:.2f} ms ({row['native_tflops']:.1f} TF)", file=sys.stderr)
-                del a, b, c
+                    rows += measure(contract, dt, n, phi)
+                except (ContractError, MemoryError) as exc:  # this row refused or not measured; the others go on
+                    dtype = np.result_type(dt, np.complex64) if cplx else np.dtype(dt)
+                    rows.append({**unmeasured_row(contract, n, phi, args.seed, exc), "dtype": str(dtype)})
+                    print(f"  {contract.name} n={n} phi={phi}: {unmeasured_reason(rows[-1])}", file=sys.stderr)
                 cp.get_default_memory_pool().free_all_blocks()
     print(f"\nozgemm bench (GPU) — {ctx['gpu']} ({ctx['sms']} SMs), driver {ctx['driver']}, CUDA runtime "
           f"{ctx['cuda_runtime']}, cuBLAS {ctx['cublas']}, CuPy {ctx['cupy']}, NumPy {ctx['numpy']}")
@@ -334,8 +338,8 @@ def run_gpu_bench(args) -> int:
           f"{'nat full':>8}  phases ms (plan/res/gemm/rec)"
           "  INT8 GEMMs alone ms (residue + bound) and share of the call")
     for r in rows:
-        if "refused" in r:
-            print(refused_line(r, 12))
+        if unmeasured(r):
+            print(unmeasured_line(r, 12))
             continue
         ph = r["phases"]
         print(f"{r['contract']:12} {r['n']:>6} {r['phi']:>4} {r['moduli']:>3} {r['ozgemm_s'] * 1e3:>9.2f} "
@@ -359,5 +363,5 @@ def run_gpu_bench(args) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"context": ctx, "rows": rows, "front": fr}, f, indent=2)
-    return 3 if any("refused" in r for r in rows) else 0
+    return 4 if any("failed" in r for r in rows) else 3 if any("refused" in r for r in rows) else 0
 
