@@ -234,6 +234,23 @@ def test_bench_bad_arguments_and_refusals(capsys, tmp_path, monkeypatch):
     rows = json.loads(out_json.read_text())["rows"]
     assert [("failed" in r, r["n"]) for r in rows] == [(False, 8), (True, 16), (False, 12)], rows
 
+    import ozgemm.cli.bench as bench_mod
+
+    real_time = bench_mod.median_time
+    calls = []
+
+    def timing_fails(fn, reps):  # the first row's product fits, its timing does not
+        calls.append(1)
+        if len(calls) == 1:
+            raise MemoryError("timing workspace")
+        return real_time(fn, reps)
+
+    monkeypatch.setattr(bench_mod, "median_time", timing_fails)
+    rc = main(["bench", "--sizes", "8", "12", "--ref-sizes", "--reps", "1"])
+    cap = capsys.readouterr()
+    assert rc == 4 and "not measured (timing workspace)" in cap.out, cap.out
+    assert any(ln.split()[:2] == ["fp64", "12"] and "not measured" not in ln for ln in cap.out.splitlines()), cap.out
+
     def boom(*a, **k):  # a failure other than memory ends the run: no table, exit 4
         raise RuntimeError("no reference")
 

@@ -1045,6 +1045,50 @@ def test_bench_reports_a_refused_row_and_measures_the_others(capsys, tmp_path):
     assert len(ok) == 2 and all(r["oz_max_err_u"] <= 3.0 and r["ozgemm_s"] > 0 for r in ok), ok
 
 
+def test_bench_reports_rows_that_do_not_fit_and_measures_the_others(capsys, tmp_path, monkeypatch):
+    """ozgemm bench --device gpu: a product that does not fit (MemoryError) gives a "not
+    measured" row naming why, exit status 4 after the table; the other sizes are measured; a
+    whole-output reference that does not fit keeps the row's timings and block errors."""
+    import json
+
+    pytest.importorskip("gmpy2")
+    import ozgemm.cli.bench_gpu as bg
+    from ozgemm.cli import main
+
+    real_inputs = bg._inputs
+
+    def inputs(n, *a, **k):
+        if n == 256:
+            raise MemoryError("256 does not fit here")
+        return real_inputs(n, *a, **k)
+
+    monkeypatch.setattr(bg, "_inputs", inputs)
+    js = tmp_path / "b.json"
+    rc = main(["bench", "--device", "gpu", "--sizes", "128", "256", "--contracts", "fp64", "--reps", "1",
+               "--block", "16", "--json", str(js)])
+    cap = capsys.readouterr()
+    assert rc == 4 and "Traceback" not in cap.err, cap.err
+    rows = json.loads(js.read_text())["rows"]
+    assert [(r["n"], r["phi"], "failed" in r) for r in rows] == [(128, 0.5, False), (256, 0.5, True), (256, 2.0, True)]
+    assert rows[1]["dtype"] == "float64" and "does not fit" in rows[1]["failed"]
+    assert any("not measured (256 does not fit here)" in ln for ln in cap.out.splitlines()), cap.out
+    assert rows[0]["oz_max_err_u"] <= 3.0 and rows[0]["ozgemm_s"] > 0
+
+    monkeypatch.setattr(bg, "_inputs", real_inputs)
+
+    def no_room(*a, **k):
+        raise MemoryError("no room for the dd reference")
+
+    monkeypatch.setattr(bg, "full_max_errors", no_room)
+    rc = main(["bench", "--device", "gpu", "--sizes", "128", "--contracts", "fp64", "--reps", "1", "--block", "16",
+               "--full", "--json", str(js)])
+    cap = capsys.readouterr()
+    rows = json.loads(js.read_text())["rows"]
+    assert rc == 0 and len(rows) == 2, (rc, cap.err)
+    assert all(r["oz_full_max_err_u"] is None and "no room" in r["full_not_measured"] and r["ozgemm_s"] > 0
+               for r in rows), rows
+
+
 def test_float32_widening_is_exact_for_every_exponent_and_mantissa_bit():
     """The kernels' float32 -> float64 widening (integer operations on the bit pattern) against
     numpy's conversion on the CPU (exact, no flush): both signs, every exponent field, and

@@ -150,7 +150,7 @@ def test_wide_split_model_gives_the_symmetric_residues():
             for v in (2.0**b, 2.0**b - 2.0 ** (b - 53), 2.0**b + 2.0 ** (b - 52), 1.5 * 2.0**b):
                 cases += [(sg * v, 0), (sg * math.ldexp(v, -40), 40)]
     for x in (0.5, -0.5, 2.5, -2.5, 5e-324, -5e-324, 0.0, -0.0, 1.0, -1.0):
-        cases += [(x, 0), (x, 1050), (x, -1100), (x, 1020)]  # |X'| < 2^1000 (beta <= 1000)
+        cases += [(x, 0), (x, 1050), (x, -1100), (x, 1020)]  # d <= 999: d2 <= 968 (the table's range)
     for x, sh in cases:
         X = math.floor(Fraction(x) * Fraction(2) ** sh + Fraction(1, 2))
         fp = -1022 <= sh <= 1023  # the kernel's fp_row
@@ -171,10 +171,10 @@ def test_wide_split_model_gives_the_symmetric_residues():
 
 
 def test_wide_split_table_index_in_range():
-    """d2 = d - 31 indexes a 1024-entry table: for the widest plan (beta <= 1000, so
-    d <= 999) and for shift 0 on Inf/NaN/the largest doubles (d = 972)."""
-    for x, sh in ((float("inf"), 0), (float("nan"), 0), (1.7976931348623157e308, 0), (-math.inf, 0),
-                  (0.75, 999)):
+    """d2 = d - 31 indexes a 1024-entry table: up to d = 999 (beta <= 1000 bounds d by beta - 1:
+    d2 = 968) and for shift 0 on Inf/NaN/the largest doubles (d = 972: d2 = 941)."""
+    # (x, sh, d): d = (the exponent of x's integer mantissa) + sh, 972 for Inf/NaN
+    for x, sh, d in ((float("inf"), 0, 972), (float("nan"), 0, 972), (1.7976931348623157e308, 0, 971),
+                     (-math.inf, 0, 972), (0.75, 999, 946), (2.5, 1050, 999), (5e-324, 2073, 999)):
         _, _, pk = split_wide_model(x, sh)
-        assert (pk & 0x3FF) <= 1023 and (pk & 0x3FF) == max(0, (math.frexp(x)[1] - 53 + sh if math.isfinite(x)
-                                                                 else 972 + sh) - 31)
+        assert pk & 0x3FF == d - 31 <= 968

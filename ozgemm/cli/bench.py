@@ -179,12 +179,33 @@ def _e(x) -> str:
     return f"{x:>7.3f}" if abs(x) < 1e4 else f"{x:>7.1e}"
 
 
-def _run_cpu_bench(args) -> int:
-    from ..verify.audit import block_reference, sampled_accuracy
+def _cpu_row(contract, n, args, dt) -> dict:
+    """One product's row of the CPU bench (ContractError: refused; MemoryError: did not fit)."""
     from ..api import matmul
+    from ..verify.audit import block_reference, phi_matrices, sampled_accuracy
+    from ..verify.inputs import complex_operands
+
+    a, b = phi_matrices(n, n, n, args.phi, args.seed, dt)
+    if args.complex:
+        a, b = complex_operands(a, b, *phi_matrices(n, n, n, args.phi, args.seed + 1, dt))
+    c, plans = matmul(a, b, contract=contract, return_plan=True)
+    t_oz = median_time(lambda: matmul(a, b, contract=contract), args.reps)
+    t_np = median_time(lambda: np.matmul(a, b), args.reps)
+    ref = block_reference(a, b, contract, args.block)
+    acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
+    acc_np = sampled_accuracy(a, b, np.matmul(a, b), contract, args.block, ref)
+    return {"contract": contract.name, "n": n, "phi": args.phi, "seed": args.seed,
+            "moduli": plans[0].n_moduli, "count": _count(plans[0]), "block": min(args.block, n), "ozgemm_s": t_oz,
+            "numpy_s": t_np, "ratio": t_oz / t_np,
+            "ozgemm_max_err_u": acc_oz["max_err_u"], "ozgemm_median_err_u": acc_oz["median_err_u"],
+            "ozgemm_cr": acc_oz["correctly_rounded"], "ozgemm_breaches": acc_oz["breaches"],
+            "numpy_max_err_u": acc_np["max_err_u"], "numpy_median_err_u": acc_np["median_err_u"],
+            "numpy_cr": acc_np["correctly_rounded"]}
+
+
+def _run_cpu_bench(args) -> int:
     from ..contracts.contract import as_contract
     from ..verify.audit import phi_matrices
-    from ..verify.inputs import complex_operands
     from .audit import COMPLEX_PROMISE
     from ..verify.reference import exact_product, have_flint
     from ..contracts.contract import ContractError
@@ -196,27 +217,13 @@ def _run_cpu_bench(args) -> int:
         dt = contract.fmt.dtype
         for n in args.sizes:
             try:
-                a, b = phi_matrices(n, n, n, args.phi, args.seed, dt)
-                if args.complex:
-                    a, b = complex_operands(a, b, *phi_matrices(n, n, n, args.phi, args.seed + 1, dt))
-                c, plans = matmul(a, b, contract=contract, return_plan=True)
+                row = _cpu_row(contract, n, args, dt)
             except (ContractError, MemoryError) as exc:  # this row refused or not measured; the others go on
                 rows.append(unmeasured_row(contract, n, args.phi, args.seed, exc))
                 print(f"  {contract.name} n={n}: {unmeasured_reason(rows[-1])}", file=sys.stderr)
                 continue
-            t_oz = median_time(lambda: matmul(a, b, contract=contract), args.reps)
-            t_np = median_time(lambda: np.matmul(a, b), args.reps)
-            ref = block_reference(a, b, contract, args.block)
-            acc_oz = sampled_accuracy(a, b, c, contract, args.block, ref)
-            acc_np = sampled_accuracy(a, b, np.matmul(a, b), contract, args.block, ref)
-            row = {"contract": contract.name, "n": n, "phi": args.phi, "seed": args.seed,
-                   "moduli": plans[0].n_moduli, "count": _count(plans[0]), "block": min(args.block, n), "ozgemm_s": t_oz, "numpy_s": t_np, "ratio": t_oz / t_np,
-                   "ozgemm_max_err_u": acc_oz["max_err_u"], "ozgemm_median_err_u": acc_oz["median_err_u"],
-                   "ozgemm_cr": acc_oz["correctly_rounded"], "ozgemm_breaches": acc_oz["breaches"],
-                   "numpy_max_err_u": acc_np["max_err_u"], "numpy_median_err_u": acc_np["median_err_u"],
-                   "numpy_cr": acc_np["correctly_rounded"]}
             rows.append(row)
-            print(f"  {contract.name} n={n}: ozgemm {t_oz:.4f}s numpy {t_np:.4f}s", file=sys.stderr)
+            print(f"  {contract.name} n={n}: ozgemm {row['ozgemm_s']:.4f}s numpy {row['numpy_s']:.4f}s", file=sys.stderr)
     refs = []
     for n in args.ref_sizes:
         a, b = phi_matrices(n, n, n, args.phi, args.seed)

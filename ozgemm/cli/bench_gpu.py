@@ -163,23 +163,52 @@ def _peer_rows(peer, a, b, contract, row, ref, args, configs, flop) -> list:
 
     n = a.shape[0]
     out = []
+    keys = {k: row[k] for k in ("n", "phi", "seed", "complex", "dtype", "native_s", "native_tflops", "nat_max_err_u",
+                                "nat_med_err_u", "nat_cr", "nat_full_max_err_u")}
     for cfg in configs:
-        fn = peer.runner(a, b, cfg)
-        t = _time(fn, args.reps)
-        c = fn()
-        acc = sampled_accuracy(a, b, c, contract, args.block, ref)
-        full = full_max_errors(a, b, [c], 2.0 ** -contract.fmt.p)[0] if getattr(args, "full", False) else None
-        out.append({**{k: row[k] for k in ("n", "phi", "seed", "complex", "dtype", "native_s", "native_tflops",
-                                            "nat_max_err_u", "nat_med_err_u", "nat_cr", "nat_full_max_err_u")},
-                    "contract": f"GEMMul8 {cfg}", "peer": "GEMMul8", "config": cfg, "moduli": int(cfg[1:]),
-                    "beta": None, "ozgemm_s": t, "ozgemm_tflops": flop * n**3 / t / 1e12, "speedup": row["native_s"] / t,
-                    "phases": {}, "gemm_share": float("nan"), "oz_max_err_u": acc["max_err_u"],
-                    "oz_med_err_u": acc["median_err_u"], "oz_cr": acc["correctly_rounded"],
-                    "oz_breaches": None, "oz_full_max_err_u": full})
+        head = {**keys, "contract": f"GEMMul8 {cfg}", "peer": "GEMMul8", "config": cfg, "moduli": int(cfg[1:])}
+        try:
+            fn = peer.runner(a, b, cfg)
+            t = _time(fn, args.reps)
+            c = fn()
+            acc = sampled_accuracy(a, b, c, contract, args.block, ref)
+        except MemoryError as exc:  # this configuration did not fit; the others go on
+            out.append({**head, **_failed(exc)})
+            print(f"  GEMMul8 {cfg} n={n}: {unmeasured_reason(out[-1])}", file=sys.stderr)
+            fn = c = None
+            cp.get_default_memory_pool().free_all_blocks()
+            continue
+        full, full_failed = _full_errors(args, a, b, [c], contract)
+        out.append({**head, "beta": None, "ozgemm_s": t, "ozgemm_tflops": flop * n**3 / t / 1e12,
+                    "speedup": row["native_s"] / t, "phases": {}, "gemm_share": float("nan"),
+                    "oz_max_err_u": acc["max_err_u"], "oz_med_err_u": acc["median_err_u"],
+                    "oz_cr": acc["correctly_rounded"], "oz_breaches": None, "oz_full_max_err_u": full[0],
+                    **full_failed})
         print(f"  GEMMul8 {cfg} n={n}: {t * 1e3:.2f} ms", file=sys.stderr)
         del fn, c
         cp.get_default_memory_pool().free_all_blocks()
     return out
+
+
+def _failed(exc) -> dict:
+    """The ``failed`` key of a row not measured for lack of memory (MemoryError ``exc``)."""
+    return {"failed": str(exc) or type(exc).__name__}
+
+
+def _full_errors(args, a, b, results, contract):
+    """(:func:`full_max_errors` of ``results`` or Nones without ``--full``, {}), or, where the
+    dd reference does not fit (MemoryError), (Nones, {"full_not_measured": reason}): the row
+    keeps its timings and block errors."""
+    import cupy as cp
+
+    if not getattr(args, "full", False):
+        return [None] * len(results), {}
+    try:
+        return full_max_errors(a, b, results, 2.0 ** -contract.fmt.p), {}
+    except MemoryError as exc:
+        cp.get_default_memory_pool().free_all_blocks()
+        print(f"  whole-output errors n={a.shape[0]}: not measured ({exc})", file=sys.stderr)
+        return [None] * len(results), {"full_not_measured": str(exc) or type(exc).__name__}
 
 
 def front(rows) -> list:
@@ -192,7 +221,7 @@ def front(rows) -> list:
         return r["oz_full_max_err_u"] if full else r["oz_max_err_u"]
 
     out = []
-    for g in (r for r in rows if r.get("peer") == "GEMMul8"):
+    for g in (r for r in rows if r.get("peer") == "GEMMul8" and not unmeasured(r)):
         key = (g["n"], g["phi"], g.get("dtype"))
         own = [r for r in rows if r.get("peer") is None and not unmeasured(r)
                and (r["n"], r["phi"], r.get("dtype")) == key]
@@ -246,8 +275,10 @@ def run_gpu_bench(args) -> int:
         emu = _emulation(args.sizes, args.phi, args.seed, args.reps, args.block)
 
     def measure(contract, dt, n, phi):
-        """The rows of one product: its own and, where the peer runs, GEMMul8's (ContractError:
-        refused; MemoryError: not measured)."""
+        """The rows of one product: its own and, where the peer runs, GEMMul8's. ContractError:
+        refused; MemoryError: the product itself did not fit (where only the dd reference of the
+        whole-output errors, or one GEMMul8 configuration, does not fit, the row says so and the
+        others are kept)."""
         a, b = _inputs(n, phi, args.seed, dt, cplx)
         c, plans = matmul(a, b, contract=contract, return_plan=True)  # ContractError: refused
         t_oz = _time(lambda: matmul(a, b, contract=contract), args.reps)
@@ -277,8 +308,7 @@ def run_gpu_bench(args) -> int:
         n_moduli, beta = plans[0].n_moduli, plans[0].beta
         del p, plans
         cp.get_default_memory_pool().free_all_blocks()  # the reference below takes the room
-        full = (full_max_errors(a, b, [c, cp.matmul(a, b)], 2.0 ** -contract.fmt.p)
-                if getattr(args, "full", False) else [None, None])
+        full, full_failed = _full_errors(args, a, b, [c, cp.matmul(a, b)], contract)
         row = {"contract": contract.name, "n": n, "phi": phi, "seed": args.seed, "dtype": str(a.dtype),
                "moduli": n_moduli,
                "beta": beta, "ozgemm_s": t_oz, "native_s": t_nat,
@@ -294,7 +324,7 @@ def run_gpu_bench(args) -> int:
                "oz_cr": acc_oz["correctly_rounded"], "oz_breaches": acc_oz["breaches"],
                "nat_max_err_u": acc_nat["max_err_u"], "nat_med_err_u": acc_nat["median_err_u"],
                "nat_cr": acc_nat["correctly_rounded"],
-               "oz_full_max_err_u": full[0], "nat_full_max_err_u": full[1]}
+               "oz_full_max_err_u": full[0], "nat_full_max_err_u": full[1], **full_failed}
         if dt == np.float64 and phi == args.phi and n in emu:
             e = emu[n]
             row["emu_s"] = e["s"]
@@ -305,9 +335,9 @@ def run_gpu_bench(args) -> int:
         out = [row]
         key = (str(a.dtype), n, phi)
         if peer is not None and peer.supports(a.dtype) and key not in peer_done:
-            peer_done.add(key)
             out += _peer_rows(peer, a, b, contract, row, ref, args,
-                               args.gemmul8_configs or DEFAULT_CONFIGS[str(a.dtype)], flop)
+                              args.gemmul8_configs or DEFAULT_CONFIGS[str(a.dtype)], flop)
+            peer_done.add(key)
         print(f"  {contract.name} n={n} phi={phi}: ozgemm {t_oz * 1e3:.2f} ms ({row['ozgemm_tflops']:.1f} TF), "
               f"native {t_nat * 1e3:.2f} ms ({row['native_tflops']:.1f} TF)", file=sys.stderr)
         return out

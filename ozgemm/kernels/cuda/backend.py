@@ -184,7 +184,7 @@ def _fn(name: str, n: int | None = None):
     return _fn_on(name, n, cp.cuda.runtime.getDevice())
 
 
-_POW2_WIDTH = 1024  # d2 = d - 31 <= beta - 32 < 1000 (beta <= 1000; |x| < 2^E, so d <= beta - 1); shift 0: d2 <= 941
+_POW2_WIDTH = 1024  # d2 = d - 31 <= beta - 32 <= 968 (beta <= 1000; |x| < 2^E, so d <= beta - 1); shift 0: d2 <= 941
 
 
 @functools.lru_cache(maxsize=None)

@@ -58,10 +58,11 @@ __device__ __forceinline__ unsigned int fastmod(unsigned int n, unsigned int fm,
 // split_scaled_fp below does not take (|y| >= 2^61, a shift outside the double range, Inf/NaN),
 // as the 96-bit word u = v' + 2^85 with X' = v' 2^d2, |v'| < 2^84:
 // v' = mant 2^d1 with d1 = min(d, 31) (|mant| < 2^53), or v' = the rounded x 2^sh for d < 0. (w0, w1) are the low 64 bits of v' (two's complement) and pk = top 2^10 + d2 with
-// top = floor(v' / 2^64) + 2^21 in [2^20, 3 2^20) (22 bits) and d2 = d - d1 < 2^10 (d2 <= 940:
-// see _POW2_WIDTH in backend.py). The 2^61 <= |y| < 2^84 of wide rows (beta > 61: the fp64
-// contract at phi = 2, fixed counts of 18 and more, dd) then need no d2 step; before, d1 was
-// capped at 9 and every entry from 2^62 on took the pow2tab step for every modulus.
+// top = floor(v' / 2^64) + 2^21 in [2^20, 3 2^20) (22 bits) and d2 = d - d1 < 2^10 (d <= beta - 1
+// <= 999 for a plan's shifts, d2 <= 968; 941 for Inf/NaN at shift 0: _POW2_WIDTH in backend.py).
+// The 2^61 <= |y| < 2^84 of wide rows (beta >= 62: the fp64 contract at phi = 2, the normwise
+// fixed counts from 17 moduli, dd) need no d2 step; with two words (a cap of 9) every entry from
+// 2^62 on would take the pow2tab step for every modulus.
 __device__ __forceinline__ void split_wide(double xv, i64 sh, unsigned int* w0, unsigned int* w1, unsigned int* pk) {
     u64 bits = (u64)__double_as_longlong(xv);
     int eb = (int)((bits >> 52) & 0x7ff);
