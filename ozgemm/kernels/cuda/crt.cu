@@ -57,7 +57,8 @@ __device__ __forceinline__ unsigned int fastmod(unsigned int n, unsigned int fm,
 // X' = round(x 2^sh) (round half up, exactly as residues.py) = v' 2^d2 for an entry that
 // split_scaled_fp below does not take (|y| >= 2^61, a shift outside the double range, Inf/NaN),
 // as the 96-bit word u = v' + 2^85 with X' = v' 2^d2, |v'| < 2^84:
-// v' = mant 2^d1 with d1 = min(d, 31) (|mant| < 2^53), or v' = the rounded x 2^sh for d < 0. (w0, w1) are the low 64 bits of v' (two's complement) and pk = top 2^10 + d2 with
+// v' = mant 2^d1 with d1 = min(d, 31) (|mant| < 2^53), or v' = the rounded x 2^sh for d < 0.
+// (w0, w1) are the low 64 bits of v' (two's complement) and pk = top 2^10 + d2 with
 // top = floor(v' / 2^64) + 2^21 in [2^20, 3 2^20) (22 bits) and d2 = d - d1 < 2^10 (d <= beta - 1
 // <= 999 for a plan's shifts, d2 <= 968; 941 for Inf/NaN at shift 0: _POW2_WIDTH in backend.py).
 // The 2^61 <= |y| < 2^84 of wide rows (beta >= 62: the fp64 contract at phi = 2, the normwise
@@ -101,7 +102,8 @@ __device__ __forceinline__ void split_wide(double xv, i64 sh, unsigned int* w0, 
 // the integers and half-integers involved are doubles. (Only the last three round-downs are
 // needed: y 2^-32 is exact unless it underflows, and a nearest hi only makes lo negative, which
 // the carry word handles.) Valid for |y| < 2^61 (then |v| < 2^62; 2^62 would do, 2^61 leaves a
-// margin); returns false otherwise (Inf, NaN, huge), and the caller takes split_wide. The result is the same integer, so the residues are the same bytes.
+// margin); returns false otherwise (Inf, NaN, huge), and the caller takes split_wide. The result
+// is the same integer, so the residues are the same bytes.
 __device__ __forceinline__ bool split_scaled_fp(double xv, double scale, unsigned int* ulo, unsigned int* uhi) {
     const double T = 6755399441055744.0;  // 1.5 2^52
     const double y = xv * scale;
