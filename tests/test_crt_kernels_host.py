@@ -1,8 +1,10 @@
-"""The residue split and byte sums of the GPU kernels, compiled from crt.cu's own text for the
-host (g++; the CUDA intrinsics emulated, the FP64 round-down operations run under
-FE_DOWNWARD), against the exact symmetric residues of X' = floor(x 2^sh + 1/2) from Python
-integers. It checks the kernel code itself, without a GPU; the GPU tests compare the launched
-kernels with Python integers as well (tests/test_gpu.py)."""
+"""The device functions of the GPU's CRT kernels, compiled from crt.cu's own text for the host
+(g++; the CUDA intrinsics emulated, the FP64 round-down operations run under FE_DOWNWARD),
+against exact computations in Python integers: the residue split and byte sums (the
+symmetric residues of X' = floor(x 2^sh + 1/2)), and the reconstruction with its one rounding
+(Garner's digits, the sign, |C'| in limbs, the binary64 / binary32 bit pattern of C' 2^e). It
+checks the kernel code itself, without a GPU; the GPU tests compare the launched kernels with
+the CPU engine and Python integers as well (tests/test_gpu.py)."""
 import math
 import random
 import shutil
@@ -20,6 +22,7 @@ _PRELUDE = r"""
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 typedef long long i64;
@@ -43,6 +46,17 @@ static unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned 
 static unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c) {
     for (int j = 0; j < 4; ++j) c += ((a >> (8 * j)) & 255u) * ((b >> (8 * j)) & 255u);
     return c; }
+static unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+    const u64 v = ((u64)y << 32) | x;
+    unsigned int r = 0;
+    for (int j = 0; j < 4; ++j) r |= (unsigned int)((v >> (8 * ((s >> (4 * j)) & 7u))) & 255u) << (8 * j);
+    return r; }
+static int __clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
+static unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int sh) {
+    return (unsigned int)(((((u64)hi << 32) | lo) << (sh & 31u)) >> 32); }
+static double __ull2double_rn(u64 w) { return (double)w; }
+static float __ull2float_rn(u64 w) { return (float)w; }
+static unsigned int __float_as_uint(float f) { unsigned int r; std::memcpy(&r, &f, 4); return r; }
 """
 
 _MAIN = r"""
@@ -75,16 +89,42 @@ int main() {  // lines "sh bits0 ... bits7" (hex) -> "wide r(q=0, e=0..7) r(q=1,
 """
 
 
+_MAIN_CRT = r"""
+int main() {  // lines "e c_0 ... c_{N-1}" (int32 products) -> "neg limb_0 ... bits64 bits32" (hex)
+    char line[4096];
+    while (std::fgets(line, sizeof line, stdin)) {
+        char* p = line;
+        long long e = std::strtoll(p, &p, 10);
+        unsigned int cu[NMOD];
+        for (int q = 0; q < NMOD; ++q) cu[q] = (unsigned int)(int)std::strtol(p, &p, 10);
+        u32 x[NLIMB];
+        const bool neg = crt_limbs_v(cu, x);
+        std::printf("%d", (int)neg);
+        for (int j = 0; j < NLIMB; ++j) std::printf(" %x", x[j]);
+        std::printf(" %llx %x\n", (unsigned long long)round_bits<53, -1074, 2047, 63>(x, neg, e),
+                    (unsigned int)round_bits<24, -149, 255, 31>(x, neg, e));
+    }
+    return 0;
+}
+"""
+
+
 def _device_functions() -> str:
     """crt.cu from fastmod through residue8 (the split and the byte sums), without the load
-    helpers between them (they use CUDA vector types)."""
+    helpers between them (they use CUDA vector types), and crt_limbs_v and round_bits (the
+    reconstruction and its rounding)."""
     src = (resources.files("ozgemm.kernels") / "cuda" / "crt.cu").read_text()
     marks = ["// n mod m for 0 <= n", "#define RES_PER_THREAD 8",
              "// RES_PER_THREAD consecutive entries xv of one row, scaled by 2^sh, split once for every",
-             "// The low bytes of eight residues as one 8-byte word"]
+             "// The low bytes of eight residues as one 8-byte word",
+             "// Garner's mixed-radix digits with one reduction per digit",
+             "// crt_limbs_v of the entry at off",
+             "// Bit pattern of (-1)^neg X 2^e",
+             "__device__ __forceinline__ void store_bits(double* o"]
     at = [src.index(m) for m in marks]  # a missing mark: crt.cu changed, update this test with it
     assert at == sorted(at)
-    return src[at[0]:at[1]] + "#define RES_PER_THREAD 8\n" + src[at[2]:at[3]]
+    return (src[at[0]:at[1]] + "#define RES_PER_THREAD 8\n" + src[at[2]:at[3]] + src[at[4]:at[5]]
+            + src[at[6]:at[7]])
 
 
 def _bits(x: float) -> int:
@@ -153,3 +193,77 @@ def test_kernel_split_and_byte_sums_give_the_symmetric_residues(tmp_path, n_modu
             want = [(v + m // 2) % m - m // 2 for v in X]
             assert got[8 * q:8 * q + 8] == want, (sh, g, m)
     assert 50 < wide < len(groups)  # both forms were exercised
+
+
+def _round_bits(v: int, e: int, p: int, emin_sub: int, emax: int, fmt: str) -> int:
+    """The bit pattern of v 2^e rounded to nearest even in a binary format with p-bit
+    significands, smallest subnormal exponent emin_sub and values below 2^emax (+0 for a
+    result that rounds to zero, either sign; Inf beyond the largest finite)."""
+    a = abs(v)
+    if a:
+        q = max(a.bit_length() + e - p, emin_sub)  # the exponent of the last significand place
+        if q >= e:
+            d = q - e
+            mant, rest = a >> d, a & ((1 << d) - 1)
+            half = 1 << d >> 1
+            mant += rest > half or (rest == half and d > 0 and mant & 1)
+        else:
+            mant = a << (e - q)
+        val = math.inf if mant and mant.bit_length() + q > emax else math.ldexp(mant, q)
+    else:
+        val = 0.0
+    if val and v < 0:
+        val = -val
+    return struct.unpack("<Q" if fmt == "d" else "<I", struct.pack("<" + fmt, val))[0]
+
+
+@pytest.mark.parametrize("n_moduli", [9, 17, 31])
+def test_kernel_reconstruction_and_rounding(tmp_path, n_moduli):
+    """crt_limbs_v and round_bits: for values V across the symmetric range of M (its ends, 0,
+    +-1, random ones of every size) given as int32 products c_q = V mod m_q + j m_q with random
+    j (any int32 congruent to V), the sign, |V| in 32-bit limbs, and V 2^e rounded to binary64
+    and binary32 for e around the normal, subnormal and overflow thresholds."""
+    from ozgemm.crt.moduli import garner_constants
+    from ozgemm.kernels.cuda.source import _header
+
+    src = tmp_path / "crt.cpp"
+    src.write_text(_PRELUDE + _header(n_moduli).replace("__device__ __constant__ const", "static const")
+                   + _device_functions() + _MAIN_CRT)
+    exe = tmp_path / "crt"
+    p = subprocess.run(["g++", "-std=c++17", "-O1", "-frounding-math", "-o", str(exe), str(src)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    gc = garner_constants(n_moduli)
+    moduli, limbs = [int(m) for m in gc.moduli], int(gc.limbs)
+    M = math.prod(moduli)
+    lo, hi = M // 2 - M + 1, M // 2  # the kernel's symmetric range: V = X - M for X > floor(M / 2)
+    rng = random.Random(n_moduli)
+    values = [0, 1, -1, hi, lo, hi - 1, lo + 1, 2**52 + 1, -(2**53 + 3), 2**24 + 1]
+    values += [rng.randrange(lo, hi + 1) for _ in range(300)]
+    values += [rng.choice([1, -1]) * rng.getrandbits(rng.randrange(1, (M.bit_length() - 2)))
+               for _ in range(300)]
+    cases = []
+    for v in values:
+        b = abs(v).bit_length()
+        for e in (0, -b, -1074 - b + 30, -1074 - b - 1, 1024 - b, 1023 - b, -149 - b + 10, 128 - b,
+                  rng.randrange(-1200, 1100)):
+            cases.append((v, e))
+    feed = ""
+    for v, e in cases:
+        cs = []
+        for m in moduli:
+            r = v % m
+            j = rng.randrange(-((2**31 - r) // m), (2**31 - 1 - r) // m + 1)
+            cs.append(r + j * m)
+        feed += f"{e} " + " ".join(map(str, cs)) + "\n"
+    run = subprocess.run([str(exe)], input=feed, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert len(lines) == len(cases)
+    for (v, e), line in zip(cases, lines):
+        f = line.split()
+        got_neg, got_limbs = int(f[0]), [int(t, 16) for t in f[1:1 + limbs]]
+        assert got_neg == (v < 0), (v, e)
+        assert sum(x << (32 * j) for j, x in enumerate(got_limbs)) == abs(v), (v, e)
+        assert int(f[1 + limbs], 16) == _round_bits(v, e, 53, -1074, 1024, "d"), (v, e)
+        assert int(f[2 + limbs], 16) == _round_bits(v, e, 24, -149, 128, "f"), (v, e)
