@@ -50,6 +50,7 @@ def main(argv=None):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from side_by_side import base_package  # noqa: E402
 
+    from ozgemm.cli.bench_gpu import _event_seconds
     from ozgemm.kernels.cuda import backend as kb
     from ozgemm.kernels.cuda import source as work_source
 
@@ -70,15 +71,7 @@ def main(argv=None):
         return modules[(tag, N)].get_function(name)
 
     def median_ms(run):
-        ts = []
-        for _ in range(args.reps):
-            s, e = cp.cuda.Event(), cp.cuda.Event()
-            s.record()
-            run()
-            e.record()
-            e.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(s, e))
-        return statistics.median(ts)
+        return 1e3 * statistics.median(_event_seconds(run) for _ in range(args.reps))
 
     n = args.n
     rs = cp.random.RandomState(args.seed)

@@ -38,11 +38,16 @@ def fmt_num(x, nd=3):
     return str(x)
 
 
+def reason(exc) -> str:
+    """An exception's message, or its type's name where it has none."""
+    return str(exc) or type(exc).__name__
+
+
 def unmeasured_row(contract, n, phi, seed, exc) -> dict:
     """The row of a product that was not measured: ``refused`` (the contract refused it,
     ContractError ``exc``) or ``failed`` (MemoryError ``exc``: it did not fit), with the reason."""
     key = "failed" if isinstance(exc, MemoryError) else "refused"
-    return {"contract": contract.name, "n": n, "phi": phi, "seed": seed, key: str(exc) or type(exc).__name__}
+    return {"contract": contract.name, "n": n, "phi": phi, "seed": seed, key: reason(exc)}
 
 
 def unmeasured(r) -> bool:

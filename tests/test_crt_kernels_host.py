@@ -127,6 +127,23 @@ def _device_functions() -> str:
             + src[at[6]:at[7]])
 
 
+def _run_host(tmp_path, n_moduli: int, main: str, feed: str) -> list:
+    """The output lines of crt.cu's device functions (with the header for ``n_moduli``)
+    compiled with ``main`` for the host and run on ``feed``."""
+    from ozgemm.kernels.cuda.source import _header
+
+    src = tmp_path / "kernels.cpp"
+    src.write_text(_PRELUDE + _header(n_moduli).replace("__device__ __constant__ const", "static const")
+                   + _device_functions() + main)
+    exe = tmp_path / "kernels"
+    p = subprocess.run(["g++", "-std=c++17", "-O1", "-frounding-math", "-o", str(exe), str(src)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    run = subprocess.run([str(exe)], input=feed, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()
+
+
 def _bits(x: float) -> int:
     return struct.unpack("<Q", struct.pack("<d", x))[0]
 
@@ -166,22 +183,11 @@ def _groups(rng):
 
 @pytest.mark.parametrize("n_moduli", [18, 40])
 def test_kernel_split_and_byte_sums_give_the_symmetric_residues(tmp_path, n_moduli):
-    from ozgemm.kernels.cuda.source import _header
-
-    src = tmp_path / "residues.cpp"
-    src.write_text(_PRELUDE + _header(n_moduli).replace("__device__ __constant__ const", "static const")
-                   + _device_functions() + _MAIN)
-    exe = tmp_path / "residues"
-    p = subprocess.run(["g++", "-std=c++17", "-O1", "-frounding-math", "-o", str(exe), str(src)],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr[-3000:]
     from ozgemm.contracts.moduli import MODULI
 
     groups = _groups(random.Random(n_moduli))
     feed = "".join(f"{sh} " + " ".join(f"{_bits(x):x}" for x in g) + "\n" for sh, g in groups)
-    run = subprocess.run([str(exe)], input=feed, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
+    lines = _run_host(tmp_path, n_moduli, _MAIN, feed)
     assert len(lines) == len(groups)
     wide = 0
     for (sh, g), line in zip(groups, lines):
@@ -224,15 +230,7 @@ def test_kernel_reconstruction_and_rounding(tmp_path, n_moduli):
     j (any int32 congruent to V), the sign, |V| in 32-bit limbs, and V 2^e rounded to binary64
     and binary32 for e around the normal, subnormal and overflow thresholds."""
     from ozgemm.crt.moduli import garner_constants
-    from ozgemm.kernels.cuda.source import _header
 
-    src = tmp_path / "crt.cpp"
-    src.write_text(_PRELUDE + _header(n_moduli).replace("__device__ __constant__ const", "static const")
-                   + _device_functions() + _MAIN_CRT)
-    exe = tmp_path / "crt"
-    p = subprocess.run(["g++", "-std=c++17", "-O1", "-frounding-math", "-o", str(exe), str(src)],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr[-3000:]
     gc = garner_constants(n_moduli)
     moduli, limbs = [int(m) for m in gc.moduli], int(gc.limbs)
     M = math.prod(moduli)
@@ -256,9 +254,7 @@ def test_kernel_reconstruction_and_rounding(tmp_path, n_moduli):
             j = rng.randrange(-((2**31 - r) // m), (2**31 - 1 - r) // m + 1)
             cs.append(r + j * m)
         feed += f"{e} " + " ".join(map(str, cs)) + "\n"
-    run = subprocess.run([str(exe)], input=feed, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
+    lines = _run_host(tmp_path, n_moduli, _MAIN_CRT, feed)
     assert len(lines) == len(cases)
     for (v, e), line in zip(cases, lines):
         f = line.split()

@@ -204,11 +204,10 @@ def _cpu_row(contract, n, args, dt) -> dict:
 
 
 def _run_cpu_bench(args) -> int:
-    from ..contracts.contract import as_contract
+    from ..contracts.contract import ContractError, as_contract
     from ..verify.audit import phi_matrices
     from .audit import COMPLEX_PROMISE
     from ..verify.reference import exact_product, have_flint
-    from ..contracts.contract import ContractError
 
     ctx = cpu_context()
     rows = []

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from ozgemm._cliargs import fmt_num, unmeasured, unmeasured_line, unmeasured_reason, unmeasured_row
+from ozgemm._cliargs import fmt_num, reason, unmeasured, unmeasured_line, unmeasured_reason, unmeasured_row
 from ozgemm.verify.inputs import complex_operands, phi_operands
 
 __all__ = ["run_gpu_bench", "gpu_context", "full_max_errors"]
@@ -173,7 +173,7 @@ def _peer_rows(peer, a, b, contract, row, ref, args, configs, flop) -> list:
             c = fn()
             acc = sampled_accuracy(a, b, c, contract, args.block, ref)
         except MemoryError as exc:  # this configuration did not fit; the others go on
-            out.append({**head, **_failed(exc)})
+            out.append({**head, "failed": reason(exc)})
             print(f"  GEMMul8 {cfg} n={n}: {unmeasured_reason(out[-1])}", file=sys.stderr)
             fn = c = None
             cp.get_default_memory_pool().free_all_blocks()
@@ -190,11 +190,6 @@ def _peer_rows(peer, a, b, contract, row, ref, args, configs, flop) -> list:
     return out
 
 
-def _failed(exc) -> dict:
-    """The ``failed`` key of a row not measured for lack of memory (MemoryError ``exc``)."""
-    return {"failed": str(exc) or type(exc).__name__}
-
-
 def _full_errors(args, a, b, results, contract):
     """(:func:`full_max_errors` of ``results`` or Nones without ``--full``, {}), or, where the
     dd reference does not fit (MemoryError), (Nones, {"full_not_measured": reason}): the row
@@ -208,7 +203,7 @@ def _full_errors(args, a, b, results, contract):
     except MemoryError as exc:
         cp.get_default_memory_pool().free_all_blocks()
         print(f"  whole-output errors n={a.shape[0]}: not measured ({exc})", file=sys.stderr)
-        return [None] * len(results), {"full_not_measured": str(exc) or type(exc).__name__}
+        return [None] * len(results), {"full_not_measured": reason(exc)}
 
 
 def front(rows) -> list:

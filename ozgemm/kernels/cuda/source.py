@@ -78,8 +78,8 @@ def _header(n: int) -> str:
              f"#define NGW {len(k['gp'][0])}",
              _arr("MOD", gc.moduli), _arr("MLIMB", gc.M_limbs, "unsigned int"),
              _arr("FM", k["fm"], "unsigned int"), _arr2("RB", k["rb"], "unsigned int"),
-             _arr("RC", k["rc"], "unsigned int"),
-             _arr("RB2", k["rb2"], "unsigned int"), _arr("RC3", k["rc3"], "unsigned int"), _arr("PI", k["pi"], "unsigned int"),
+             _arr("RC", k["rc"], "unsigned int"), _arr("RB2", k["rb2"], "unsigned int"),
+             _arr("RC3", k["rc3"], "unsigned int"), _arr("PI", k["pi"], "unsigned int"),
              _arr2("GP", k["gp"], "unsigned int"), _arr("KC", k["kc"], "unsigned int"),
              _arr("GR", k["gr"], "unsigned int"), _arr("GUSED", k["gused"])]
     return "\n".join(lines) + "\n"
