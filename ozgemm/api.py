@@ -10,6 +10,7 @@ from ._xp import array_namespace, as_float64, ignore_fp_errors, is_cupy_array
 from .kernels import get_backend
 from .methods import execute, execute_complex, plan_product
 from .contracts.contract import Contract, as_contract
+from .crt.moduli import splits
 from .contracts.formats import DD, Binary128, quad_from_bits
 from .precision.operands import arrays, as_wide, ieee_classes, is_wide, operand_rows, transpose
 from .precision.planner import (Plan, RefineBound, WidthShortfall, complex_bound_form, confirm_plan, forget_guess,
@@ -543,8 +544,8 @@ def _complex_plan(a, b, contract, backend):
 def _complex_note(p, m, k, n):
     """``p`` with its report naming the complex product it was made for."""
     return p.evolve(widened=f"{p.widened}; complex {m}x{k}x{n}: planned as its real embedding "
-                            f"{m}x{2 * k}x{2 * n}" + (f", run as 3 INT8 GEMMs of {m}x{k}x{n} per modulus"
-                                                      if p.method == "crt" else ""))
+                            f"{m}x{2 * k}x{2 * n}" + (f", run as {2 if splits(p.moduli) else 3} INT8 GEMMs of "
+                                                      f"{m}x{k}x{n} per modulus" if p.method == "crt" else ""))
 
 
 def _complex_product_2d(a, b, contract, backend):

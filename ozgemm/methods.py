@@ -129,9 +129,10 @@ def execute(plan, backend, a, b, timings=None, reuse=None):
 
 def execute_complex(plan, backend, a, b, timings=None, out=None):
     """Run ``plan``, made for the real embedding of a complex product, giving [Re | Im]
-    (m, 2n): CRT plans in the three-product form (:func:`ozgemm.crt.pipeline.execute_3m`, which
-    takes ``out`` = (re, im) to write the parts into, e.g. the real and imaginary views of a
-    complex array) on the finite operands they were planned from
+    (m, 2n): CRT plans in the split or three-product form
+    (:func:`ozgemm.crt.pipeline.execute_complex`, which takes ``out`` = (re, im) to write the
+    parts into, e.g. the real and imaginary views of a complex array) on the finite operands
+    they were planned from
     (:func:`ozgemm.precision.operands.complex_operands`: ``a`` (m, 2k) with interleaved parts,
     ``b`` = [Br | Bi] (k, 2n); or, for a plan of the whole embedding, its blocks); Ozaki-I and
     banded plans as the product of the finite embedding ``a`` (m, 2k), ``b`` (2k, 2n)
@@ -141,6 +142,8 @@ def execute_complex(plan, backend, a, b, timings=None, out=None):
     if plan.method == "crt":
         k, n = a.shape[1] // 2, b.shape[1] // 2
         if b.shape[0] == 2 * k:  # the whole embedding (a CRT plan chosen by method "auto")
-            return crt_pipeline.execute_3m(plan, backend, (a[:, :k], a[:, k:]), (b[:k, :n], b[:k, n:]), timings, out)
-        return crt_pipeline.execute_3m(plan, backend, (a[:, 0::2], a[:, 1::2]), (b[:, :n], b[:, n:]), timings, out)
+            return crt_pipeline.execute_complex(plan, backend, (a[:, :k], a[:, k:]), (b[:k, :n], b[:k, n:]),
+                                                timings, out)
+        return crt_pipeline.execute_complex(plan, backend, (a[:, 0::2], a[:, 1::2]), (b[:, :n], b[:, n:]),
+                                            timings, out)
     return ozaki_pipeline.execute(plan, backend, a, b, timings)

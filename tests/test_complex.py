@@ -483,9 +483,17 @@ def test_method_auto_on_complex_operands(contract):
         assert np.array_equal(c, ozgemm.matmul(a, b, contract=con, engine="cpu-int64"))
 
 
+def _three_product_table(monkeypatch):
+    """Plans of complex products on the table of the three-product form only (what a plan of
+    the real embedding gets), so that they compare with plans of the embedding."""
+    from ozgemm.precision import planner as P
+
+    monkeypatch.setattr(P, "_complex_table", lambda *args: (P.MODULI,) + tuple(args[-1]))
+
+
 @pytest.mark.parametrize("real", ["a", "b"])
 @pytest.mark.parametrize("contract", ["fp64", "fp32", "fp64-dgemm"])
-def test_real_operand_takes_the_embeddings_own_bound(real, contract):
+def test_real_operand_takes_the_embeddings_own_bound(real, contract, monkeypatch):
     """A real operand times a complex one: the bound GEMM of the real operand against the other's
     stacked parts is the whole embedding's own bound GEMM, so the plan (moduli, width) is the one
     the whole embedding gets; entries of B purely real or purely imaginary (where the half form
@@ -495,6 +503,7 @@ def test_real_operand_takes_the_embeddings_own_bound(real, contract):
     from ozgemm.precision import planner as P
     from ozgemm.precision.operands import complex_embedding
 
+    _three_product_table(monkeypatch)
     rng = np.random.default_rng(14)
     dt = np.complex64 if contract == "fp32" else np.complex128
     a, b = _operands(rng, 24, 16, 20, 0.5, dt)
@@ -605,6 +614,7 @@ def test_mid_size_products_take_the_full_bound_unsampled(monkeypatch):
 
     monkeypatch.setattr(P, "componentwise_bound", spy)
     monkeypatch.setattr(P, "COMPLEX_SAMPLE_ROWS", 8)
+    _three_product_table(monkeypatch)
     rng = np.random.default_rng(5)
     a, b = _operands(rng, 20, 9, 7, 0.5)
     a = np.where(rng.random(a.shape) < 0.5, a.real, 1j * a.imag)
@@ -614,3 +624,129 @@ def test_mid_size_products_take_the_full_bound_unsampled(monkeypatch):
     q = P.make_plan(as_contract("fp64").for_k(18), *complex_embedding(a, b, np), NumpyBackend())
     assert (p.n_moduli, p.beta) == (q.n_moduli, q.beta)
     _check_componentwise(c, a, b, "fp64")
+
+
+def test_split_moduli_table():
+    """GAUSSIAN_MODULI against a search written here: the odd m <= 255 taken greedily from the
+    top, pairwise coprime, each with a t, t**2 = -1 mod m (every prime factor = 1 mod 4), and
+    SQRT_MINUS_ONE the smallest such t; the CPU engine's primes for them are = 1 mod 4."""
+    from math import gcd, prod
+
+    from ozgemm.contracts.moduli import GAUSSIAN_MODULI, SQRT_MINUS_ONE
+    from ozgemm.crt.moduli import WIDE_GAUSSIAN_MODULI, sqrt_minus_one, wide_moduli
+
+    want = []
+    for m in range(255, 2, -1):
+        roots = [t for t in range(m) if (t * t + 1) % m == 0]
+        if m % 2 and roots and all(gcd(m, g) == 1 for g in want):
+            want.append(m)
+    assert GAUSSIAN_MODULI == tuple(want) and GAUSSIAN_MODULI[:4] == (241, 233, 229, 221)
+    assert SQRT_MINUS_ONE == tuple(min(t for t in range(m) if (t * t + 1) % m == 0) for m in want)
+    for p in WIDE_GAUSSIAN_MODULI:
+        assert p % 4 == 1 and all(p % d for d in range(3, int(p ** 0.5) + 1, 2))
+        assert (sqrt_minus_one(p) ** 2 + 1) % p == 0
+    assert prod(wide_moduli(GAUSSIAN_MODULI)) >= 4 * prod(GAUSSIAN_MODULI)
+
+
+def _split_and_three_product_plans(contract, m, k, n, phi, seed, dt):
+    """A complex product, its plan (split form) and the same plan over the fewest table
+    moduli whose product is at least the split moduli's (three-product form; the same width and
+    shifts, so the same exact integers)."""
+    from math import prod
+
+    from ozgemm.contracts.moduli import MODULI
+    from ozgemm.crt.moduli import splits
+
+    rng = np.random.default_rng(seed)
+    a, b = _operands(rng, m, k, n, phi, dt)
+    c, (p,) = ozgemm.matmul(a, b, contract=contract, return_plan=True)
+    assert splits(p.moduli), p.info()["widened"]
+    N3 = next(j for j in range(1, len(MODULI) + 1) if prod(MODULI[:j]) >= prod(p.moduli))
+    return a, b, c, p, p.evolve(moduli=MODULI[:N3])
+
+
+@pytest.mark.parametrize("engine", ["cpu", "cpu-int64"])
+@pytest.mark.parametrize("contract,phi", [("fp64", 0.5), ("fp64", 2.0), ("fp32", 1.0), ("fp64-dgemm", 1.0),
+                                          ("fp64-fast", 0.5)])
+def test_split_and_three_product_forms_give_the_same_bits(engine, contract, phi):
+    """Both forms compute the exact integers of one plan: the split form (two products per
+    modulus) and the three-product form over table moduli holding the same width give the same
+    bits, on both CPU engines and across k-blocks (k = 1100 > 1024)."""
+    from ozgemm.crt.pipeline import execute_complex
+    from ozgemm.kernels import get_backend
+    from ozgemm.precision.operands import complex_operands
+
+    dt = np.complex64 if contract == "fp32" else np.complex128
+    for shape, seed in (((6, 11, 5), 1), ((3, 1100, 4), 2)):
+        a, b, c, p, p3 = _split_and_three_product_plans(contract, *shape, phi, seed, dt)
+        be = get_backend(engine, np)
+        ai, bt = complex_operands(a, b, np)
+        if contract != "fp32":
+            ai, bt = ai.astype(np.float64), bt.astype(np.float64)
+        n = b.shape[1]
+        parts = (ai[:, 0::2], ai[:, 1::2]), (bt[:, :n], bt[:, n:])
+        r2 = execute_complex(p, be, *parts)
+        r3 = execute_complex(p3, be, *parts)
+        assert np.array_equal(r2, r3)
+        assert np.array_equal(r2[:, :n], c.real) and np.array_equal(r2[:, n:], c.imag)
+
+
+def test_split_residues_and_parts_against_exact_integers():
+    """The engines' split-form phases against Python integers: the residues of X' + t Y' and
+    X' - t Y' (X', Y' the parts scaled and rounded half up), and (P+ + P-)/2, (P+ - P-)/(2t)
+    modulo each modulus as the exact real and imaginary products (before reconstruction)."""
+    from ozgemm.contracts.moduli import GAUSSIAN_MODULI
+    from ozgemm.crt.moduli import sqrt_minus_one
+    from ozgemm.kernels.numpy import NumpyBackend
+
+    rng = np.random.default_rng(8)
+    r, k = 3, 7
+    x = (rng.random((r, k)) - 0.5) * np.exp(3 * rng.standard_normal((r, k)))
+    y = (rng.random((r, k)) - 0.5) * np.exp(3 * rng.standard_normal((r, k)))
+    shift = np.array([40, 55, 61], dtype=np.int64)
+    X = [[_round_half_up(Fraction(float(v)) * 2 ** int(shift[i])) for v in x[i]] for i in range(r)]
+    Y = [[_round_half_up(Fraction(float(v)) * 2 ** int(shift[i])) for v in y[i]] for i in range(r)]
+    for kind in ("blas", "int64"):
+        be = NumpyBackend(kind)
+        spec = GAUSSIAN_MODULI[:12]
+        mods = be.residue_moduli(spec)
+        rp, rm = be.residues_split(x, y, shift, spec)
+        for q, mq in enumerate(mods):
+            t, h = sqrt_minus_one(mq), mq // 2
+            for i in range(r):
+                for l in range(k):
+                    for got, v in ((rp, X[i][l] + t * Y[i][l]), (rm, X[i][l] - t * Y[i][l])):
+                        assert int(got[q, i, l]) == (v + h) % mq - h, (kind, q, i, l)
+        # the parts of the products of these rows with themselves (B = the same rows)
+        pp, pm = be.residue_products(rp, rp, mods), be.residue_products(rm, rm, mods)
+        for q, mq in enumerate(mods):
+            t = sqrt_minus_one(mq)
+            for i in range(r):
+                for j in range(r):
+                    re = sum(X[i][l] * X[j][l] - Y[i][l] * Y[j][l] for l in range(k))
+                    im = sum(X[i][l] * Y[j][l] + Y[i][l] * X[j][l] for l in range(k))
+                    P, M = int(pp[q, i, j]), int(pm[q, i, j])
+                    assert (P + M) * pow(2, -1, mq) % mq == re % mq
+                    assert (P - M) * pow(2 * t, -1, mq) % mq == im % mq
+
+
+def test_split_form_is_chosen_by_its_gemm_count():
+    """The split form's moduli where their count takes fewer INT8 GEMMs at two per modulus than
+    the table's at three; the three-product form for a fixed moduli count, a GEMM cap, and
+    widths beyond the split table (dd with a wide spread), each keeping the promise."""
+    from ozgemm.crt.moduli import splits
+
+    rng = np.random.default_rng(21)
+    a, b = _operands(rng, 5, 6, 4, 0.5)
+    for contract, split in (("fp64", True), ("fp64-fast:moduli=16", False), ("fp32", True)):
+        x, y = (a.astype(np.complex64), b.astype(np.complex64)) if contract == "fp32" else (a, b)
+        c, (p,) = ozgemm.matmul(x, y, contract=contract, return_plan=True)
+        assert splits(p.moduli) == split, contract
+        assert ("run as 2 INT8 GEMMs" in p.info()["widened"]) == split
+    con = ozgemm.load_contract("fp64").with_(max_gemms=60)
+    c, (p,) = ozgemm.matmul(a, b, contract=con, return_plan=True)
+    assert not splits(p.moduli) and "run as 3 INT8 GEMMs" in p.info()["widened"]
+    _check_componentwise(c, a, b, "fp64")
+    a, b = _operands(rng, 4, 5, 3, 12.0)
+    c, (p,) = ozgemm.matmul(a, b, contract="dd", return_plan=True)
+    assert p.method == "bands" or not splits(p.moduli)

@@ -39,15 +39,26 @@ def _launched() -> set:
     return names
 
 
-@pytest.mark.parametrize("n_moduli", [9, 16, 40])
+@pytest.mark.parametrize("n_moduli", [9, 16, 40, "split 17"])
 def test_kernel_sources_define_every_launched_name(tmp_path, n_moduli):
+    """Real plans' sources (a count of the table) define every launched kernel but those of the
+    split form, which a complex plan's source over moduli with a square root of -1 defines."""
+    from ozgemm.contracts.moduli import GAUSSIAN_MODULI
     from ozgemm.kernels.cuda.source import common_source, kernel_source
 
-    crt = kernel_source(n_moduli).replace("__device__ __constant__ const", "__device__ const")  # as _module
+    split = isinstance(n_moduli, str)
+    spec = GAUSSIAN_MODULI[:int(n_moduli.split()[1])] if split else n_moduli
+    crt = kernel_source(spec).replace("__device__ __constant__ const", "__device__ const")  # as _module
     stats = common_source() + (resources.files("ozgemm.kernels") / "cuda" / "stats.cu").read_text()
     defined = _entries(crt, tmp_path, "crt") | _entries(stats, tmp_path, "stats")
-    # names the engine builds in variables (row_stats / crt_round_*), and the literal ones
-    launched = _launched() | {"row_stats", "row_stats_long", "row_stats_f32_long", "crt_round_f64", "crt_round_f32"}
-    assert {"scaled_residues", "scaled_residues_f32", "scaled_residues_cols", "scaled_residues_pair",
-            "scaled_residues_pair_f32", "scaled_residues_cols_pair", "row_extent", "col_sums", "plan_shifts"} <= launched
+    # names the engine builds in variables (row_stats / crt_round_*, the two-part residue
+    # kernels of each form), and the literal ones
+    parts = {f"scaled_residues_{form}{il}{sfx}" for form in ("pair", "split") for il in ("", "_il")
+             for sfx in ("", "_f32")} | {"scaled_residues_cols_pair", "scaled_residues_cols_split"}
+    launched = _launched() | parts | {"row_stats", "row_stats_long", "row_stats_f32_long", "crt_round_f64",
+                                      "crt_round_f32"}
+    assert {"scaled_residues", "scaled_residues_f32", "scaled_residues_cols", "row_extent", "col_sums",
+            "plan_shifts", "crt_round_split_f64", "crt_round_3m_f64"} <= launched
+    if not split:
+        launched = {f for f in launched if "split" not in f}
     assert launched <= defined, sorted(launched - defined)

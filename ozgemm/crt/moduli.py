@@ -11,19 +11,53 @@ from math import gcd, prod
 
 import numpy as np
 
-from ..contracts.moduli import MODULI
+from ..contracts.moduli import GAUSSIAN_MODULI, MODULI, SQRT_MINUS_ONE
 
-__all__ = ["GarnerConstants", "garner_constants", "crt_constants", "WIDE_MODULI", "WIDE_BOUND", "WIDE_K_BLOCK",
-           "wide_moduli"]
+__all__ = ["GarnerConstants", "garner_constants", "crt_constants", "WIDE_MODULI", "WIDE_GAUSSIAN_MODULI",
+           "WIDE_BOUND", "WIDE_K_BLOCK", "wide_moduli", "plan_moduli", "splits", "sqrt_minus_one"]
 
 
-def _largest_primes_below(bound: int, count: int) -> tuple:
+def _largest_primes_below(bound: int, count: int, residue: int | None = None) -> tuple:
+    """The ``count`` largest odd primes below ``bound`` (``residue``: only those = residue mod 4)."""
     out, v = [], bound - 1
     while len(out) < count:
-        if v % 2 and all(v % d for d in range(3, int(v ** 0.5) + 1, 2)):
+        if (v % 2 and (residue is None or v % 4 == residue)
+                and all(v % d for d in range(3, int(v ** 0.5) + 1, 2))):
             out.append(v)
         v -= 1
     return tuple(out)
+
+
+def plan_moduli(spec) -> tuple:
+    """The moduli a plan names: the first ``spec`` of :data:`MODULI` (an int, the moduli
+    count of a real product's plan) or ``spec`` itself (a tuple: e.g. a complex product's
+    :data:`~ozgemm.contracts.moduli.GAUSSIAN_MODULI` prefix)."""
+    if isinstance(spec, (int, np.integer)):
+        return MODULI[:int(spec)]
+    return tuple(int(m) for m in spec)
+
+
+def splits(moduli) -> bool:
+    """Whether every modulus of the tuple ``moduli`` is odd and has a square root of -1, so
+    that a complex product modulo it is two real products (:func:`sqrt_minus_one`)."""
+    return not isinstance(moduli, (int, np.integer)) and len(moduli) > 0 and all(
+        sqrt_minus_one(m) is not None for m in moduli)
+
+
+@lru_cache(maxsize=None)
+def sqrt_minus_one(m: int) -> int | None:
+    """A t in [0, m) with t**2 = -1 mod m for odd m of :data:`GAUSSIAN_MODULI` or a prime
+    m = 1 mod 4 (Euler's criterion: t = c**((m-1)/4) for a quadratic non-residue c); None
+    for other m."""
+    m = int(m)
+    if m in GAUSSIAN_MODULI:
+        return SQRT_MINUS_ONE[GAUSSIAN_MODULI.index(m)]
+    if m % 4 != 1 or any(m % d == 0 for d in range(3, int(m ** 0.5) + 1, 2)):
+        return None
+    c = next(c for c in range(2, m) if pow(c, (m - 1) // 2, m) == m - 1)
+    t = pow(c, (m - 1) // 4, m)
+    assert (t * t + 1) % m == 0
+    return t
 
 
 #: the k-block of the CPU engine's float64 GEMMs of residues
@@ -50,6 +84,12 @@ WIDE_BOUND = _wide_bound(WIDE_K_BLOCK)
 #: the CPU engine's own moduli: the largest primes up to :data:`WIDE_BOUND`, enough for a
 #: product at least 4 times the product of all of :data:`MODULI` (pairwise coprime: distinct primes)
 WIDE_MODULI = _largest_primes_below(WIDE_BOUND + 1, (prod(MODULI).bit_length() + 2 + 20) // 21)
+
+#: the CPU engine's moduli for complex plans of :data:`GAUSSIAN_MODULI`: the largest primes
+#: p = 1 mod 4 up to :data:`WIDE_BOUND` (-1 is a square modulo each), enough for a product at
+#: least 4 times the product of the whole table
+WIDE_GAUSSIAN_MODULI = _largest_primes_below(WIDE_BOUND + 1, (prod(GAUSSIAN_MODULI).bit_length() + 2 + 20) // 21,
+                                             residue=1)
 
 
 class GarnerConstants:
@@ -103,22 +143,28 @@ def crt_constants(moduli: tuple) -> GarnerConstants:
 
 
 @lru_cache(maxsize=None)
-def wide_moduli(n: int) -> tuple:
+def wide_moduli(spec) -> tuple:
     """The fewest leading :data:`WIDE_MODULI` whose product P is at least 4 M, M the product
-    of the first ``n`` table moduli: an integer with |C'| < M/2 + 1 <= P/4 is then determined by
-    its residues modulo them, with the margin that lets the reconstruction round its quotient
-    (:func:`~ozgemm.crt.reconstruct.crt_reconstruct` with ``bound``)."""
-    M = prod(garner_constants(n).moduli)
+    of the plan's moduli (:func:`plan_moduli` of ``spec``): an integer with |C'| < M/2 + 1 <= P/4
+    is then determined by its residues modulo them, with the margin that lets the
+    reconstruction round its quotient (:func:`~ozgemm.crt.reconstruct.crt_reconstruct` with
+    ``bound``). Plan moduli that :func:`splits` take :data:`WIDE_GAUSSIAN_MODULI`, which split
+    too."""
+    M = prod(plan_moduli(spec))
+    table = WIDE_GAUSSIAN_MODULI if splits(spec) else WIDE_MODULI
     P, j = 1, 0
     while P < 4 * M:
-        P *= WIDE_MODULI[j]
+        P *= table[j]
         j += 1
-    return WIDE_MODULI[:j]
+    return table[:j]
 
 
 @lru_cache(maxsize=None)
-def garner_constants(n: int) -> GarnerConstants:
-    """Cached :class:`GarnerConstants` for the first ``n`` moduli."""
+def garner_constants(n) -> GarnerConstants:
+    """Cached :class:`GarnerConstants` for the first ``n`` moduli (or a plan's tuple of moduli,
+    :func:`plan_moduli`)."""
+    if not isinstance(n, (int, np.integer)):
+        return crt_constants(plan_moduli(n))
     if not 1 <= n <= len(MODULI):
         raise ValueError(f"moduli count must be in [1, {len(MODULI)}], got {n}")
     return GarnerConstants(n)

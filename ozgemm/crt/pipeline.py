@@ -16,7 +16,8 @@ called in the same order for every backend:
    integer GEMMs for every modulus, the CRT reconstruction and the rounding into the
    tile's rows of the result.
 
-Complex products (:func:`execute_3m`) follow the same order with the three-product form.
+Complex products (:func:`execute_complex`) follow the same order with two or three real
+products per modulus.
 """
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ import time
 
 from .._timing import lap_timer
 from ..precision.rounding import empty_result
+from .moduli import splits
 
-__all__ = ["execute", "execute_bands", "execute_3m"]
+__all__ = ["execute", "execute_bands", "execute_complex"]
 
 
 def execute(plan, backend, a, b, timings=None, reuse=None, exact=False):
@@ -139,45 +141,59 @@ def execute_bands(plan, backend, a, b, timings=None):
     return acc.round(plan.contract.fmt)
 
 
-def execute_3m(plan, backend, a_parts, b_parts, timings=None, out=None):
-    """A complex product in the three-product ("3M") form, exactly.
+def execute_complex(plan, backend, a_parts, b_parts, timings=None, out=None):
+    """A complex product from exact real integer products, in one of two forms.
 
     ``plan`` is the CRT plan of the real embedding of the product
     (:func:`ozgemm.precision.operands.complex_embedding`: A = [Ar | Ai] (m, 2k),
     B = [[Br, Bi], [-Bi, Br]] (2k, 2n)); its shifts s (rows of A) and t (columns of B, equal
-    for columns j and n + j) scale the parts to integers Ar', Ai', Br', Bi'. With
+    for columns j and n + j) scale the parts to integers Ar', Ai', Br', Bi', and the
+    embedding's integer product is [Re' | Im'] = [Ar'Br' - Ai'Bi' | Ar'Bi' + Ai'Br'].
 
-        P1 = Ar' Br',   P2 = Ai' Bi',   P3 = (Ar' + Ai')(Br' + Bi')
+    * **Split form** (the plan's moduli each have a square root t_q of -1,
+      :data:`~ozgemm.contracts.moduli.GAUSSIAN_MODULI`): modulo m_q, x + iy -> (x + t_q y,
+      x - t_q y) maps the Gaussian integers onto pairs of residues and products onto
+      products, so with X+ = Ar' + t Ai', Y+ = Br' + t Bi' (X-, Y- with -t)
 
-    the embedding's integer product is [P1 - P2 | P3 - P1 - P2]. Every product is exact, so
-    this identity loses nothing (unlike floating-point 3M), and the residues of Ar' + Ai' are
-    the sums of those of Ar' and Ai' modulo each m_q (:meth:`Backend.residues_3m`): the sums
-    never widen the residues, and the reconstruction needs no more than the moduli the plan
-    chose for the embedding's integers. Three exact GEMMs per modulus replace four; the
-    result — [Re | Im] (m, 2n) in the contract's format — is that of :func:`execute` on the
-    embedding up to ties of the scaling (the embedding rounds -Bi 2**t half up, this form
-    negates the rounded Bi; the plan's proof covers both: |scaling error| <= 1/2 per entry).
+          P+ = X+ Y+ = Re' + t Im',   P- = X- Y- = Re' - t Im'   (mod m_q),
+
+      Re' = (P+ + P-)/2 and Im' = (P+ - P-)/(2t) mod m_q: two INT8 GEMMs per modulus
+      (:meth:`Backend.residues_split`, :meth:`Backend.reconstruct_round_split`).
+    * **Three-product form** (other moduli): P1 = Ar'Br', P2 = Ai'Bi', P3 = (Ar' + Ai')(Br' +
+      Bi'), Re' = P1 - P2, Im' = P3 - P1 - P2: three INT8 GEMMs per modulus
+      (:meth:`Backend.residues_3m`, :meth:`Backend.reconstruct_round_3m`).
+
+    Every product is exact, so neither identity loses anything (unlike floating-point 3M), and
+    the operands of both forms are residues in the symmetric range of m_q (int8), reduced once
+    from those of the parts: the reconstruction needs no more than the moduli the plan chose
+    for the embedding's integers (|Re'|, |Im'| are bounded by its |A'||B'|). The result —
+    [Re | Im] (m, 2n) in the contract's format — is that of :func:`execute` on the embedding
+    up to ties of the scaling (the embedding rounds -Bi 2**t half up, these forms negate the
+    rounded Bi; the plan's proof covers both: |scaling error| <= 1/2 per entry).
 
     ``a_parts`` = (Ar, Ai) (m, k), ``b_parts`` = (Br, Bi) (k, n): finite float32/float64
     (views of the embedding are fine). ``timings`` as :func:`execute`. ``out`` = (re, im):
     (m, n) float views (any strides, e.g. the real and imaginary words of a complex array)
     that receive the parts instead of a new [Re | Im] array; returns ``out`` then. The row
-    tiles are those of a real (m, k, n) product with three residue and product buffers (Ar, Ai
-    and their sum; P1, P2, P3).
+    tiles are those of a real (m, k, n) product with two or three residue and product
+    buffers.
     """
     fmt = plan.contract.fmt
     m, k2, n2 = plan.shape
     k, n = k2 // 2, n2 // 2
-    N = plan.n_moduli
+    split = splits(plan.moduli)
+    spec = plan.moduli if split else plan.n_moduli  # (kernels of a real plan's count are shared)
+    residues = backend.residues_split if split else backend.residues_3m
+    forms = 2 if split else 3
     ar, ai = a_parts
     br, bi = b_parts
     lap = lap_timer(backend, timings)
-    moduli = backend.residue_moduli(N)
+    moduli = backend.residue_moduli(spec)
     tb = plan.t[:n]  # == plan.t[n:] (equal column statistics)
     lead = (slice(None),) if fmt.name == "dd" else ()
-    with backend.row_tiles(plan.evolve(shape=(m, k, n)), 1, concurrent=timings is None, products=3) as tiles:
+    with backend.row_tiles(plan.evolve(shape=(m, k, n)), 1, concurrent=timings is None, products=forms) as tiles:
         t0 = time.perf_counter()
-        rbr, rbi, rbs = backend.residues_3m(br.T, bi.T, tb, N)
+        rb = residues(br.T, bi.T, tb, spec)
         t0 = lap("residues", t0)
         if out is None:
             res = empty_result(m, n2, fmt, backend.xp)
@@ -188,17 +204,20 @@ def execute_3m(plan, backend, a_parts, b_parts, timings=None, out=None):
             with tile:
                 i0, i1 = tile.i0, tile.i1
                 t0 = time.perf_counter()
-                rar, rai, ras = backend.residues_3m(ar, ai, plan.s, N, i0, i1)
+                ra = list(residues(ar, ai, plan.s, spec, i0, i1))
                 t0 = lap("residues", t0)
-                p1 = backend.residue_products(rar, rbr, moduli)
-                p2 = backend.residue_products(rai, rbi, moduli)
-                del rar, rai
-                p3 = backend.residue_products(ras, rbs, moduli)
-                del ras
+                p = []
+                for f in range(forms):  # each operand's residues freed once used
+                    p.append(backend.residue_products(ra[f], rb[f], moduli))
+                    ra[f] = None
                 t0 = lap("gemms", t0)
                 rows = lead + (slice(i0, i1),)
-                backend.reconstruct_round_3m(p1, p2, p3, plan.s[i0:i1], plan.t[:n], plan.t[n:], N, fmt,
-                                             out_re[rows], out_im[rows], k)
-                del p1, p2, p3
+                if split:
+                    backend.reconstruct_round_split(p[0], p[1], plan.s[i0:i1], plan.t[:n], plan.t[n:], spec, fmt,
+                                                    out_re[rows], out_im[rows], k)
+                else:
+                    backend.reconstruct_round_3m(p[0], p[1], p[2], plan.s[i0:i1], plan.t[:n], plan.t[n:], spec,
+                                                 fmt, out_re[rows], out_im[rows], k)
+                del p
                 lap("reconstruction", t0)
     return res

@@ -17,9 +17,10 @@ Phases, in pipeline order (Ozaki scheme II, :mod:`ozgemm.crt.pipeline`; Ozaki sc
 4. shifts                   :meth:`Backend.shifts`, :meth:`Backend.speculative_shifts`
    (phases 2-7 of a small speculative product may be replayed: :meth:`Backend.recorded`)
 5. scaling + residues       :meth:`Backend.residues`
-   (complex products, three-product form: :meth:`Backend.residues_3m`)
+   (complex products: :meth:`Backend.residues_split` for moduli with a square root of -1,
+   :meth:`Backend.residues_3m` for the three-product form)
 6. exact integer GEMMs      :meth:`Backend.residue_products`
-7b. complex: both parts     :meth:`Backend.reconstruct_round_3m`
+7b. complex: both parts     :meth:`Backend.reconstruct_round_split`, :meth:`Backend.reconstruct_round_3m`
 7. reconstruction + rounding :meth:`Backend.reconstruct_round`
 
 plus the workspace tiling of the product over rows of A (:meth:`Backend.row_tiles`), and
@@ -150,11 +151,14 @@ class Backend(Protocol):
         the smallest tile does not fit — on entering (numpy: before any workspace is
         allocated) or on first iteration (CUDA: after B's residues are queued)."""
 
-    def residue_moduli(self, n_moduli: int) -> tuple:
-        """The moduli of the backend's residues for a plan of ``n_moduli`` table moduli (the
-        plan's ``MODULI[:n_moduli]``, or the backend's own set whose product is at least
-        theirs, e.g. the CPU engine's primes up to 2965821): what :meth:`residues` reduces
-        modulo, and what :meth:`residue_products` is given."""
+    def residue_moduli(self, n_moduli) -> tuple:
+        """The moduli of the backend's residues for a plan of ``n_moduli`` table moduli, or for
+        a plan's tuple of moduli (:func:`~ozgemm.crt.moduli.plan_moduli`): the plan's own, or
+        the backend's own set whose product is at least theirs (e.g. the CPU engine's primes up
+        to 2965821; = 1 mod 4 where the plan's moduli split,
+        :func:`~ozgemm.crt.moduli.splits`): what :meth:`residues` reduces modulo, and what
+        :meth:`residue_products` is given. Every method below that takes ``n_moduli`` takes
+        either form."""
 
     def residues(self, rows, stats, shift, n_moduli: int, i0: int = 0, i1: int | None = None):
         """Symmetric residues (N, r, k) modulo :meth:`residue_moduli` (int8 for the table
@@ -169,6 +173,20 @@ class Backend(Protocol):
         (two parts of one scaling ``shift``, the same shape) and the residues of the sum of
         their scaled integers X' + Y' (the summed operands of the three-product form), all in
         the layout of :meth:`residues`."""
+
+    def residues_split(self, x, y, shift, moduli, i0: int = 0, i1: int | None = None):
+        """(rp, rm): the split form of a complex product (the plan's ``moduli`` split,
+        :func:`~ozgemm.crt.moduli.splits`): the symmetric residues of X' + t_q Y' and
+        X' - t_q Y' modulo each of :meth:`residue_moduli` (t_q a square root of -1 there,
+        :func:`~ozgemm.crt.moduli.sqrt_minus_one`) for rows ``i0:i1`` of the parts ``x`` and
+        ``y`` (one scaling ``shift``), in the layout of :meth:`residues`."""
+
+    def reconstruct_round_split(self, pp, pm, s, t_re, t_im, moduli, fmt, out_re, out_im, k: int):
+        """The split form's parts: from the products ``pp``, ``pm`` (:meth:`residue_products`
+        of :meth:`residues_split`, inner dimension ``k``) the real part (pp + pm)/2 and the
+        imaginary part (pp - pm)/(2 t_q) modulo each modulus, each as :meth:`reconstruct_round`
+        (column shifts ``t_re``, ``t_im``) into ``out_re``, ``out_im``; may overwrite the
+        products."""
 
     def reconstruct_round_3m(self, p1, p2, p3, s, t_re, t_im, n_moduli: int, fmt, out_re, out_im, k: int):
         """The three-product form of a complex product: from ``p1 = Ar'Br'``, ``p2 = Ai'Bi'``

@@ -30,7 +30,7 @@ from math import prod
 
 import numpy as np
 
-from ..crt.moduli import WIDE_K_BLOCK, garner_constants, wide_moduli
+from ..crt.moduli import WIDE_K_BLOCK, plan_moduli, sqrt_minus_one, wide_moduli
 from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
 from ..precision.planner import complex_bound_operands, normwise_scalars, plan_scalars, stack_plan_scalars, width_constants
@@ -262,8 +262,8 @@ class NumpyBackend:
         products (8 N n) + reconstruction limbs (8 (N + 2 L + 4) n); fixed: the residues of
         B (8 N n k); all times ``products`` (3 for the three-product form)."""
         m, k, n = plan.shape
-        N = len(self.residue_moduli(plan.n_moduli))
-        L = constants_of(self.residue_moduli(plan.n_moduli)).limbs
+        N = len(self.residue_moduli(plan.moduli))
+        L = constants_of(self.residue_moduli(plan.moduli)).limbs
         per_row = (8 * N * k + 8 * (2 * N + 2 * L + 6) * n) * products
         fixed = 8 * N * n * k * products
         budget = self.memory_budget()
@@ -275,13 +275,14 @@ class NumpyBackend:
         tm = max(1, min(m, (budget - fixed) // per_row))
         yield [_Tile(i0, min(m, i0 + tm)) for i0 in range(0, m, tm)]
 
-    def residue_moduli(self, n_moduli: int) -> tuple:
-        """The moduli of this backend's residues for a plan of ``n_moduli`` table moduli: the
-        blas kind's own primes up to 2965821 (:func:`~ozgemm.crt.moduli.wide_moduli`), the
+    def residue_moduli(self, n_moduli) -> tuple:
+        """The moduli of this backend's residues for a plan of ``n_moduli`` table moduli (or
+        the plan's tuple of moduli): the blas kind's own primes up to 2965821
+        (:func:`~ozgemm.crt.moduli.wide_moduli`; primes = 1 mod 4 for moduli that split), the
         int64 kind's the plan's (the plain reference)."""
         if self.kind == "blas":
             return wide_moduli(n_moduli)
-        return garner_constants(n_moduli).moduli
+        return plan_moduli(n_moduli)
 
     def scaled_residues(self, mant, exp, shift, n_moduli):
         """:func:`~ozgemm.crt.residues.scaled_residues` modulo :meth:`residue_moduli`, in the
@@ -379,6 +380,38 @@ class NumpyBackend:
         re, im = self._combine_3m(p1, p2, p3, self.residue_moduli(n_moduli))
         self.reconstruct_round(re, s, t_re, n_moduli, fmt, out_re)
         self.reconstruct_round(im, s, t_im, n_moduli, fmt, out_im)
+
+    def residues_split(self, x, y, shift, moduli, i0=0, i1=None):
+        """(rp, rm): symmetric residues of X' + t_q Y' and X' - t_q Y' (t_q a square root of -1
+        modulo each of :meth:`residue_moduli` of the plan's ``moduli``) for rows ``i0:i1`` of
+        the parts ``x``, ``y`` (one scaling), from :meth:`residues` of each, in int64 (|t y| <
+        2**43) and back in the residues' dtype."""
+        rx = self.residues(x, None, shift, moduli, i0, i1)
+        ry = self.residues(y, None, shift, moduli, i0, i1)
+        mods = self.residue_moduli(moduli)
+        col = (-1,) + (1,) * (rx.ndim - 1)
+        m = np.asarray(mods, dtype=np.int64).reshape(col)
+        t = np.asarray([sqrt_minus_one(q) for q in mods], dtype=np.int64).reshape(col)
+        h = (m - 1) // 2
+        xi, ty = rx.astype(np.int64), ry.astype(np.int64) * t
+        return tuple(((v + h) % m - h).astype(rx.dtype) for v in (xi + ty, xi - ty))
+
+    def reconstruct_round_split(self, pp, pm, s, t_re, t_im, moduli, fmt, out_re, out_im, k):
+        """The real part (pp + pm)/2 and the imaginary part (pp - pm)/(2 t_q) modulo each of
+        :meth:`residue_moduli` (``pp``, ``pm``: residues in [0, m_q) from
+        :meth:`residue_products` of :meth:`residues_split`), in int64, each through
+        :meth:`reconstruct_round`."""
+        mods = self.residue_moduli(moduli)
+        col = (-1,) + (1,) * (pp.ndim - 1)
+        m = np.asarray(mods, dtype=np.int64).reshape(col)
+        f_re = np.asarray([pow(2, -1, q) for q in mods], dtype=np.int64).reshape(col)
+        f_im = np.asarray([pow(2 * sqrt_minus_one(q), -1, q) for q in mods], dtype=np.int64).reshape(col)
+        a, b = pp.astype(np.int64), pm.astype(np.int64)
+        re = ((a + b) % m * f_re % m).astype(pp.dtype)
+        im = ((a - b) % m * f_im % m).astype(pp.dtype)
+        del a, b
+        self.reconstruct_round(re, s, t_re, moduli, fmt, out_re)
+        self.reconstruct_round(im, s, t_im, moduli, fmt, out_im)
 
     @staticmethod
     def _combine_3m(p1, p2, p3, moduli):
@@ -508,7 +541,7 @@ class NumpyBackend:
     def _bound(self, n_moduli):
         """|C'| < M/2 + 1 for the plan's M: with the blas kind's P >= 4 M, the margin that lets
         :func:`~ozgemm.crt.reconstruct.crt_reconstruct` round its quotient (None: int64 kind)."""
-        return prod(garner_constants(n_moduli).moduli) // 2 + 1 if self.kind == "blas" else None
+        return prod(plan_moduli(n_moduli)) // 2 + 1 if self.kind == "blas" else None
 
     def reconstruct_exact(self, c, n_moduli, m, n):
         """:func:`~ozgemm.crt.reconstruct.crt_reconstruct` of the products ``c`` (N, m, n)."""

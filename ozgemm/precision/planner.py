@@ -53,7 +53,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._xp import to_numpy
-from ..contracts.moduli import MODULI
+from ..contracts.moduli import GAUSSIAN_MODULI, MODULI
 from ..contracts.contract import Contract, ContractError
 from .specials import NonFiniteInputs
 from .stats import LB_BITS, NORM_BITS, RowStats, take_rows, twice
@@ -197,18 +197,18 @@ def plan_header(contract: Contract, shape, method: str) -> dict:
 
 
 # -- the moduli arithmetic: exact Python integers over the table -----------------------
-def moduli_product(n: int) -> int:
-    """Exact product M of the first ``n`` moduli (a Python int)."""
-    if not 1 <= n <= len(MODULI):
-        raise ValueError(f"moduli count must be in [1, {len(MODULI)}], got {n}")
-    return prod(MODULI[:n])
+def moduli_product(n: int, table: tuple = MODULI) -> int:
+    """Exact product M of the first ``n`` moduli of ``table`` (a Python int)."""
+    if not 1 <= n <= len(table):
+        raise ValueError(f"moduli count must be in [1, {len(table)}], got {n}")
+    return prod(table[:n])
 
 
-def moduli_exceeding(bound) -> int | None:
-    """Fewest moduli whose product M exceeds ``bound`` (int, Fraction or float), exactly;
-    None if the whole table is too short."""
+def moduli_exceeding(bound, table: tuple = MODULI) -> int | None:
+    """Fewest moduli of ``table`` whose product M exceeds ``bound`` (int, Fraction or float),
+    exactly; None if the whole table is too short."""
     acc = 1
-    for i, m in enumerate(MODULI):
+    for i, m in enumerate(table):
         acc *= m
         if acc > bound:
             return i + 1
@@ -277,11 +277,11 @@ def max_beta_for(M: int, S, k: int, lo: int = 1, cpow: int = 1) -> int:
     return b
 
 
-def min_moduli_for(beta: int, S, k: int, cpow: int = 1) -> int | None:
-    """Fewest moduli that recover A'B' exactly at width beta (M > 2 Cmax(beta)); with
-    2 Cmax = X/den, an integer product exceeds it exactly when it exceeds floor(X/den)."""
+def min_moduli_for(beta: int, S, k: int, cpow: int = 1, table: tuple = MODULI) -> int | None:
+    """Fewest moduli of ``table`` that recover A'B' exactly at width beta (M > 2 Cmax(beta));
+    with 2 Cmax = X/den, an integer product exceeds it exactly when it exceeds floor(X/den)."""
     num, den = _num_den(S)
-    return moduli_exceeding(_two_cmax_den(beta, num, den, k, cpow) // den)
+    return moduli_exceeding(_two_cmax_den(beta, num, den, k, cpow) // den, table)
 
 
 def _cpow(sa: RowStats, sb: RowStats) -> int:
@@ -492,21 +492,22 @@ def _log2_int(x: int) -> float:
     return float(np.log2(float(x >> sh))) + sh
 
 
-def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int):
+def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int,
+                          table: tuple = MODULI):
     """(moduli count, width, report) of a componentwise contract from the planner's scalars
     ``host`` = [minimal width, max n1 A, max n1 B, max n2 A, max n2 B, max (LB + ra + cb)]
-    (:func:`plan_scalars`): the fewest moduli with M > 2 Cmax(minimal width), then the widest
-    beta they allow. Raises ContractError as :func:`make_plan` documents."""
+    (:func:`plan_scalars`): the fewest moduli of ``table`` with M > 2 Cmax(minimal width), then
+    the widest beta they allow. Raises ContractError as :func:`make_plan` documents."""
     where = f"contract {contract.name!r} ({contract.source})"
     check_width(contract, host, sa, sb, k, cpow)
     beta_min = int(host[0])
     S = s_bound(host, k)
-    nmod = min_moduli_for(beta_min, S, k, cpow)
+    nmod = min_moduli_for(beta_min, S, k, cpow, table)
     if nmod is None:
         raise WidthShortfall(
             f"{where}: one plan cannot prove a componentwise bound for these inputs: width {beta_min} "
             f"bits needs a moduli product above 2^{_log2_int(2 * cmax(beta_min, S, k, cpow)):.1f}, "
-            f"beyond the table's {len(MODULI)} moduli (2^{np.log2(np.array(MODULI, float)).sum():.1f}). "
+            f"beyond the table's {len(table)} moduli (2^{np.log2(np.array(table, float)).sum():.1f}). "
             "Fix: a contract whose moduli (slices) follow the data (\"auto\") splits such products into "
             "exponent bands; or reduce k, or use a normwise contract (e.g. 'fp64-fast').")
     if contract.moduli == "auto":
@@ -518,7 +519,7 @@ def _componentwise_choice(contract: Contract, host, sa: RowStats, sb: RowStats, 
                 f"contract fixes {contract.moduli}. Fix: moduli = {nmod} or \"auto\".")
         nmod = contract.moduli
         widened = f"fixed: {nmod} moduli"
-    return nmod, max_beta_for(moduli_product(nmod), S, k, beta_min, cpow), widened
+    return nmod, max_beta_for(moduli_product(nmod, table), S, k, beta_min, cpow), widened
 
 
 @functools.lru_cache(maxsize=256)
@@ -586,13 +587,13 @@ def normwise_scalars(sa: RowStats, sb: RowStats, table, k: int, xp, flag=None):
     return xp.concatenate(parts)
 
 
-def _normwise_choice(contract: Contract, host, k: int, cpow: int):
+def _normwise_choice(contract: Contract, host, k: int, cpow: int, table: tuple = MODULI):
     """(moduli count, width, report) of a normwise contract. ``host``: one-component operands,
     the host values of :func:`normwise_scalars` (the row and column norm maxima give S, the
     smaller of the 1-norm and Cauchy-Schwarz bounds as :func:`s_bound`, and the minimal
     width, :func:`normwise_width`); None for components (dd/binary128 operands: S = k and
     width bits + 3 + log2 c, module docstring) and empty products. Moduli "auto" takes the
-    fewest moduli with M > 2 Cmax(width), a fixed count checks that its product holds that
+    fewest moduli of ``table`` with M > 2 Cmax(width), a fixed count checks that its product holds that
     width; then the widest beta the moduli allow. Raises ModuliShortfall (a fixed count too
     small) and WidthShortfall (beyond the table)."""
     where = f"contract {contract.name!r} ({contract.source})"
@@ -603,16 +604,16 @@ def _normwise_choice(contract: Contract, host, k: int, cpow: int):
         floor_, S = int(host[0]), s_bound(host, k)
         how = "the row and column norms"
     if contract.moduli == "auto":
-        nmod = min_moduli_for(floor_, S, k, cpow)
+        nmod = min_moduli_for(floor_, S, k, cpow, table)
         if nmod is None:
             raise WidthShortfall(
                 f"{where}: width {floor_} bits at k = {k} needs a moduli product beyond the table's "
-                f"{len(MODULI)} moduli. Fix: split k.")
+                f"{len(table)} moduli. Fix: split k.")
         widened = f"auto: {nmod} moduli prove the normwise bound (minimal width {floor_} from {how})"
     else:
         nmod = contract.moduli  # within the table (Contract checks it)
         widened = f"fixed: {nmod} moduli"
-    beta = max_beta_for(moduli_product(nmod), S, k, cpow=cpow)
+    beta = max_beta_for(moduli_product(nmod, table), S, k, cpow=cpow)
     if beta < floor_:
         need = min_moduli_for(floor_, S, k, cpow)
         raise ModuliShortfall(
@@ -1064,6 +1065,25 @@ def complex_bound_operands(form, ar, ai, br, bi, xp):
     return xp.concatenate([ar, ai]), br, lambda g: xp.concatenate([g[:m], g[m:]], axis=1)
 
 
+def _complex_table(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int, real):
+    """(table, moduli count, width, report) of a complex product's plan (moduli "auto"), given
+    ``real`` = (count, width, report) of :data:`MODULI`: :data:`GAUSSIAN_MODULI` where its
+    count, at two INT8 GEMMs per modulus (:func:`ozgemm.crt.pipeline.execute_complex`), takes
+    fewer GEMMs than the three of the three-product form per modulus of :data:`MODULI`; the
+    same proof (M > 2 Cmax at the chosen width) over the other table."""
+    try:
+        if contract.bound_kind == "componentwise":
+            g = _componentwise_choice(contract, host, sa, sb, k, cpow, GAUSSIAN_MODULI)
+        else:
+            g = _normwise_choice(contract, host, k, cpow, GAUSSIAN_MODULI)
+    except ContractError:  # beyond the smaller table
+        return (MODULI,) + tuple(real)
+    if 2 * g[0] >= 3 * real[0]:
+        return (MODULI,) + tuple(real)
+    return (GAUSSIAN_MODULI, g[0], g[1], g[2] + f"; complex: {g[0]} moduli with a square root of -1, 2 INT8 "
+                                             f"GEMMs per modulus (the three-product form: {real[0]} moduli, 3 per modulus)")
+
+
 def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None, nonfinite_flag=None,
               speculate: bool = False, pa=None, pb=None, bound: Bound | None = None, known=(None, None),
               embedding: str | None = None) -> Plan:
@@ -1120,6 +1140,7 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
     S = float(k)
     bound_gemms = 1
     key = None
+    table = MODULI
     if force_moduli is not None:
         nmod = int(force_moduli)
         M = moduli_product(nmod)
@@ -1153,12 +1174,15 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
             raise NonFiniteInputs()
         if componentwise:
             nmod, beta, widened = _componentwise_choice(contract, host, sa, sb, k, cpow)
-            bound_gemms, widened = bound.gemms, widened + bound.note
         else:
             nmod, beta, widened = _normwise_choice(contract, host, k, cpow)
+        if embedding is not None and contract.moduli == "auto" and contract.max_gemms is None:
+            table, nmod, beta, widened = _complex_table(contract, host, sa, sb, k, cpow, (nmod, beta, widened))
+        if componentwise:
+            bound_gemms, widened = bound.gemms, widened + bound.note
         # a refined bound is read on the host: such products are not speculated on
         _remember(key, nmod, beta, speculable=not (componentwise and bound.refined))
 
     s, t = backend.shifts(beta, sa, sb)
-    return Plan(contract=contract, shape=(m, k, n), beta=int(beta), moduli=MODULI[:nmod], s=s, t=t,
+    return Plan(contract=contract, shape=(m, k, n), beta=int(beta), moduli=table[:nmod], s=s, t=t,
                 E=sa.E, F=sb.E, widened=widened, stats=(sa, sb), pa=pa, pb=pb, key=key, bound_gemms=bound_gemms)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..._xp import as_float64
 from ...precision.rounding import empty_result
-from ...crt.moduli import garner_constants
+from ...crt.moduli import garner_constants, plan_moduli, sqrt_minus_one
 from ...crt.reconstruct import crt_reconstruct
 from ...precision.stats import LB_BITS, RowStats
 from . import cublas
@@ -79,6 +79,16 @@ def _columns_ld(x):
 
 #: inner dimension up to which the three-product differences of int32 products stay in int32
 _K3M_INT32 = 2**15
+
+
+@functools.cache
+def _combine_split_kernel():
+    """Residues of the split form's parts from int64 products: re <- (pp + pm) f_re mod m,
+    im <- (pp - pm) f_im mod m (f = 1/2 and 1/(2t) mod m; |pp|, |pm| < 2**52 / 255)."""
+    return cp.ElementwiseKernel("int64 pm, int64 m, int64 f_re, int64 f_im", "int64 pp, int64 im",
+                                "long long a = pp; long long r = (a + pm) % m; long long d = (a - pm) % m;"
+                                "r += r < 0 ? m : 0; d += d < 0 ? m : 0; pp = r * f_re % m; im = d * f_im % m;",
+                                "ozgemm_combine_split")
 
 
 @functools.cache
@@ -823,8 +833,9 @@ class CudaBackend:
         return out
 
     def residue_moduli(self, n_moduli):
-        """The plan's moduli ``MODULI[:n_moduli]`` (the engine's kernels are built for them)."""
-        return garner_constants(n_moduli).moduli
+        """The plan's moduli (``MODULI[:n_moduli]``, or the plan's tuple: the engine's kernels
+        are built for them)."""
+        return plan_moduli(n_moduli)
 
     def residues_3m(self, x, y, shift, n_moduli, i0=0, i1=None):
         """(rx, ry, rs): the residues (N, rp, kp) int8 of rows ``i0:i1`` of ``x`` and ``y``
@@ -833,25 +844,36 @@ class CudaBackend:
         for float64 column-major views of one stride, such as Br^T and Bi^T of the embedding,
         read through their columns): the bytes of :meth:`residues` twice and of the symmetric
         sum, without reading the two results back."""
+        return self._two_part_residues("pair", 3, x, y, shift, n_moduli, i0, i1)
+
+    def residues_split(self, x, y, shift, moduli, i0=0, i1=None):
+        """(rp, rm): the residues (N, rp, kp) int8 of X' + t_q Y' and X' - t_q Y' for rows
+        ``i0:i1`` of the parts ``x``, ``y`` (one scaling ``shift``) modulo the plan's ``moduli``
+        (each with a square root t_q of -1), in one pass read like :meth:`residues_3m`
+        (crt.cu ``scaled_residues_split``, ``_split_il``, ``scaled_residues_cols_split``)."""
+        return self._two_part_residues("split", 2, x, y, shift, moduli, i0, i1)
+
+    def _two_part_residues(self, form, nout, x, y, shift, n_moduli, i0, i1):
         r, k = x.shape
         i1 = r if i1 is None else i1
         if i0 or i1 != r:
             x, y, shift = x[i0:i1], y[i0:i1], shift[i0:i1]
         r = i1 - i0
         rp, kp = _ceil(r, _PAD), _ceil(k, _PAD)
-        outs = tuple(cp.empty((n_moduli, rp, kp), dtype=cp.int8) for _ in range(3))
+        N = len(plan_moduli(n_moduli))
+        outs = tuple(cp.empty((N, rp, kp), dtype=cp.int8) for _ in range(nout))
         if not rp * kp:
             return outs
         tab = _pow2_table(n_moduli, cp.cuda.runtime.getDevice())
         shift = cp.ascontiguousarray(shift, dtype=cp.int64)
         ldc = _columns_ld(x)
         if ldc is not None and _columns_ld(y) == ldc:
-            _residues_cols("scaled_residues_cols_pair", n_moduli, (x, y), ldc, shift, r, k, rp, kp, tab, outs)
+            _residues_cols(f"scaled_residues_cols_{form}", n_moduli, (x, y), ldc, shift, r, k, rp, kp, tab, outs)
             return outs
         if (x.dtype == y.dtype and x.dtype in (cp.float32, cp.float64) and x.strides == y.strides
                 and x.strides[1] == 2 * x.itemsize and y.data.ptr == x.data.ptr + x.itemsize and x.strides[0] > 0):
             # the parts interleaved: the real and imaginary words of a complex array, read in place
-            _residues_rows("scaled_residues_pair_il_f32" if x.dtype == cp.float32 else "scaled_residues_pair_il",
+            _residues_rows(f"scaled_residues_{form}_il" + ("_f32" if x.dtype == cp.float32 else ""),
                            n_moduli, (x,), shift, r, k, rp, kp, tab, outs)
             return outs
         if not (x.dtype == y.dtype and x.dtype in (cp.float32, cp.float64) and x.strides == y.strides
@@ -859,7 +881,7 @@ class CudaBackend:
             x, y = _rows_contiguous(x), _rows_contiguous(y)
             if x.dtype != y.dtype:
                 x, y = as_float64(x, contiguous=True), as_float64(y, contiguous=True)
-        _residues_rows("scaled_residues_pair_f32" if x.dtype == cp.float32 else "scaled_residues_pair", n_moduli,
+        _residues_rows(f"scaled_residues_{form}" + ("_f32" if x.dtype == cp.float32 else ""), n_moduli,
                        (x, y), shift, r, k, rp, kp, tab, outs)
         return outs
 
@@ -890,6 +912,44 @@ class CudaBackend:
                 o[...] = self.reconstruct_round(c, s, t, n_moduli, fmt)
             else:
                 self.reconstruct_round(c, s, t, n_moduli, fmt, o)
+
+    def reconstruct_round_split(self, pp, pm, s, t_re, t_im, moduli, fmt, out_re, out_im, k):
+        """The split form of a complex product: from the int32 products ``pp``, ``pm`` of the
+        residues of :meth:`residues_split` (inner dimension ``k``) the real part (pp + pm)/2
+        and the imaginary part (pp - pm)/(2 t_q) modulo each of the plan's ``moduli``,
+        reconstructed and rounded into ``out_re``, ``out_im`` in one kernel (crt.cu
+        ``crt_round_split``) where k <= 2**15 (|p| <= 2**29: the sum and difference fit int32);
+        otherwise reduced in int64 by an elementwise pass, then :meth:`reconstruct_round` twice."""
+        m, n = s.shape[0], t_re.shape[0]
+        if pp.dtype == cp.int32 and _ceil(k, _PAD) <= _K3M_INT32 and fmt.name in ("binary64", "binary32"):
+            if not m * n:
+                return
+            cpp, cpm = (x[:, :m, :] for x in (pp, pm))
+            assert cpp.strides == cpm.strides and cpp.strides[2] == 4
+            assert out_re.strides == out_im.strides and out_re.strides[1] in (out_re.itemsize, 2 * out_re.itemsize)
+            f = (_fn("crt_round_split_f64", moduli) if fmt.name == "binary64"
+                 else _fn("crt_round_split_f32", moduli))
+            grid, block = _grid2d(n, m)
+            i64 = cp.int64
+            f(grid, block, (cpp, cpm, np.int64(cpp.strides[1] // 4), np.int64(cpp.strides[0] // 4),
+                            cp.ascontiguousarray(s, dtype=i64), cp.ascontiguousarray(t_re, dtype=i64),
+                            cp.ascontiguousarray(t_im, dtype=i64), np.int32(m), np.int32(n), out_re, out_im,
+                            np.int64(out_re.strides[0] // out_re.itemsize),
+                            np.int64(out_re.strides[1] // out_re.itemsize)))
+            return
+        ms = plan_moduli(moduli)
+        col = (-1, 1, 1)
+        m_ = cp.asarray(np.array(ms, dtype=np.int64)).reshape(col)
+        f_re = cp.asarray(np.array([pow(2, -1, q) for q in ms], dtype=np.int64)).reshape(col)
+        f_im = cp.asarray(np.array([pow(2 * sqrt_minus_one(q), -1, q) for q in ms], dtype=np.int64)).reshape(col)
+        pp, pm = (x.astype(cp.int64) for x in (pp, pm))
+        im = cp.empty_like(pp)
+        _combine_split_kernel()(pm, m_, f_re, f_im, pp, im)
+        for c, t, o in ((pp, t_re, out_re), (im, t_im, out_im)):
+            if fmt.name in ("binary64", "binary32") and o.strides[1] != o.itemsize:  # (interleaved parts)
+                o[...] = self.reconstruct_round(c, s, t, moduli, fmt)
+            else:
+                self.reconstruct_round(c, s, t, moduli, fmt, o)
 
     def residue_products(self, ra, rb, moduli):
         """The exact int32 products (N, mp, np) of padded residues (int64 sums beyond one

@@ -229,12 +229,11 @@ __device__ __forceinline__ void split8(const double* xv, i64 sh, Split8& s) {
     }
 }
 
-// The symmetric residues b[e] modulo MOD[q] of the split entries.
+// sm[e] = (X'_e + h) mod m, MOD[q] = m, h = m / 2, up to a multiple of m: sm[e] < 2^20.
 // pow2tab[q * tabw + d] = 2^d mod MOD[q], for 0 <= d < tabw
-__device__ __forceinline__ void residue8(const Split8& s, int q, const short* __restrict__ pow2tab, int tabw,
-                                         int* b) {
+__device__ __forceinline__ void residue8_sm(const Split8& s, int q, const short* __restrict__ pow2tab, int tabw,
+                                            unsigned int* sm) {
     const unsigned int m = MOD[q], h = m / 2;
-    unsigned int sm[RES_PER_THREAD];
     if (s.wide) {  // bytes 8..10 of u = v' + 2^85 weighted by RB2, RC3 = (h - 2^85) mod m
 #pragma unroll
         for (int e = 0; e < RES_PER_THREAD; ++e)  // < 2^20 (checked in the header), = v' + h mod m
@@ -252,6 +251,14 @@ __device__ __forceinline__ void residue8(const Split8& s, int q, const short* __
             sm[e] = (fastmod(sm[e], FM[q], m) + m - h) * t + h;  // < 2^17
         }
     }
+}
+
+// The symmetric residues b[e] modulo MOD[q] of the split entries.
+__device__ __forceinline__ void residue8(const Split8& s, int q, const short* __restrict__ pow2tab, int tabw,
+                                         int* b) {
+    const unsigned int m = MOD[q], h = m / 2;
+    unsigned int sm[RES_PER_THREAD];
+    residue8_sm(s, q, pow2tab, tabw, sm);
     // (v + h) mod m - h, the symmetric residue. (The -h fused into the fastmod's IMAD.HI
     // as its addend, mad.hi.u32, measured slower on the H200.)
 #pragma unroll
@@ -304,6 +311,34 @@ __device__ __forceinline__ void residues8_pair(const double* xv, const double* y
     }
 }
 
+// The split form of a complex product (moduli with a square root SQ[q] = t of -1, odd): the
+// symmetric residues of X' + t Y' and X' - t Y' for two parts of one scaling, store(q, word of
+// X' + t Y', word of X' - t Y'), q in order. From sm_x = X' + h and r_y = (Y' + h) mod m:
+// X' + t Y' + h = sm_x + t r_y + KP and X' - t Y' + h = sm_x + (m - t) r_y + KM (mod m), KP =
+// -t h, KM = t h mod m, each below 2^21 (checked in the header) and reduced by one fastmod.
+template <typename Store>
+__device__ __forceinline__ void residues8_split(const double* xv, const double* yv, i64 sh,
+                                                const short* __restrict__ pow2tab, int tabw, Store store) {
+    Split8 sx, sy;
+    split8(xv, sh, sx);
+    split8(yv, sh, sy);
+#pragma unroll
+    for (int q = 0; q < NMOD; ++q) {
+        const unsigned int m = MOD[q], h = m / 2;
+        unsigned int smx[RES_PER_THREAD], smy[RES_PER_THREAD];
+        residue8_sm(sx, q, pow2tab, tabw, smx);
+        residue8_sm(sy, q, pow2tab, tabw, smy);
+        int bp[RES_PER_THREAD], bm[RES_PER_THREAD];
+#pragma unroll
+        for (int e = 0; e < RES_PER_THREAD; ++e) {
+            const unsigned int ry = fastmod(smy[e], FM[q], m);
+            bp[e] = (int)fastmod(smx[e] + SQ[q] * ry + KP[q], FM[q], m) - (int)h;
+            bm[e] = (int)fastmod(smx[e] + (m - SQ[q]) * ry + KM[q], FM[q], m) - (int)h;
+        }
+        store(q, pack8(bp), pack8(bm));
+    }
+}
+
 // One thread: RES_PER_THREAD consecutive entries of a row (kp is a multiple of 16), one
 // 8-byte store per modulus. 2-D launch: x over column groups, y over rows (grid-stride).
 // T: double, or float (widened exactly: the fp32 contract reads its operands as they are).
@@ -311,8 +346,9 @@ __device__ __forceinline__ void residues8_pair(const double* xv, const double* y
 // PAIR: two parts x, y of one scaling (same ldx; vec for both) into out, out_y, and the
 // residues of their sum into out_s (residues8_pair); otherwise y, out_y, out_s are unused.
 // IL (with PAIR): the parts interleaved in the rows of x (complex entries, load_row8_il; ldx
-// in T units), y unused.
-template <typename T, bool PAIR, bool IL = false>
+// in T units), y unused. SPLIT (with PAIR): the split form's two words (residues8_split) into
+// out, out_y; out_s unused.
+template <typename T, bool PAIR, bool IL = false, bool SPLIT_FORM = false>
 __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, const T* __restrict__ y, i64 ldx,
                                                      const i64* __restrict__ shift,
                                                      int r, int k, int rp, int kp,
@@ -333,11 +369,18 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, co
         const i64 o = ((i64)i * kp + l0) / RES_PER_THREAD;
         if (PAIR) {
             if (!IL) load_row8(y + (i64)i * ldx, l0, k, i < r, vec, yv);
-            residues8_pair(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wx, uint2 wy, uint2 ws) {
-                out[o + q * slab8] = wx;
-                out_y[o + q * slab8] = wy;
-                out_s[o + q * slab8] = ws;
-            });
+            if (SPLIT_FORM) {
+                residues8_split(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wp, uint2 wm) {
+                    out[o + q * slab8] = wp;
+                    out_y[o + q * slab8] = wm;
+                });
+            } else {
+                residues8_pair(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wx, uint2 wy, uint2 ws) {
+                    out[o + q * slab8] = wx;
+                    out_y[o + q * slab8] = wy;
+                    out_s[o + q * slab8] = ws;
+                });
+            }
         } else {
             residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) { out[o + q * slab8] = w; });
         }
@@ -355,7 +398,8 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, co
 // than the row kernel on a transposed copy, but without the copy; docs/design.md,
 // "Operand B".)
 // W = 3: two parts x, y of one scaling (same ldx) and their sum, as the row kernel's PAIR
-// (three words per modulus through the tile, BATCH moduli at a time within 48 KB).
+// (three words per modulus through the tile, BATCH moduli at a time within 48 KB); W = 2: the
+// split form's two words (residues8_split).
 // Grid: x over ceil(rp / RC_ROWS) tiles, y over 128-entry groups (grid-stride, block-uniform).
 #define RC_ROWS 16
 #define RC_GROUPS 16
@@ -406,15 +450,22 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
 #pragma unroll
             for (int e = 0; e < RES_PER_THREAD; ++e)
                 xv[e] = (i < r && l0 + e < k) ? x[(i64)(l0 + e) * ldx + i] : 0.0;
-            if (W == 3) {
+            if (W >= 2) {
                 double yv[RES_PER_THREAD];
 #pragma unroll
                 for (int e = 0; e < RES_PER_THREAD; ++e)
                     yv[e] = (i < r && l0 + e < k) ? y[(i64)(l0 + e) * ldx + i] : 0.0;
-                residues8_pair(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wx, uint2 wy, uint2 ws) {
-                    const uint2 w[3] = {wx, wy, ws};
-                    put(q, w);
-                });
+                if (W == 3) {
+                    residues8_pair(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wx, uint2 wy, uint2 ws) {
+                        const uint2 w[3] = {wx, wy, ws};
+                        put(q, w);
+                    });
+                } else {
+                    residues8_split(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wp, uint2 wm) {
+                        const uint2 w[2] = {wp, wm};
+                        put(q, w);
+                    });
+                }
             } else {
                 residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) { put(q, &w); });
             }
@@ -478,6 +529,40 @@ extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 3) scaled_resi
     scaled_residues_cols_impl<3, 4>(x, y, ldx, shift, r, k, rp, kp, pow2tab, tabw, out_x, out_y, out_s);
 }
 
+#ifdef SPLIT
+// The split form (moduli with a square root of -1): the residues of X' + t Y' and X' - t Y'
+// of two parts x, y of one scaling, as the pair kernels above without the third word.
+#define SCALED_RESIDUES_SPLIT_KERNEL(NAME, T)                                                        \
+    extern "C" __global__ void __launch_bounds__(256, 3) NAME(const T* __restrict__ x,              \
+                                    const T* __restrict__ y, i64 ldx,                                \
+                                    const i64* __restrict__ shift, int r, int k, int rp, int kp,     \
+                                    const short* __restrict__ pow2tab, int tabw, int vec,            \
+                                    uint2* __restrict__ out_p, uint2* __restrict__ out_m) {          \
+        scaled_residues_impl<T, true, false, true>(x, y, ldx, shift, r, k, rp, kp, pow2tab, tabw,   \
+                                                   vec, out_p, out_m, nullptr);                      \
+    }
+SCALED_RESIDUES_SPLIT_KERNEL(scaled_residues_split, double)
+SCALED_RESIDUES_SPLIT_KERNEL(scaled_residues_split_f32, float)
+
+#define SCALED_RESIDUES_SPLIT_IL_KERNEL(NAME, T)                                                     \
+    extern "C" __global__ void __launch_bounds__(256, 3) NAME(const T* __restrict__ x, i64 ldx,     \
+                                    const i64* __restrict__ shift, int r, int k, int rp, int kp,     \
+                                    const short* __restrict__ pow2tab, int tabw, int vec,            \
+                                    uint2* __restrict__ out_p, uint2* __restrict__ out_m) {          \
+        scaled_residues_impl<T, true, true, true>(x, nullptr, ldx, shift, r, k, rp, kp, pow2tab,    \
+                                                  tabw, vec, out_p, out_m, nullptr);                 \
+    }
+SCALED_RESIDUES_SPLIT_IL_KERNEL(scaled_residues_split_il, double)
+SCALED_RESIDUES_SPLIT_IL_KERNEL(scaled_residues_split_il_f32, float)
+
+extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 3) scaled_residues_cols_split(
+    const double* __restrict__ x, const double* __restrict__ y, i64 ldx, const i64* __restrict__ shift, int r,
+    int k, int rp, int kp, const short* __restrict__ pow2tab, int tabw, uint2* __restrict__ out_p,
+    uint2* __restrict__ out_m) {
+    scaled_residues_cols_impl<2, 6>(x, y, ldx, shift, r, k, rp, kp, pow2tab, tabw, out_p, out_m, nullptr);
+}
+#endif
+
 // --- CRT reconstruction + final rounding ------------------------------------------------
 // c: NMOD slabs of int32 exact products (row-major, row stride ldc, slab stride sc), or
 // residues already reduced. s[m], t[n]: shifts. out: m x n (ld = ldo) of OUT_T.
@@ -496,16 +581,22 @@ extern "C" __global__ void __launch_bounds__(RC_ROWS * RC_GROUPS, 3) scaled_resi
 // m_4g ... m_4g+3 < 2^32, X = D_0 + R_0 (D_1 + R_1 (...)), one 32x32->64 step per limb.
 // |C'| as NLIMB little-endian 32-bit limbs in x, from the NMOD values cu[q] (the bits of c_q);
 // returns C' < 0. (Garner's mixed-radix digits, Horner in base 2^32, symmetric range.)
+// SET 1, 2: the value reconstructed is c_q f_q mod m_q, f_q = 1/2 (SET 1) or 1/(2 SQ[q])
+// (SET 2), the factor folded into the byte weights and the constant (PIS, KCS): the real and
+// imaginary parts (P+ + P-)/2 and (P+ - P-)/(2t) of the split form.
+template <int SET = 0>
 __device__ __forceinline__ bool crt_limbs_v(const unsigned int* cu, u32* x) {
     unsigned int v[NMOD];
     unsigned int V[NGW];  // v_p, byte p % 4 of word p / 4
 #pragma unroll
     for (int q = 0; q < NMOD; ++q) {
         const unsigned int m = MOD[q];
-        if (q == 0 && m == 256u) {
+        if (q == 0 && m == 256u && SET == 0) {
             v[0] = cu[0] & 255u;  // two's complement: c mod 256
         } else {
-            unsigned int z = __dp4a(cu[q] ^ 0x80000000u, PI[q], KC[q]);  // bytes of c + 2^31
+            const unsigned int pi = SET == 0 ? PI[q] : PIS[SET == 1 ? 0 : 1][q];
+            const unsigned int kc = SET == 0 ? KC[q] : KCS[SET == 1 ? 0 : 1][q];
+            unsigned int z = __dp4a(cu[q] ^ 0x80000000u, pi, kc);  // bytes of c + 2^31
 #pragma unroll
             for (int w = 0; w < NGW; ++w)
                 if (4 * w < q) z = __dp4a(V[w], GP[q][w], z);
@@ -738,3 +829,49 @@ __device__ __forceinline__ void crt_round_3m_impl(const int* __restrict__ c1, co
 CRT_ROUND_3M_KERNEL(crt_round_3m_f64, double, 53, -1074, 2047, 63)
 CRT_ROUND_3M_KERNEL(crt_round_3m_f32, float, 24, -149, 255, 31)
 
+
+#ifdef SPLIT
+// Complex products in the split form: from the exact int32 products P+ (of the residues of
+// X' + t Y') and P- (of X' - t Y'), Re = (P+ + P-)/2 and Im = (P+ - P-)/(2t) modulo each m_q
+// (crt_limbs_v SET 1 and 2), reconstructed and rounded like crt_round_3m_impl. The caller
+// guarantees |P| <= 2^29 (inner dimension <= 2^15), so the sum and difference fit int32.
+template <typename OUT_T, int P, int EMIN_SUB, int BEINF, int SIGN>
+__device__ __forceinline__ void crt_round_split_impl(const int* __restrict__ cp_, const int* __restrict__ cm_,
+                                                     i64 ldc, i64 sc, const i64* __restrict__ s,
+                                                     const i64* __restrict__ tr, const i64* __restrict__ ti,
+                                                     int m, int n, OUT_T* __restrict__ out_re,
+                                                     OUT_T* __restrict__ out_im, i64 ldo, i64 cso) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    const i64 trj = tr[j], tij = ti[j];
+    for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < m; i += gridDim.y * blockDim.y) {
+        const i64 off = (i64)i * ldc + j;
+        unsigned int re[NMOD], im[NMOD];
+#pragma unroll
+        for (int q = 0; q < NMOD; ++q) {
+            const unsigned int pp = (unsigned int)__ldg(cp_ + q * sc + off);
+            const unsigned int pm = (unsigned int)__ldg(cm_ + q * sc + off);
+            re[q] = pp + pm;
+            im[q] = pp - pm;
+        }
+        u32 x[NLIMB];
+        bool neg = crt_limbs_v<1>(re, x);
+        store_bits(out_re + (i64)i * ldo + j * cso, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + trj)));
+        neg = crt_limbs_v<2>(im, x);
+        store_bits(out_im + (i64)i * ldo + j * cso, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + tij)));
+    }
+}
+
+#define CRT_ROUND_SPLIT_KERNEL(NAME, OUT_T, P, EMIN_SUB, BEINF, SIGN)                              \
+    extern "C" __global__ void NAME(const int* __restrict__ cp_, const int* __restrict__ cm_,      \
+                                    i64 ldc, i64 sc, const i64* __restrict__ s,                    \
+                                    const i64* __restrict__ tr, const i64* __restrict__ ti, int m, \
+                                    int n, OUT_T* __restrict__ out_re, OUT_T* __restrict__ out_im, \
+                                    i64 ldo, i64 cso) {                                            \
+        crt_round_split_impl<OUT_T, P, EMIN_SUB, BEINF, SIGN>(cp_, cm_, ldc, sc, s, tr, ti, m, n,  \
+                                                              out_re, out_im, ldo, cso);           \
+    }
+
+CRT_ROUND_SPLIT_KERNEL(crt_round_split_f64, double, 53, -1074, 2047, 63)
+CRT_ROUND_SPLIT_KERNEL(crt_round_split_f32, float, 24, -149, 255, 31)
+#endif

@@ -4,7 +4,7 @@ from __future__ import annotations
 from importlib import resources
 from math import prod
 
-from ...crt.moduli import garner_constants
+from ...crt.moduli import garner_constants, splits, sqrt_minus_one
 
 __all__ = ["kernel_source", "common_source"]
 
@@ -30,11 +30,12 @@ def _pack(bytes4) -> int:
     return sum(int(v) << (8 * j) for j, v in enumerate(bytes4))
 
 
-def _constants(n: int) -> dict:
-    """Integer constants of the crt.cu kernels (byte dot products), with every range bound they
-    rely on checked."""
+def _constants(n) -> dict:
+    """Integer constants of the crt.cu kernels (byte dot products) for ``n`` moduli (a count of
+    the table or a plan's tuple), with every range bound they rely on checked."""
     gc = garner_constants(n)
     ms = gc.moduli
+    n = gc.n
     inv = [int(v) for v in gc.inv]
     fm = [-(-(1 << 32) // m) for m in ms]
     rc = [(m // 2 - (1 << 62)) % m for m in ms]
@@ -68,25 +69,54 @@ def _constants(n: int) -> dict:
         z_max = kc[q] + 255 * sum(w4[q]) + sum((ms[p] - 1) * g[p][q] for p in range(q))
         assert z_max < 2**22 and _fastmod_ok(m, z_max), (m, z_max)
     assert all(r < 2**32 for r in gr) and gused[-1] <= gc.limbs and (prod(ms) - 1).bit_length() <= 32 * gc.limbs
-    return dict(fm=fm, rc=rc, rb=rb, rb2=rb2, rc3=rc3, pi=pi, gp=gp, kc=kc, gr=gr, gused=gused)
+    # the split form of complex products (moduli with a square root t of -1): residues
+    # X' + t Y' and X' - t Y' from the byte sums sm_x = X' + h, r_y = (Y' + h) mod m:
+    # sm_x + t r_y + KP and sm_x + (m - t) r_y + KM, KP = -t h, KM = t h (mod m); the parts
+    # Re = (P+ + P-) / 2 and Im = (P+ - P-) / (2 t) mod m_q, the factors folded into the
+    # reconstruction's byte weights and constant (PIS, KCS: set 0 Re, set 1 Im)
+    sq = [sqrt_minus_one(m) or 0 for m in ms] if splits(ms) else [0] * n
+    kp = [(-t * (m // 2)) % m for t, m in zip(sq, ms)]
+    km = [(t * (m // 2)) % m for t, m in zip(sq, ms)]
+    pis, kcs = [], []
+    for part in range(2):
+        f = [pow(2 * (1 if part == 0 else t), -1, m) if t else 1 for t, m in zip(sq, ms)]
+        w = [[w4[q][j] * f[q] % m for j in range(4)] for q, m in enumerate(ms)]
+        pis.append([_pack(x) for x in w])
+        kcs.append([kc[q] * f[q] % m for q, m in enumerate(ms)])
+        for q, m in enumerate(ms):
+            z_max = kcs[-1][q] + 255 * sum(w[q]) + sum((ms[p] - 1) * g[p][q] for p in range(q))
+            assert z_max < 2**22 and _fastmod_ok(m, z_max), (m, z_max)
+    for q, m in enumerate(ms):
+        if sq[q]:
+            assert (sq[q] ** 2 + 1) % m == 0 and m % 2
+            z_max = (2**20 - 1) + (m - 1) * (m - 1) + m  # sm < 2^20 (above), r_y < m, K < m
+            assert z_max < 2**21 and _fastmod_ok(m, z_max), (m, z_max)
+    return dict(fm=fm, rc=rc, rb=rb, rb2=rb2, rc3=rc3, pi=pi, gp=gp, kc=kc, gr=gr, gused=gused, sq=sq, kp=kp, km=km,
+                pis=pis, kcs=kcs, split=splits(ms))
 
 
-def _header(n: int) -> str:
+def _header(n) -> str:
     gc = garner_constants(n)
     k = _constants(n)
-    lines = [f"#define NMOD {n}", f"#define NLIMB {gc.limbs}", f"#define NGRP {len(k['gr'])}",
+    lines = [f"#define NMOD {gc.n}", f"#define NLIMB {gc.limbs}", f"#define NGRP {len(k['gr'])}",
              f"#define NGW {len(k['gp'][0])}",
              _arr("MOD", gc.moduli), _arr("MLIMB", gc.M_limbs, "unsigned int"),
              _arr("FM", k["fm"], "unsigned int"), _arr2("RB", k["rb"], "unsigned int"),
              _arr("RC", k["rc"], "unsigned int"), _arr("RB2", k["rb2"], "unsigned int"),
              _arr("RC3", k["rc3"], "unsigned int"), _arr("PI", k["pi"], "unsigned int"),
              _arr2("GP", k["gp"], "unsigned int"), _arr("KC", k["kc"], "unsigned int"),
-             _arr("GR", k["gr"], "unsigned int"), _arr("GUSED", k["gused"])]
+             _arr("GR", k["gr"], "unsigned int"), _arr("GUSED", k["gused"]),
+             _arr("SQ", k["sq"], "unsigned int"), _arr("KP", k["kp"], "unsigned int"),
+             _arr("KM", k["km"], "unsigned int"), _arr2("PIS", k["pis"], "unsigned int"),
+             _arr2("KCS", k["kcs"], "unsigned int")]
+    if k["split"]:
+        lines.insert(0, "#define SPLIT 1")
     return "\n".join(lines) + "\n"
 
 
-def kernel_source(n: int) -> str:
-    """Full CUDA source for ``n`` moduli (header + crt.cu + wide.cu); also used for nvcc checks."""
+def kernel_source(n) -> str:
+    """Full CUDA source for ``n`` moduli (a count of the table, or a plan's tuple of moduli;
+    header + crt.cu + wide.cu); also used for nvcc checks."""
     d = resources.files("ozgemm.kernels") / "cuda"
     body = (d / "crt.cu").read_text() + "\n" + (d / "wide.cu").read_text()
     return common_source() + _header(n) + body
