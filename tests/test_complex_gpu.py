@@ -5,7 +5,7 @@ import pytest
 
 import ozgemm
 from ozgemm._xp import gpu_available
-from test_complex import _operands
+from test_complex import _operands, _split_and_three_product_plans
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU")]
 
@@ -197,3 +197,34 @@ def test_embedding_on_device_equals_numpy_bit_for_bit(dts):
     if np.dtype(dts[0]).kind == "c" and np.dtype(dts[1]).kind == "c":
         contract = "fp32" if dts == (np.complex64, np.complex64) else "fp64"
         _same(ozgemm.matmul(a, b, contract=contract), ozgemm.matmul(cp.asarray(a), cp.asarray(b), contract=contract))
+
+
+@pytest.mark.parametrize("contract,phi", [("fp64", 0.5), ("fp64", 3.0), ("fp32", 1.0), ("fp64-dgemm", 1.0)])
+@pytest.mark.parametrize("layout", ["interleaved", "blocks"])
+def test_split_and_three_product_forms_on_device(contract, phi, layout):
+    """The split-form kernels (residues of X' +- t Y' from interleaved complex rows, from rows
+    of the parts and from B's columns; the fused reconstruction of (P+ + P-)/2 and
+    (P+ - P-)/(2t)) give the bits of the three-product form over table moduli holding the same
+    width, and of the CPU engine."""
+    from ozgemm.crt.pipeline import execute_complex
+    from ozgemm.kernels import get_backend
+    from ozgemm.precision.operands import complex_embedding, complex_operands
+
+    dt = np.complex64 if contract == "fp32" else np.complex128
+    a, b, c, p, p3 = _split_and_three_product_plans(contract, 37, 70, 29, phi, 4, dt)
+    be = get_backend("cuda", cp)
+    ga, gb = cp.asarray(a), cp.asarray(b)
+    _, gp = ozgemm.matmul(ga, gb, contract=contract, return_plan=True)
+    gp = gp[0]
+    assert gp.moduli == p.moduli and gp.beta == p.beta
+    k, n = a.shape[1], b.shape[1]
+    if layout == "interleaved":
+        ai, bt = complex_operands(ga, gb, cp)
+        parts = (ai[:, 0::2], ai[:, 1::2]), (bt[:, :n], bt[:, n:])
+    else:
+        ae, be_ = complex_embedding(ga, gb, cp)
+        parts = (ae[:, :k], ae[:, k:]), (be_[:k, :n], be_[:k, n:])
+    r2 = cp.asnumpy(execute_complex(gp, be, *parts))
+    r3 = cp.asnumpy(execute_complex(gp.evolve(moduli=p3.moduli), be, *parts))
+    assert np.array_equal(r2.view(np.uint8), r3.view(np.uint8))
+    assert np.array_equal(r2[:, :n], c.real) and np.array_equal(r2[:, n:], c.imag)
