@@ -554,7 +554,7 @@ def _complex_product_2d(a, b, contract, backend):
     Planned as the real embedding (:func:`~ozgemm.precision.operands.complex_embedding`,
     non-finite rows/columns set aside there, so NaN/Inf follow numpy's complex arithmetic term by
     term, docs/semantics.md) and
-    computed by :func:`~ozgemm.methods.execute_complex` (CRT: the three-product form)."""
+    computed by :func:`~ozgemm.methods.execute_complex` (CRT: the split or three-product form)."""
     xp = backend.xp
     fmt = contract.fmt
     m, n = a.shape[0], b.shape[1]

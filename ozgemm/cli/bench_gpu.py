@@ -282,7 +282,7 @@ def run_gpu_bench(args) -> int:
         tm = {}
         eng.synchronize()
         t0 = time.perf_counter()
-        if cplx:  # the real embedding's plan, then the three-product form
+        if cplx:  # the real embedding's plan, then the split or three-product form
             from ..api import _complex_plan
 
             _, _, ae, be, _, _, p = _complex_plan(a, b, contract, eng)

@@ -145,7 +145,8 @@ class Backend(Protocol):
     def row_tiles(self, plan, a_components: int = 1, concurrent: bool = True,
                   products: int = 1) -> ContextManager[Iterable[Tile]]:
         """The product's row tiles within the backend's workspace budget (``products``: product
-        buffers per tile, 3 for the three-product form): a context whose
+        buffers per tile: 2 for the split form of complex products, 3 for the three-product
+        form): a context whose
         exit waits for every tile, giving an iterable of tiles (``concurrent=False``: tiles one
         after another, for per-phase timings). Raises MemoryError with the numbers when even
         the smallest tile does not fit — on entering (numpy: before any workspace is

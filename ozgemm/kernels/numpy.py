@@ -260,7 +260,7 @@ class NumpyBackend:
         """Row tiles of A within the memory budget. Workspace per row of A, with N the
         backend's moduli: residues (float64: 8 N k; int8 for the int64 kind, counted alike) +
         products (8 N n) + reconstruction limbs (8 (N + 2 L + 4) n); fixed: the residues of
-        B (8 N n k); all times ``products`` (3 for the three-product form)."""
+        B (8 N n k); all times ``products`` (2 or 3 for the two forms of complex products)."""
         m, k, n = plan.shape
         N = len(self.residue_moduli(plan.moduli))
         L = constants_of(self.residue_moduli(plan.moduli)).limbs

@@ -259,7 +259,7 @@ def _top_block_row(b, out, part):
 
 
 def complex_operands(a, b, xp):
-    """What the three-product form and its planner read of a complex product ``a @ b``
+    """What the complex forms (split, three-product) and their planner read of a product ``a @ b``
     (:func:`complex_embedding`'s shapes and dtypes): A's rows with the parts interleaved,
     (m, 2k) with entries 2l, 2l + 1 = Ar_il, Ai_il (the float view of a C-contiguous complex
     ``a`` of that precision itself, no copy), and B's top block row [Br | Bi] (k, 2n), which
