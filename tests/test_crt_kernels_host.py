@@ -57,6 +57,7 @@ static unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned i
 static double __ull2double_rn(u64 w) { return (double)w; }
 static float __ull2float_rn(u64 w) { return (float)w; }
 static unsigned int __float_as_uint(float f) { unsigned int r; std::memcpy(&r, &f, 4); return r; }
+struct uint2 { unsigned int x, y; };
 """
 
 _MAIN = r"""
@@ -109,14 +110,69 @@ int main() {  // lines "e c_0 ... c_{N-1}" (int32 products) -> "neg limb_0 ... b
 """
 
 
+_MAIN_SPLIT = r"""
+int main() {  // lines "sh x0..x7 y0..y7" (hex bits) -> "rp(q=0, e=0..7) rm(q=0, ...) rp(q=1, ...) ..."
+    const int tabw = 1024;
+    std::vector<short> tab(NMOD * tabw);
+    for (int q = 0; q < NMOD; ++q) {
+        int v = 1 % MOD[q];
+        for (int d = 0; d < tabw; ++d) { tab[q * tabw + d] = (short)v; v = (v * 2) % MOD[q]; }
+    }
+    char line[2048];
+    while (std::fgets(line, sizeof line, stdin)) {
+        char* p = line;
+        long long sh = std::strtoll(p, &p, 10);
+        double xv[8], yv[8];
+        for (int e = 0; e < 16; ++e) {
+            const long long b = (long long)std::strtoull(p, &p, 16);
+            (e < 8 ? xv[e] : yv[e - 8]) = __longlong_as_double(b);
+        }
+        residues8_split(xv, yv, sh, tab.data(), tabw, [&](int q, uint2 wp, uint2 wm) {
+            for (const uint2 w : {wp, wm})
+                for (int e = 0; e < 8; ++e)
+                    std::printf(" %d", (int)(signed char)(((e < 4 ? w.x : w.y) >> (8 * (e % 4))) & 255u));
+        });
+        std::printf("\n");
+    }
+    return 0;
+}
+"""
+
+
+_MAIN_CRT_SPLIT = r"""
+int main() {  // lines "p+_0 p-_0 p+_1 p-_1 ..." (int32) -> "neg limbs (Re)  neg limbs (Im)" (hex)
+    char line[4096];
+    while (std::fgets(line, sizeof line, stdin)) {
+        char* p = line;
+        unsigned int re[NMOD], im[NMOD];
+        for (int q = 0; q < NMOD; ++q) {
+            const unsigned int pp = (unsigned int)(int)std::strtol(p, &p, 10);
+            const unsigned int pm = (unsigned int)(int)std::strtol(p, &p, 10);
+            re[q] = pp + pm;  // as crt_round_split_impl
+            im[q] = pp - pm;
+        }
+        u32 x[NLIMB];
+        bool neg = crt_limbs_v<1>(re, x);
+        std::printf("%d", (int)neg);
+        for (int j = 0; j < NLIMB; ++j) std::printf(" %x", x[j]);
+        neg = crt_limbs_v<2>(im, x);
+        std::printf(" %d", (int)neg);
+        for (int j = 0; j < NLIMB; ++j) std::printf(" %x", x[j]);
+        std::printf("\n");
+    }
+    return 0;
+}
+"""
+
+
 def _device_functions() -> str:
-    """crt.cu from fastmod through residue8 (the split and the byte sums), without the load
-    helpers between them (they use CUDA vector types), and crt_limbs_v and round_bits (the
-    reconstruction and its rounding)."""
+    """crt.cu from fastmod through the residue functions of one, two and the split form's two
+    parts (the split and the byte sums), without the load helpers (they use CUDA vector loads),
+    and crt_limbs_v and round_bits (the reconstruction and its rounding)."""
     src = (resources.files("ozgemm.kernels") / "cuda" / "crt.cu").read_text()
     marks = ["// n mod m for 0 <= n", "#define RES_PER_THREAD 8",
-             "// RES_PER_THREAD consecutive entries xv of one row, scaled by 2^sh, split once for every",
-             "// The low bytes of eight residues as one 8-byte word",
+             "// Symmetric residues of X' + Y' from those of X' and Y'",
+             "// One thread: RES_PER_THREAD consecutive entries of a row",
              "// Garner's mixed-radix digits with one reduction per digit",
              "// crt_limbs_v of the entry at off",
              "// Bit pattern of (-1)^neg X 2^e",
@@ -127,7 +183,7 @@ def _device_functions() -> str:
             + src[at[6]:at[7]])
 
 
-def _run_host(tmp_path, n_moduli: int, main: str, feed: str) -> list:
+def _run_host(tmp_path, n_moduli, main: str, feed: str) -> list:
     """The output lines of crt.cu's device functions (with the header for ``n_moduli``)
     compiled with ``main`` for the host and run on ``feed``."""
     from ozgemm.kernels.cuda.source import _header
@@ -263,3 +319,58 @@ def test_kernel_reconstruction_and_rounding(tmp_path, n_moduli):
         assert sum(x << (32 * j) for j, x in enumerate(got_limbs)) == abs(v), (v, e)
         assert int(f[1 + limbs], 16) == _round_bits(v, e, 53, -1074, 1024, "d"), (v, e)
         assert int(f[2 + limbs], 16) == _round_bits(v, e, 24, -149, 128, "f"), (v, e)
+
+
+@pytest.mark.parametrize("n_moduli", [9, 17, 22])
+def test_kernel_split_form_residues(tmp_path, n_moduli):
+    """residues8_split (the split form of complex products): the symmetric residues of
+    X' + t Y' and X' - t Y' modulo each split modulus (t = SQRT_MINUS_ONE), X', Y' the two
+    parts scaled by 2**sh and rounded half up, for groups on both split paths and with the
+    table step (entries beyond 2**84)."""
+    from ozgemm.contracts.moduli import GAUSSIAN_MODULI, SQRT_MINUS_ONE
+
+    rng = random.Random(n_moduli)
+    xs, ys = _groups(rng), _groups(rng)
+    groups = [(sx, gx, gy) for (sx, gx), (_, gy) in zip(xs, ys)]
+    feed = "".join(f"{sh} " + " ".join(f"{_bits(x):x}" for x in gx + gy) + "\n" for sh, gx, gy in groups)
+    lines = _run_host(tmp_path, GAUSSIAN_MODULI[:n_moduli], _MAIN_SPLIT, feed)
+    assert len(lines) == len(groups)
+    for (sh, gx, gy), line in zip(groups, lines):
+        got = [int(v) for v in line.split()]
+        X = [math.floor(Fraction(x) * Fraction(2) ** sh + Fraction(1, 2)) for x in gx]
+        Y = [math.floor(Fraction(y) * Fraction(2) ** sh + Fraction(1, 2)) for y in gy]
+        for q, (m, t) in enumerate(zip(GAUSSIAN_MODULI[:n_moduli], SQRT_MINUS_ONE)):
+            h = m // 2
+            want = [(x + t * y + h) % m - h for x, y in zip(X, Y)] + [(x - t * y + h) % m - h for x, y in zip(X, Y)]
+            assert got[16 * q:16 * q + 16] == want, (sh, m)
+
+
+@pytest.mark.parametrize("n_moduli", [5, 16, 22])
+def test_kernel_split_form_reconstruction(tmp_path, n_moduli):
+    """crt_limbs_v<1> and <2> (the split form's parts): from int32 products P+ = Re + t Im and
+    P- = Re - t Im modulo each split modulus (any int32 of that class with |P| < 2**29, as the
+    INT8 products give), Re and Im across the symmetric range of M: their signs and limbs."""
+    from ozgemm.contracts.moduli import GAUSSIAN_MODULI, SQRT_MINUS_ONE
+
+    moduli = GAUSSIAN_MODULI[:n_moduli]
+    M = math.prod(moduli)
+    lo, hi = M // 2 - M + 1, M // 2
+    rng = random.Random(n_moduli)
+    vals = [0, 1, -1, hi, lo, hi - 1, lo + 1] + [rng.randrange(lo, hi + 1) for _ in range(400)]
+    pairs = [(rng.choice(vals), rng.choice(vals)) for _ in range(600)]
+    feed = ""
+    for re, im in pairs:
+        cs = []
+        for m, t in zip(moduli, SQRT_MINUS_ONE):
+            for r in ((re + t * im) % m, (re - t * im) % m):
+                j = rng.randrange(-((2**29 - r) // m), (2**29 - 1 - r) // m + 1)
+                cs.append(r + j * m)
+        feed += " ".join(map(str, cs)) + "\n"
+    lines = _run_host(tmp_path, moduli, _MAIN_CRT_SPLIT, feed)
+    limbs = (M.bit_length() + 31) // 32
+    assert len(lines) == len(pairs)
+    for (re, im), line in zip(pairs, lines):
+        f = line.split()
+        for part, off in ((re, 0), (im, 1 + limbs)):
+            assert int(f[off]) == (part < 0), (re, im)
+            assert sum(int(x, 16) << (32 * j) for j, x in enumerate(f[off + 1:off + 1 + limbs])) == abs(part)
