@@ -58,16 +58,19 @@ static double __ull2double_rn(u64 w) { return (double)w; }
 static float __ull2float_rn(u64 w) { return (float)w; }
 static unsigned int __float_as_uint(float f) { unsigned int r; std::memcpy(&r, &f, 4); return r; }
 struct uint2 { unsigned int x, y; };
+// pow2tab of the residue functions: tab[q * tabw + d] = 2^d mod MOD[q]
+#define POW2_TABLE                                                                          \
+    const int tabw = 1024;                                                                  \
+    std::vector<short> tab(NMOD * tabw);                                                    \
+    for (int q = 0; q < NMOD; ++q) {                                                        \
+        int v = 1 % MOD[q];                                                                 \
+        for (int d = 0; d < tabw; ++d) { tab[q * tabw + d] = (short)v; v = (v * 2) % MOD[q]; } \
+    }
 """
 
 _MAIN = r"""
 int main() {  // lines "sh bits0 ... bits7" (hex) -> "wide r(q=0, e=0..7) r(q=1, ...) ..."
-    const int tabw = 1024;
-    std::vector<short> tab(NMOD * tabw);
-    for (int q = 0; q < NMOD; ++q) {
-        int v = 1 % MOD[q];
-        for (int d = 0; d < tabw; ++d) { tab[q * tabw + d] = (short)v; v = (v * 2) % MOD[q]; }
-    }
+    POW2_TABLE
     char line[1024];
     while (std::fgets(line, sizeof line, stdin)) {
         long long sh; unsigned long long b[8];
@@ -112,12 +115,7 @@ int main() {  // lines "e c_0 ... c_{N-1}" (int32 products) -> "neg limb_0 ... b
 
 _MAIN_SPLIT = r"""
 int main() {  // lines "sh x0..x7 y0..y7" (hex bits) -> "rp(q=0, e=0..7) rm(q=0, ...) rp(q=1, ...) ..."
-    const int tabw = 1024;
-    std::vector<short> tab(NMOD * tabw);
-    for (int q = 0; q < NMOD; ++q) {
-        int v = 1 % MOD[q];
-        for (int d = 0; d < tabw; ++d) { tab[q * tabw + d] = (short)v; v = (v * 2) % MOD[q]; }
-    }
+    POW2_TABLE
     char line[2048];
     while (std::fgets(line, sizeof line, stdin)) {
         char* p = line;

@@ -779,20 +779,23 @@ __device__ __forceinline__ void crt_round_impl(const int* __restrict__ c, i64 ld
 CRT_ROUND_KERNEL(crt_round_f64, double, 53, -1074, 2047, 63)
 CRT_ROUND_KERNEL(crt_round_f32, float, 24, -149, 255, 31)
 
-// Complex products in the three-product form: from the exact int32 products P1 = Ar'Br',
-// P2 = Ai'Bi', P3 = (Ar' + Ai')(Br' + Bi') (same layout), the real part P1 - P2 and the imaginary
-// part P3 - P1 - P2 of each entry, reconstructed and rounded like crt_round_impl, so no
-// combined array is written. The caller guarantees |P| <= 2^29 (inner dimension <= 2^15), so
-// both differences fit int32; they are formed in unsigned arithmetic (wrap-around gives the
-// two's complement bits of the exact value) and read by crt_limbs_v like any product. The
-// outputs have row stride ldo and column stride cso (2: the interleaved words of a complex array).
-template <typename OUT_T, int P, int EMIN_SUB, int BEINF, int SIGN>
-__device__ __forceinline__ void crt_round_3m_impl(const int* __restrict__ c1, const int* __restrict__ c2,
-                                                  const int* __restrict__ c3, i64 ldc, i64 sc,
-                                                  const i64* __restrict__ s, const i64* __restrict__ tr,
-                                                  const i64* __restrict__ ti, int m, int n,
-                                                  OUT_T* __restrict__ out_re, OUT_T* __restrict__ out_im,
-                                                  i64 ldo, i64 cso) {
+// Complex products, both parts of each entry reconstructed and rounded like crt_round_impl, so
+// no combined array is written. FORM 3, the three-product form: from the exact int32 products
+// P1 = Ar'Br', P2 = Ai'Bi', P3 = (Ar' + Ai')(Br' + Bi') (same layout) the real part P1 - P2 and
+// the imaginary part P3 - P1 - P2. FORM 2, the split form (moduli with a square root t of -1):
+// from P+ (c1, of the residues of X' + t Y') and P- (c2, X' - t Y'; c3 unused)
+// Re = (P+ + P-)/2 and Im = (P+ - P-)/(2t) modulo each m_q (crt_limbs_v SET 1 and 2). The caller
+// guarantees |P| <= 2^29 (inner dimension <= 2^15), so the sums and differences fit int32; they
+// are formed in unsigned arithmetic (wrap-around gives the two's complement bits of the exact
+// value) and read by crt_limbs_v like any product. The outputs have row stride ldo and column
+// stride cso (2: the interleaved words of a complex array).
+template <int FORM, typename OUT_T, int P, int EMIN_SUB, int BEINF, int SIGN>
+__device__ __forceinline__ void crt_round_parts_impl(const int* __restrict__ c1, const int* __restrict__ c2,
+                                                     const int* __restrict__ c3, i64 ldc, i64 sc,
+                                                     const i64* __restrict__ s, const i64* __restrict__ tr,
+                                                     const i64* __restrict__ ti, int m, int n,
+                                                     OUT_T* __restrict__ out_re, OUT_T* __restrict__ out_im,
+                                                     i64 ldo, i64 cso) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
     const i64 trj = tr[j], tij = ti[j];
@@ -803,14 +806,19 @@ __device__ __forceinline__ void crt_round_3m_impl(const int* __restrict__ c1, co
         for (int q = 0; q < NMOD; ++q) {
             const unsigned int p1 = (unsigned int)__ldg(c1 + q * sc + off);
             const unsigned int p2 = (unsigned int)__ldg(c2 + q * sc + off);
-            const unsigned int p3 = (unsigned int)__ldg(c3 + q * sc + off);
-            re[q] = p1 - p2;
-            im[q] = p3 - p1 - p2;
+            if (FORM == 3) {
+                const unsigned int p3 = (unsigned int)__ldg(c3 + q * sc + off);
+                re[q] = p1 - p2;
+                im[q] = p3 - p1 - p2;
+            } else {
+                re[q] = p1 + p2;
+                im[q] = p1 - p2;
+            }
         }
         u32 x[NLIMB];
-        bool neg = crt_limbs_v(re, x);
+        bool neg = crt_limbs_v<FORM == 3 ? 0 : 1>(re, x);
         store_bits(out_re + (i64)i * ldo + j * cso, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + trj)));
-        neg = crt_limbs_v(im, x);
+        neg = crt_limbs_v<FORM == 3 ? 0 : 2>(im, x);
         store_bits(out_im + (i64)i * ldo + j * cso, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + tij)));
     }
 }
@@ -822,54 +830,23 @@ __device__ __forceinline__ void crt_round_3m_impl(const int* __restrict__ c1, co
                                     const i64* __restrict__ ti, int m, int n,                      \
                                     OUT_T* __restrict__ out_re, OUT_T* __restrict__ out_im,        \
                                     i64 ldo, i64 cso) {                                            \
-        crt_round_3m_impl<OUT_T, P, EMIN_SUB, BEINF, SIGN>(c1, c2, c3, ldc, sc, s, tr, ti, m, n,   \
-                                                           out_re, out_im, ldo, cso);              \
+        crt_round_parts_impl<3, OUT_T, P, EMIN_SUB, BEINF, SIGN>(c1, c2, c3, ldc, sc, s, tr, ti, m, \
+                                                                 n, out_re, out_im, ldo, cso);     \
     }
 
 CRT_ROUND_3M_KERNEL(crt_round_3m_f64, double, 53, -1074, 2047, 63)
 CRT_ROUND_3M_KERNEL(crt_round_3m_f32, float, 24, -149, 255, 31)
 
-
 #ifdef SPLIT
-// Complex products in the split form: from the exact int32 products P+ (of the residues of
-// X' + t Y') and P- (of X' - t Y'), Re = (P+ + P-)/2 and Im = (P+ - P-)/(2t) modulo each m_q
-// (crt_limbs_v SET 1 and 2), reconstructed and rounded like crt_round_3m_impl. The caller
-// guarantees |P| <= 2^29 (inner dimension <= 2^15), so the sum and difference fit int32.
-template <typename OUT_T, int P, int EMIN_SUB, int BEINF, int SIGN>
-__device__ __forceinline__ void crt_round_split_impl(const int* __restrict__ cp_, const int* __restrict__ cm_,
-                                                     i64 ldc, i64 sc, const i64* __restrict__ s,
-                                                     const i64* __restrict__ tr, const i64* __restrict__ ti,
-                                                     int m, int n, OUT_T* __restrict__ out_re,
-                                                     OUT_T* __restrict__ out_im, i64 ldo, i64 cso) {
-    const int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= n) return;
-    const i64 trj = tr[j], tij = ti[j];
-    for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < m; i += gridDim.y * blockDim.y) {
-        const i64 off = (i64)i * ldc + j;
-        unsigned int re[NMOD], im[NMOD];
-#pragma unroll
-        for (int q = 0; q < NMOD; ++q) {
-            const unsigned int pp = (unsigned int)__ldg(cp_ + q * sc + off);
-            const unsigned int pm = (unsigned int)__ldg(cm_ + q * sc + off);
-            re[q] = pp + pm;
-            im[q] = pp - pm;
-        }
-        u32 x[NLIMB];
-        bool neg = crt_limbs_v<1>(re, x);
-        store_bits(out_re + (i64)i * ldo + j * cso, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + trj)));
-        neg = crt_limbs_v<2>(im, x);
-        store_bits(out_im + (i64)i * ldo + j * cso, round_bits<P, EMIN_SUB, BEINF, SIGN>(x, neg, -(s[i] + tij)));
-    }
-}
-
+// The split form (crt_round_parts_impl FORM 2): P+ and P-, no third product.
 #define CRT_ROUND_SPLIT_KERNEL(NAME, OUT_T, P, EMIN_SUB, BEINF, SIGN)                              \
     extern "C" __global__ void NAME(const int* __restrict__ cp_, const int* __restrict__ cm_,      \
                                     i64 ldc, i64 sc, const i64* __restrict__ s,                    \
                                     const i64* __restrict__ tr, const i64* __restrict__ ti, int m, \
                                     int n, OUT_T* __restrict__ out_re, OUT_T* __restrict__ out_im, \
                                     i64 ldo, i64 cso) {                                            \
-        crt_round_split_impl<OUT_T, P, EMIN_SUB, BEINF, SIGN>(cp_, cm_, ldc, sc, s, tr, ti, m, n,  \
-                                                              out_re, out_im, ldo, cso);           \
+        crt_round_parts_impl<2, OUT_T, P, EMIN_SUB, BEINF, SIGN>(cp_, cm_, nullptr, ldc, sc, s, tr, \
+                                                                 ti, m, n, out_re, out_im, ldo, cso); \
     }
 
 CRT_ROUND_SPLIT_KERNEL(crt_round_split_f64, double, 53, -1074, 2047, 63)
