@@ -384,32 +384,49 @@ class NumpyBackend:
     def residues_split(self, x, y, shift, moduli, i0=0, i1=None):
         """(rp, rm): symmetric residues of X' + t_q Y' and X' - t_q Y' (t_q a square root of -1
         modulo each of :meth:`residue_moduli` of the plan's ``moduli``) for rows ``i0:i1`` of
-        the parts ``x``, ``y`` (one scaling), from :meth:`residues` of each, in int64 (|t y| <
-        2**43) and back in the residues' dtype."""
+        the parts ``x``, ``y`` (one scaling), from :meth:`residues` of each: in float64 for the
+        blas kind (|x +- t y| < 2**43, reduced exactly by :meth:`_reduce`), int64 for the int64
+        kind."""
         rx = self.residues(x, None, shift, moduli, i0, i1)
         ry = self.residues(y, None, shift, moduli, i0, i1)
         mods = self.residue_moduli(moduli)
         col = (-1,) + (1,) * (rx.ndim - 1)
-        m = np.asarray(mods, dtype=np.int64).reshape(col)
         t = np.asarray([sqrt_minus_one(q) for q in mods], dtype=np.int64).reshape(col)
+        m = np.asarray(mods, dtype=np.int64).reshape(col)
         h = (m - 1) // 2
+        if rx.dtype == np.float64:
+            ty = ry * t.astype(np.float64)
+            hf = h.astype(np.float64)
+            out = []
+            for v in (rx + ty, rx - ty):
+                v += hf
+                self._reduce(v, mods)  # (v + h) mod m, then the symmetric residue
+                v -= hf
+                out.append(v)
+            return tuple(out)
         xi, ty = rx.astype(np.int64), ry.astype(np.int64) * t
         return tuple(((v + h) % m - h).astype(rx.dtype) for v in (xi + ty, xi - ty))
 
     def reconstruct_round_split(self, pp, pm, s, t_re, t_im, moduli, fmt, out_re, out_im, k):
         """The real part (pp + pm)/2 and the imaginary part (pp - pm)/(2 t_q) modulo each of
         :meth:`residue_moduli` (``pp``, ``pm``: residues in [0, m_q) from
-        :meth:`residue_products` of :meth:`residues_split`), in int64, each through
-        :meth:`reconstruct_round`."""
+        :meth:`residue_products` of :meth:`residues_split`; float64 below 2**44 before the
+        exact reduction, or int64), each through :meth:`reconstruct_round`."""
         mods = self.residue_moduli(moduli)
         col = (-1,) + (1,) * (pp.ndim - 1)
         m = np.asarray(mods, dtype=np.int64).reshape(col)
         f_re = np.asarray([pow(2, -1, q) for q in mods], dtype=np.int64).reshape(col)
         f_im = np.asarray([pow(2 * sqrt_minus_one(q), -1, q) for q in mods], dtype=np.int64).reshape(col)
-        a, b = pp.astype(np.int64), pm.astype(np.int64)
-        re = ((a + b) % m * f_re % m).astype(pp.dtype)
-        im = ((a - b) % m * f_im % m).astype(pp.dtype)
-        del a, b
+        if pp.dtype == np.float64:
+            re = (pp + pm) * f_re.astype(np.float64)
+            im = (pp - pm + m) * f_im.astype(np.float64)
+            self._reduce(re, mods)
+            self._reduce(im, mods)
+        else:
+            a, b = pp.astype(np.int64), pm.astype(np.int64)
+            re = ((a + b) % m * f_re % m).astype(pp.dtype)
+            im = ((a - b) % m * f_im % m).astype(pp.dtype)
+            del a, b
         self.reconstruct_round(re, s, t_re, moduli, fmt, out_re)
         self.reconstruct_round(im, s, t_im, moduli, fmt, out_im)
 
