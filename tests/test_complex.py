@@ -488,7 +488,7 @@ def _three_product_table(monkeypatch):
     the real embedding gets), so that they compare with plans of the embedding."""
     from ozgemm.precision import planner as P
 
-    monkeypatch.setattr(P, "_complex_table", lambda *args: (P.MODULI,) + tuple(args[-1]))
+    monkeypatch.setattr(P, "_complex_table", lambda *args: (P.MODULI,) + tuple(args[6]))
 
 
 @pytest.mark.parametrize("real", ["a", "b"])
@@ -732,8 +732,10 @@ def test_split_residues_and_parts_against_exact_integers():
 
 def test_split_form_is_chosen_by_its_gemm_count():
     """The split form's moduli where their count takes fewer INT8 GEMMs at two per modulus than
-    the table's at three; the three-product form for a fixed moduli count, a GEMM cap, and
-    widths beyond the split table (dd with a wide spread), each keeping the promise."""
+    the table's at three, also under a max_gemms cap its count (moduli plus the bound GEMM, the
+    cap's units) stays within; the three-product form for a fixed moduli count, a cap only the
+    table's count fits, and widths beyond the split table (dd with a wide spread), each keeping
+    the promise."""
     from ozgemm.crt.moduli import splits
 
     rng = np.random.default_rng(21)
@@ -743,10 +745,16 @@ def test_split_form_is_chosen_by_its_gemm_count():
         c, (p,) = ozgemm.matmul(x, y, contract=contract, return_plan=True)
         assert splits(p.moduli) == split, contract
         assert ("run as 2 INT8 GEMMs" in p.info()["widened"]) == split
-    con = ozgemm.load_contract("fp64").with_(max_gemms=60)
-    c, (p,) = ozgemm.matmul(a, b, contract=con, return_plan=True)
-    assert not splits(p.moduli) and "run as 3 INT8 GEMMs" in p.info()["widened"]
-    _check_componentwise(c, a, b, "fp64")
+    free = ozgemm.matmul(a, b, contract="fp64", return_plan=True)[1][0]
+    three = ozgemm.matmul(a, b, contract=f"fp64:moduli={free.info()['widened'].split('form: ')[1].split()[0]}",
+                          return_plan=True)[1][0]
+    assert splits(free.moduli) and not splits(three.moduli) and three.int8_gemms < free.int8_gemms
+    for cap, split in ((free.int8_gemms, True), (three.int8_gemms, False)):
+        con = ozgemm.load_contract("fp64").with_(max_gemms=cap)
+        c, (p,) = ozgemm.matmul(a, b, contract=con, return_plan=True)
+        assert splits(p.moduli) == split and p.int8_gemms <= cap, cap
+        assert ("run as 2 INT8 GEMMs" if split else "run as 3 INT8 GEMMs") in p.info()["widened"]
+        _check_componentwise(c, a, b, "fp64")
     a, b = _operands(rng, 4, 5, 3, 12.0)
     c, (p,) = ozgemm.matmul(a, b, contract="dd", return_plan=True)
     assert p.method == "bands" or not splits(p.moduli)

@@ -38,8 +38,9 @@ def plan_moduli(spec) -> tuple:
 
 
 def splits(moduli) -> bool:
-    """Whether every modulus of the tuple ``moduli`` is odd and has a square root of -1, so
-    that a complex product modulo it is two real products (:func:`sqrt_minus_one`)."""
+    """Whether every modulus of the tuple ``moduli`` has a square root of -1 that
+    :func:`sqrt_minus_one` gives (the moduli of :data:`GAUSSIAN_MODULI` and primes = 1 mod 4:
+    odd), so that a complex product modulo it is two real products."""
     return not isinstance(moduli, (int, np.integer)) and len(moduli) > 0 and all(
         sqrt_minus_one(m) is not None for m in moduli)
 

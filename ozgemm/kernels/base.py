@@ -158,8 +158,10 @@ class Backend(Protocol):
         the backend's own set whose product is at least theirs (e.g. the CPU engine's primes up
         to 2965821; = 1 mod 4 where the plan's moduli split,
         :func:`~ozgemm.crt.moduli.splits`): what :meth:`residues` reduces modulo, and what
-        :meth:`residue_products` is given. Every method below that takes ``n_moduli`` takes
-        either form."""
+        :meth:`residue_products` is given. The complex forms' methods and the reconstruction
+        (:meth:`residues_3m`, :meth:`residues_split`, :meth:`reconstruct_round`,
+        :meth:`reconstruct_round_3m`, :meth:`reconstruct_round_split`) take either form; the
+        other methods that take ``n_moduli`` take a count."""
 
     def residues(self, rows, stats, shift, n_moduli: int, i0: int = 0, i1: int | None = None):
         """Symmetric residues (N, r, k) modulo :meth:`residue_moduli` (int8 for the table

@@ -260,12 +260,14 @@ class NumpyBackend:
         """Row tiles of A within the memory budget. Workspace per row of A, with N the
         backend's moduli: residues (float64: 8 N k; int8 for the int64 kind, counted alike) +
         products (8 N n) + reconstruction limbs (8 (N + 2 L + 4) n); fixed: the residues of
-        B (8 N n k); all times ``products`` (2 or 3 for the two forms of complex products)."""
+        B (8 N n k); all times ``products`` (2 or 3 for the two forms of complex products,
+        whose residue passes hold one more array of residues while they run)."""
         m, k, n = plan.shape
         N = len(self.residue_moduli(plan.moduli))
         L = constants_of(self.residue_moduli(plan.moduli)).limbs
-        per_row = (8 * N * k + 8 * (2 * N + 2 * L + 6) * n) * products
-        fixed = 8 * N * n * k * products
+        work = products + (products > 1)  # (the complex forms' residue passes: one array more)
+        per_row = 8 * N * k * work + 8 * (2 * N + 2 * L + 6) * n * products
+        fixed = 8 * N * n * k * work
         budget = self.memory_budget()
         if fixed + per_row > budget:
             raise MemoryError(
@@ -394,16 +396,17 @@ class NumpyBackend:
         t = np.asarray([sqrt_minus_one(q) for q in mods], dtype=np.int64).reshape(col)
         m = np.asarray(mods, dtype=np.int64).reshape(col)
         h = (m - 1) // 2
-        if rx.dtype == np.float64:
-            ty = ry * t.astype(np.float64)
+        if rx.dtype == np.float64:  # in place: rx, ry and one more array at a time
+            ry *= t.astype(np.float64)
             hf = h.astype(np.float64)
-            out = []
-            for v in (rx + ty, rx - ty):
+            rm = rx - ry
+            rx += ry
+            del ry
+            for v in (rx, rm):
                 v += hf
                 self._reduce(v, mods)  # (v + h) mod m, then the symmetric residue
                 v -= hf
-                out.append(v)
-            return tuple(out)
+            return rx, rm
         xi, ty = rx.astype(np.int64), ry.astype(np.int64) * t
         return tuple(((v + h) % m - h).astype(rx.dtype) for v in (xi + ty, xi - ty))
 
@@ -417,9 +420,14 @@ class NumpyBackend:
         m = np.asarray(mods, dtype=np.int64).reshape(col)
         f_re = np.asarray([pow(2, -1, q) for q in mods], dtype=np.int64).reshape(col)
         f_im = np.asarray([pow(2 * sqrt_minus_one(q), -1, q) for q in mods], dtype=np.int64).reshape(col)
-        if pp.dtype == np.float64:
-            re = (pp + pm) * f_re.astype(np.float64)
-            im = (pp - pm + m) * f_im.astype(np.float64)
+        if pp.dtype == np.float64:  # in place (the products are not needed again)
+            im = pp - pm
+            im += m
+            im *= f_im.astype(np.float64)
+            pp += pm
+            del pm
+            pp *= f_re.astype(np.float64)
+            re = pp
             self._reduce(re, mods)
             self._reduce(im, mods)
         else:

@@ -1065,12 +1065,14 @@ def complex_bound_operands(form, ar, ai, br, bi, xp):
     return xp.concatenate([ar, ai]), br, lambda g: xp.concatenate([g[:m], g[m:]], axis=1)
 
 
-def _complex_table(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int, real):
+def _complex_table(contract: Contract, host, sa: RowStats, sb: RowStats, k: int, cpow: int, real, extra: int = 0):
     """(table, moduli count, width, report) of a complex product's plan (moduli "auto"), given
     ``real`` = (count, width, report) of :data:`MODULI`: :data:`GAUSSIAN_MODULI` where its
     count, at two INT8 GEMMs per modulus (:func:`ozgemm.crt.pipeline.execute_complex`), takes
-    fewer GEMMs than the three of the three-product form per modulus of :data:`MODULI`; the
-    same proof (M > 2 Cmax at the chosen width) over the other table."""
+    fewer GEMMs than the three of the three-product form per modulus of :data:`MODULI` and,
+    under a ``max_gemms`` cap, its count plus the ``extra`` bound GEMMs (the plan's
+    :attr:`Plan.int8_gemms`, the cap's units) is within the cap; the same proof (M > 2 Cmax at
+    the chosen width) over the other table."""
     try:
         if contract.bound_kind == "componentwise":
             g = _componentwise_choice(contract, host, sa, sb, k, cpow, GAUSSIAN_MODULI)
@@ -1078,7 +1080,8 @@ def _complex_table(contract: Contract, host, sa: RowStats, sb: RowStats, k: int,
             g = _normwise_choice(contract, host, k, cpow, GAUSSIAN_MODULI)
     except ContractError:  # beyond the smaller table
         return (MODULI,) + tuple(real)
-    if 2 * g[0] >= 3 * real[0]:
+    cap = contract.max_gemms
+    if 2 * g[0] >= 3 * real[0] or (cap is not None and g[0] + extra > cap):
         return (MODULI,) + tuple(real)
     return (GAUSSIAN_MODULI, g[0], g[1], g[2] + f"; complex: {g[0]} moduli with a square root of -1, 2 INT8 "
                                              f"GEMMs per modulus (the three-product form: {real[0]} moduli, 3 per modulus)")
@@ -1176,8 +1179,9 @@ def make_plan(contract: Contract, a, b, backend, force_moduli: int | None = None
             nmod, beta, widened = _componentwise_choice(contract, host, sa, sb, k, cpow)
         else:
             nmod, beta, widened = _normwise_choice(contract, host, k, cpow)
-        if embedding is not None and contract.moduli == "auto" and contract.max_gemms is None:
-            table, nmod, beta, widened = _complex_table(contract, host, sa, sb, k, cpow, (nmod, beta, widened))
+        if embedding is not None and contract.moduli == "auto":
+            extra = bound.gemms if componentwise else 0
+            table, nmod, beta, widened = _complex_table(contract, host, sa, sb, k, cpow, (nmod, beta, widened), extra)
         if componentwise:
             bound_gemms, widened = bound.gemms, widened + bound.note
         # a refined bound is read on the host: such products are not speculated on
