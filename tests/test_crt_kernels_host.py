@@ -125,7 +125,7 @@ int main() {  // lines "sh x0..x7 y0..y7" (hex bits) -> "rp(q=0, e=0..7) rm(q=0,
             const long long b = (long long)std::strtoull(p, &p, 16);
             (e < 8 ? xv[e] : yv[e - 8]) = __longlong_as_double(b);
         }
-        residues8_split(xv, yv, sh, tab.data(), tabw, [&](int q, uint2 wp, uint2 wm) {
+        residues8_two<true>(xv, yv, sh, tab.data(), tabw, [&](int q, uint2 wp, uint2 wm, uint2) {
             for (const uint2 w : {wp, wm})
                 for (int e = 0; e < 8; ++e)
                     std::printf(" %d", (int)(signed char)(((e < 4 ? w.x : w.y) >> (8 * (e % 4))) & 255u));
@@ -321,7 +321,7 @@ def test_kernel_reconstruction_and_rounding(tmp_path, n_moduli):
 
 @pytest.mark.parametrize("n_moduli", [9, 17, 22])
 def test_kernel_split_form_residues(tmp_path, n_moduli):
-    """residues8_split (the split form of complex products): the symmetric residues of
+    """residues8_two<true> (the split form of complex products): the symmetric residues of
     X' + t Y' and X' - t Y' modulo each split modulus (t = SQRT_MINUS_ONE), X', Y' the two
     parts scaled by 2**sh and rounded half up, for groups on both split paths and with the
     table step (entries beyond 2**84)."""

@@ -291,51 +291,43 @@ __device__ __forceinline__ void residues8(const double* xv, i64 sh, const short*
 }
 
 // The same for two parts of one scaling (rows of Ar and Ai, or columns of Br and Bi, of a
-// complex product) and for the sum of their scaled integers X' + Y' (the three-product
-// form): store(q, word of X', word of Y', word of X' + Y'), q in order as above.
-template <typename Store>
-__device__ __forceinline__ void residues8_pair(const double* xv, const double* yv, i64 sh,
-                                               const short* __restrict__ pow2tab, int tabw, Store store) {
+// complex product), store(q, w0, w1, w2) for q in order as above:
+// * the three-product form: the words of X', Y' and of the sum of their scaled integers X' + Y';
+// * SPLIT_FORM (moduli with a square root SQ[q] = t of -1, odd): the words of X' + t Y' and
+//   X' - t Y' (w2 unused). From sm_x = X' + h and r_y = (Y' + h) mod m:
+//   X' + t Y' + h = sm_x + t r_y + KP and X' - t Y' + h = sm_x + (m - t) r_y + KM (mod m),
+//   KP = -t h, KM = t h mod m, each below 2^21 (checked in the header), one fastmod each.
+template <bool SPLIT_FORM, typename Store>
+__device__ __forceinline__ void residues8_two(const double* xv, const double* yv, i64 sh,
+                                              const short* __restrict__ pow2tab, int tabw, Store store) {
     Split8 sx, sy;
     split8(xv, sh, sx);
     split8(yv, sh, sy);
 #pragma unroll
     for (int q = 0; q < NMOD; ++q) {
-        int bx[RES_PER_THREAD], by[RES_PER_THREAD], bs[RES_PER_THREAD];
-        residue8(sx, q, pow2tab, tabw, bx);
-        residue8(sy, q, pow2tab, tabw, by);
-        const int mq = MOD[q], hi = (mq - 1) / 2, lo = -hi - ((mq & 1) ? 0 : 1);
+        if (SPLIT_FORM) {
+            const unsigned int m = MOD[q], h = m / 2;
+            unsigned int smx[RES_PER_THREAD], smy[RES_PER_THREAD];
+            residue8_sm(sx, q, pow2tab, tabw, smx);
+            residue8_sm(sy, q, pow2tab, tabw, smy);
+            int bp[RES_PER_THREAD], bm[RES_PER_THREAD];
 #pragma unroll
-        for (int e = 0; e < RES_PER_THREAD; ++e) bs[e] = sym_add(bx[e] + by[e], mq, hi, lo);
-        store(q, pack8(bx), pack8(by), pack8(bs));
-    }
-}
-
-// The split form of a complex product (moduli with a square root SQ[q] = t of -1, odd): the
-// symmetric residues of X' + t Y' and X' - t Y' for two parts of one scaling, store(q, word of
-// X' + t Y', word of X' - t Y'), q in order. From sm_x = X' + h and r_y = (Y' + h) mod m:
-// X' + t Y' + h = sm_x + t r_y + KP and X' - t Y' + h = sm_x + (m - t) r_y + KM (mod m), KP =
-// -t h, KM = t h mod m, each below 2^21 (checked in the header) and reduced by one fastmod.
-template <typename Store>
-__device__ __forceinline__ void residues8_split(const double* xv, const double* yv, i64 sh,
-                                                const short* __restrict__ pow2tab, int tabw, Store store) {
-    Split8 sx, sy;
-    split8(xv, sh, sx);
-    split8(yv, sh, sy);
+            for (int e = 0; e < RES_PER_THREAD; ++e) {
+                const unsigned int ry = fastmod(smy[e], FM[q], m);
+                bp[e] = (int)fastmod(smx[e] + SQ[q] * ry + KP[q], FM[q], m) - (int)h;
+                bm[e] = (int)fastmod(smx[e] + (m - SQ[q]) * ry + KM[q], FM[q], m) - (int)h;
+            }
+            const uint2 wp = pack8(bp);
+            store(q, wp, pack8(bm), wp);
+        } else {
+            int bx[RES_PER_THREAD], by[RES_PER_THREAD], bs[RES_PER_THREAD];
+            residue8(sx, q, pow2tab, tabw, bx);
+            residue8(sy, q, pow2tab, tabw, by);
+            const int mq = MOD[q], hi = (mq - 1) / 2, lo = -hi - ((mq & 1) ? 0 : 1);
 #pragma unroll
-    for (int q = 0; q < NMOD; ++q) {
-        const unsigned int m = MOD[q], h = m / 2;
-        unsigned int smx[RES_PER_THREAD], smy[RES_PER_THREAD];
-        residue8_sm(sx, q, pow2tab, tabw, smx);
-        residue8_sm(sy, q, pow2tab, tabw, smy);
-        int bp[RES_PER_THREAD], bm[RES_PER_THREAD];
-#pragma unroll
-        for (int e = 0; e < RES_PER_THREAD; ++e) {
-            const unsigned int ry = fastmod(smy[e], FM[q], m);
-            bp[e] = (int)fastmod(smx[e] + SQ[q] * ry + KP[q], FM[q], m) - (int)h;
-            bm[e] = (int)fastmod(smx[e] + (m - SQ[q]) * ry + KM[q], FM[q], m) - (int)h;
+            for (int e = 0; e < RES_PER_THREAD; ++e) bs[e] = sym_add(bx[e] + by[e], mq, hi, lo);
+            store(q, pack8(bx), pack8(by), pack8(bs));
         }
-        store(q, pack8(bp), pack8(bm));
     }
 }
 
@@ -344,9 +336,9 @@ __device__ __forceinline__ void residues8_split(const double* xv, const double* 
 // T: double, or float (widened exactly: the fp32 contract reads its operands as they are).
 // vec != 0: x 16-byte aligned and ldx a multiple of 16 bytes (vector loads).
 // PAIR: two parts x, y of one scaling (same ldx; vec for both) into out, out_y, and the
-// residues of their sum into out_s (residues8_pair); otherwise y, out_y, out_s are unused.
+// residues of their sum into out_s (residues8_two); otherwise y, out_y, out_s are unused.
 // IL (with PAIR): the parts interleaved in the rows of x (complex entries, load_row8_il; ldx
-// in T units), y unused. SPLIT (with PAIR): the split form's two words (residues8_split) into
+// in T units), y unused. SPLIT (with PAIR): the split form's two words (residues8_two) into
 // out, out_y; out_s unused.
 template <typename T, bool PAIR, bool IL = false, bool SPLIT_FORM = false>
 __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, const T* __restrict__ y, i64 ldx,
@@ -369,18 +361,11 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, co
         const i64 o = ((i64)i * kp + l0) / RES_PER_THREAD;
         if (PAIR) {
             if (!IL) load_row8(y + (i64)i * ldx, l0, k, i < r, vec, yv);
-            if (SPLIT_FORM) {
-                residues8_split(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wp, uint2 wm) {
-                    out[o + q * slab8] = wp;
-                    out_y[o + q * slab8] = wm;
-                });
-            } else {
-                residues8_pair(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wx, uint2 wy, uint2 ws) {
-                    out[o + q * slab8] = wx;
-                    out_y[o + q * slab8] = wy;
-                    out_s[o + q * slab8] = ws;
-                });
-            }
+            residues8_two<SPLIT_FORM>(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 w0, uint2 w1, uint2 w2) {
+                out[o + q * slab8] = w0;
+                out_y[o + q * slab8] = w1;
+                if (!SPLIT_FORM) out_s[o + q * slab8] = w2;
+            });
         } else {
             residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) { out[o + q * slab8] = w; });
         }
@@ -399,7 +384,7 @@ __device__ __forceinline__ void scaled_residues_impl(const T* __restrict__ x, co
 // "Operand B".)
 // W = 3: two parts x, y of one scaling (same ldx) and their sum, as the row kernel's PAIR
 // (three words per modulus through the tile, BATCH moduli at a time within 48 KB); W = 2: the
-// split form's two words (residues8_split).
+// split form's two words (residues8_two).
 // Grid: x over ceil(rp / RC_ROWS) tiles, y over 128-entry groups (grid-stride, block-uniform).
 #define RC_ROWS 16
 #define RC_GROUPS 16
@@ -455,17 +440,10 @@ __device__ __forceinline__ void scaled_residues_cols_impl(const double* __restri
 #pragma unroll
                 for (int e = 0; e < RES_PER_THREAD; ++e)
                     yv[e] = (i < r && l0 + e < k) ? y[(i64)(l0 + e) * ldx + i] : 0.0;
-                if (W == 3) {
-                    residues8_pair(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wx, uint2 wy, uint2 ws) {
-                        const uint2 w[3] = {wx, wy, ws};
-                        put(q, w);
-                    });
-                } else {
-                    residues8_split(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 wp, uint2 wm) {
-                        const uint2 w[2] = {wp, wm};
-                        put(q, w);
-                    });
-                }
+                residues8_two<W == 2>(xv, yv, sh, pow2tab, tabw, [&](int q, uint2 w0, uint2 w1, uint2 w2) {
+                    const uint2 w[3] = {w0, w1, w2};  // (put stores the first W)
+                    put(q, w);
+                });
             } else {
                 residues8(xv, sh, pow2tab, tabw, [&](int q, uint2 w) { put(q, &w); });
             }
