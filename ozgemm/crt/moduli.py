@@ -14,7 +14,7 @@ import numpy as np
 from ..contracts.moduli import GAUSSIAN_MODULI, MODULI, SQRT_MINUS_ONE
 
 __all__ = ["GarnerConstants", "garner_constants", "crt_constants", "WIDE_MODULI", "WIDE_GAUSSIAN_MODULI",
-           "WIDE_BOUND", "WIDE_K_BLOCK", "wide_moduli", "plan_moduli", "splits", "sqrt_minus_one"]
+           "WIDE_BOUND", "WIDE_K_BLOCK", "wide_moduli", "plan_moduli", "splits", "sqrt_minus_one", "split_factors"]
 
 
 def _largest_primes_below(bound: int, count: int, residue: int | None = None) -> tuple:
@@ -59,6 +59,16 @@ def sqrt_minus_one(m: int) -> int | None:
     t = pow(c, (m - 1) // 4, m)
     assert (t * t + 1) % m == 0
     return t
+
+
+@lru_cache(maxsize=None)
+def split_factors(moduli: tuple) -> tuple:
+    """(t, f_re, f_im) of moduli that :func:`splits`: per modulus m the square root t of -1
+    (:func:`sqrt_minus_one`) and the factors of the split form's parts, f_re = 1/2 and
+    f_im = 1/(2t) mod m (Re = (P+ + P-) f_re, Im = (P+ - P-) f_im), each a tuple of ints."""
+    t = tuple(sqrt_minus_one(m) for m in moduli)
+    return (t, tuple(pow(2, -1, m) for m in moduli),
+            tuple(pow(2 * r, -1, m) for r, m in zip(t, moduli)))
 
 
 #: the k-block of the CPU engine's float64 GEMMs of residues

@@ -30,7 +30,7 @@ from math import prod
 
 import numpy as np
 
-from ..crt.moduli import WIDE_K_BLOCK, plan_moduli, sqrt_minus_one, wide_moduli
+from ..crt.moduli import WIDE_K_BLOCK, plan_moduli, split_factors, wide_moduli
 from ..crt.reconstruct import constants_of, crt_reconstruct, reconstruct_round
 from ..crt.residues import scaled_residues
 from ..precision.planner import complex_bound_operands, normwise_scalars, plan_scalars, stack_plan_scalars, width_constants
@@ -393,7 +393,7 @@ class NumpyBackend:
         ry = self.residues(y, None, shift, moduli, i0, i1)
         mods = self.residue_moduli(moduli)
         col = (-1,) + (1,) * (rx.ndim - 1)
-        t = np.asarray([sqrt_minus_one(q) for q in mods], dtype=np.int64).reshape(col)
+        t = np.asarray(split_factors(mods)[0], dtype=np.int64).reshape(col)
         m = np.asarray(mods, dtype=np.int64).reshape(col)
         h = (m - 1) // 2
         if rx.dtype == np.float64:  # in place: rx, ry and one more array at a time
@@ -418,8 +418,7 @@ class NumpyBackend:
         mods = self.residue_moduli(moduli)
         col = (-1,) + (1,) * (pp.ndim - 1)
         m = np.asarray(mods, dtype=np.int64).reshape(col)
-        f_re = np.asarray([pow(2, -1, q) for q in mods], dtype=np.int64).reshape(col)
-        f_im = np.asarray([pow(2 * sqrt_minus_one(q), -1, q) for q in mods], dtype=np.int64).reshape(col)
+        f_re, f_im = (np.asarray(f, dtype=np.int64).reshape(col) for f in split_factors(mods)[1:])
         if pp.dtype == np.float64:  # in place (the products are not needed again)
             im = pp - pm
             im += m

@@ -615,7 +615,7 @@ def _normwise_choice(contract: Contract, host, k: int, cpow: int, table: tuple =
         widened = f"fixed: {nmod} moduli"
     beta = max_beta_for(moduli_product(nmod, table), S, k, cpow=cpow)
     if beta < floor_:
-        need = min_moduli_for(floor_, S, k, cpow)
+        need = min_moduli_for(floor_, S, k, cpow, table)
         raise ModuliShortfall(
             f"{where}: with {nmod} moduli and k = {k} the integer width is {beta} bits, below the "
             f"{floor_} the normwise bound needs. Fix: moduli = {need} (or split k).")

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..._xp import as_float64
 from ...precision.rounding import empty_result
-from ...crt.moduli import garner_constants, plan_moduli, sqrt_minus_one
+from ...crt.moduli import garner_constants, plan_moduli, split_factors
 from ...crt.reconstruct import crt_reconstruct
 from ...precision.stats import LB_BITS, RowStats
 from . import cublas
@@ -940,8 +940,7 @@ class CudaBackend:
         ms = plan_moduli(moduli)
         col = (-1, 1, 1)
         m_ = cp.asarray(np.array(ms, dtype=np.int64)).reshape(col)
-        f_re = cp.asarray(np.array([pow(2, -1, q) for q in ms], dtype=np.int64)).reshape(col)
-        f_im = cp.asarray(np.array([pow(2 * sqrt_minus_one(q), -1, q) for q in ms], dtype=np.int64)).reshape(col)
+        f_re, f_im = (cp.asarray(np.array(f, dtype=np.int64)).reshape(col) for f in split_factors(ms)[1:])
         pp, pm = (x.astype(cp.int64) for x in (pp, pm))
         im = cp.empty_like(pp)
         _combine_split_kernel()(pm, m_, f_re, f_im, pp, im)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from importlib import resources
 from math import prod
 
-from ...crt.moduli import garner_constants, splits, sqrt_minus_one
+from ...crt.moduli import garner_constants, split_factors, splits
 
 __all__ = ["kernel_source", "common_source"]
 
@@ -74,12 +74,11 @@ def _constants(n) -> dict:
     # sm_x + t r_y + KP and sm_x + (m - t) r_y + KM, KP = -t h, KM = t h (mod m); the parts
     # Re = (P+ + P-) / 2 and Im = (P+ - P-) / (2 t) mod m_q, the factors folded into the
     # reconstruction's byte weights and constant (PIS, KCS: set 0 Re, set 1 Im)
-    sq = [sqrt_minus_one(m) or 0 for m in ms] if splits(ms) else [0] * n
+    sq, f_re, f_im = split_factors(ms) if splits(ms) else ((0,) * n, (1,) * n, (1,) * n)
     kp = [(-t * (m // 2)) % m for t, m in zip(sq, ms)]
     km = [(t * (m // 2)) % m for t, m in zip(sq, ms)]
     pis, kcs = [], []
-    for part in range(2):
-        f = [pow(2 * (1 if part == 0 else t), -1, m) if t else 1 for t, m in zip(sq, ms)]
+    for f in (f_re, f_im):
         w = [[w4[q][j] * f[q] % m for j in range(4)] for q, m in enumerate(ms)]
         pis.append([_pack(x) for x in w])
         kcs.append([kc[q] * f[q] % m for q, m in enumerate(ms)])
@@ -91,8 +90,8 @@ def _constants(n) -> dict:
             assert (sq[q] ** 2 + 1) % m == 0 and m % 2
             z_max = (2**20 - 1) + (m - 1) * (m - 1) + m  # sm < 2^20 (above), r_y < m, K < m
             assert z_max < 2**21 and _fastmod_ok(m, z_max), (m, z_max)
-    return dict(fm=fm, rc=rc, rb=rb, rb2=rb2, rc3=rc3, pi=pi, gp=gp, kc=kc, gr=gr, gused=gused, sq=sq, kp=kp, km=km,
-                pis=pis, kcs=kcs, split=splits(ms))
+    return dict(fm=fm, rc=rc, rb=rb, rb2=rb2, rc3=rc3, pi=pi, gp=gp, kc=kc, gr=gr, gused=gused, sq=list(sq),
+                kp=kp, km=km, pis=pis, kcs=kcs, split=splits(ms))
 
 
 def _header(n) -> str:
